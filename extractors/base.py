@@ -1,0 +1,162 @@
+"""The extractor contract and registry.
+
+An extractor is one module in this package holding one class decorated with
+`@register`. It declares what it is (name, version), what it needs (sample rate,
+other extractors it depends on, GPU or not), which blueprint keys it owns
+(`outputs`, dotted paths), and a config dataclass whose fields change its output.
+
+Per-clip extractors (`batched = False`) implement `extract_one` and run in CPU
+worker processes; batched extractors (models) implement `extract` over a list of
+clips and run in the main process, on the GPU when there is one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = [
+    "Clip",
+    "ClipError",
+    "Extractor",
+    "ExtractorUnavailable",
+    "ModelInfo",
+    "REGISTRY",
+    "Section",
+    "register",
+]
+
+
+class ExtractorUnavailable(Exception):
+    """The extractor cannot run on this machine (weights or a package missing).
+
+    The message must name the exact setting or command that would fix it, e.g.
+    "set TRACE_MODELS_DIR to a folder holding emotion2vec_plus_large, or pass
+    --set emotion.model_path=DIR".
+    """
+
+
+class ClipError(Exception):
+    """This extractor cannot process this one clip; the reason is recorded and the run goes on."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Which weights an extractor runs with, as recorded in provenance."""
+
+    id: str | None = None
+    revision: str | None = None
+    source: str | None = None  # where the weights were resolved from (path), not part of the fingerprint
+
+
+@dataclass
+class Section:
+    """One extractor's result for one clip.
+
+    values: a nested fragment merged into the blueprint, e.g.
+        {"agent_audio_properties": {"Mean_Pitch_Hz": 182.3, ...}}
+    null_reasons: dotted key -> why that value is null, e.g.
+        {"agent_audio_properties.Mean_Pitch_Hz": "no voiced frames"}
+    """
+
+    values: dict[str, Any]
+    null_reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Clip:
+    """One unique audio file as an extractor sees it."""
+
+    sha256: str
+    audio: Any  # trace_eval.audio.Audio, or None for extractors with sample_rate None
+    blueprint: dict[str, Any] = field(default_factory=dict)  # values of the extractors it depends on
+
+    @property
+    def duration_s(self) -> float:
+        if self.audio is not None:
+            return self.audio.duration_s
+        return float(self.blueprint.get("duration_s") or 0.0)
+
+    def samples(self, rate: int) -> np.ndarray:
+        """Mono float32 samples at `rate` Hz (resampled once and cached)."""
+        return self.audio.at(rate)
+
+
+@dataclass
+class NoConfig:
+    pass
+
+
+class Extractor:
+    """Base class; subclasses set the ClassVars and implement extract_one or extract."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    description: ClassVar[str] = ""
+    sample_rate: ClassVar[int | None] = 16000  # None: needs no audio, only its dependencies' values
+    depends_on: ClassVar[tuple[str, ...]] = ()
+    uses_gpu: ClassVar[bool] = False
+    batched: ClassVar[bool] = False
+    outputs: ClassVar[tuple[str, ...]] = ()  # dotted blueprint keys this extractor owns
+    Config: ClassVar[type] = NoConfig
+
+    def __init__(self, config: Any = None, device: str = "cpu"):
+        self.config = config if config is not None else self.Config()
+        self.device = device if self.uses_gpu else "cpu"
+
+    # -- identity -----------------------------------------------------------------
+    def model(self) -> ModelInfo:
+        """The weights this extractor runs with (id and revision enter the fingerprint)."""
+        return ModelInfo()
+
+    def fingerprint(self) -> str:
+        """Hash over everything that changes this extractor's output (not where weights live)."""
+        model = self.model()
+        config = {
+            k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NON_OUTPUT_CONFIG_FIELDS
+        }
+        payload = {
+            "name": self.name,
+            "version": self.version,
+            "config": config,
+            "model": [model.id, model.revision],
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    # -- work ---------------------------------------------------------------------
+    def load(self) -> None:
+        """Load weights once per run. Raise ExtractorUnavailable with the fixing setting."""
+
+    def extract_one(self, clip: Clip) -> Section | dict:
+        raise NotImplementedError
+
+    def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
+        """Results in the order of `clips`; a clip that fails gives a ClipError in its place."""
+        results: list[Section | ClipError] = []
+        for clip in clips:
+            try:
+                out = self.extract_one(clip)
+                results.append(out if isinstance(out, Section) else Section(out))
+            except ClipError as e:
+                results.append(e)
+        return results
+
+
+# Settings that change speed or memory but never values: left out of fingerprints.
+_NON_OUTPUT_CONFIG_FIELDS = frozenset({"model_path", "batch_seconds", "num_threads", "one_model_at_a_time"})
+
+REGISTRY: dict[str, type[Extractor]] = {}
+
+
+def register(cls: type[Extractor]) -> type[Extractor]:
+    """Class decorator: make an extractor available by its name."""
+    if not getattr(cls, "name", None) or not getattr(cls, "version", None):
+        raise TypeError(f"{cls.__name__} must declare name and version")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ValueError(f"two extractors named {cls.name!r}: {REGISTRY[cls.name].__module__} and {cls.__module__}")
+    REGISTRY[cls.name] = cls
+    return cls

@@ -1,0 +1,93 @@
+"""`python -m trace_eval blueprints DIR`: Stage 1 over a benchmark folder."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "extract the audio cues of every clip of a benchmark folder into cached blueprints"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bench", metavar="DIR", help="benchmark folder holding manifest.json or manifest.jsonl")
+    p.add_argument("--only", metavar="NAMES", help="comma-separated extractors (their dependencies are added)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
+    p.add_argument("--workers", type=int, default=None, help="decode/signal worker processes (default: all cores; 0: inline)")
+    p.add_argument("--profile", choices=("paper", "cpu"), default=None,
+                   help="model set: paper (Whisper large-v3, default with CUDA) or cpu (Whisper tiny.en, default without)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME.FIELD=VALUE",
+                   help="override an extractor setting, e.g. --set asr.model_path=/models/whisper (repeatable)")
+    p.add_argument("--one-model-at-a-time", action="store_true",
+                   help="run each GPU model over all clips before loading the next (small GPUs)")
+    p.add_argument("--force", action="store_true", help="recompute sections even when they are current")
+    p.add_argument("--list", action="store_true", help="list the extractors and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def parse_settings(items: list[str]) -> dict[str, dict[str, str]]:
+    settings: dict[str, dict[str, str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        name, dot, fld = key.partition(".")
+        if not sep or not dot or not name or not fld:
+            raise SystemExit(f"--set {item!r}: expected NAME.FIELD=VALUE, e.g. asr.model_path=/models/whisper")
+        settings.setdefault(name, {})[fld] = value
+    return settings
+
+
+def list_extractors() -> None:
+    from extractors import REGISTRY
+
+    for name, cls in sorted(REGISTRY.items()):
+        deps = f" (after {', '.join(cls.depends_on)})" if cls.depends_on else ""
+        where = "gpu" if cls.uses_gpu else "cpu"
+        print(f"{name:10s} v{cls.version:6s} {where}  {cls.description}{deps}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trace_eval.bench import ManifestError
+    from trace_eval.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
+
+    if args.list:
+        list_extractors()
+        return 0
+    options = BlueprintOptions(
+        only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
+        device=args.device,
+        workers=args.workers,
+        force=args.force,
+        settings=parse_settings(args.settings),
+        profile=args.profile,
+        progress=not args.quiet,
+    )
+    try:
+        if args.one_model_at_a_time:
+            summary = run_one_model_at_a_time(args.bench, options)
+        else:
+            summary = run_blueprints(args.bench, options)
+    except (ManifestError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print_summary(summary)
+    return 0 if summary.ok else 1
+
+
+def print_summary(summary) -> None:
+    """Human summary; the same figures are in BENCH/blueprints/summary.json."""
+    print(f"\nblueprints for {summary.bench}  (device {summary.device}, profile {summary.profile}, "
+          f"{summary.wall_seconds:.1f} s)")
+    print(f"  clips {summary.clips}  unique audio {summary.unique_audio}  cached {summary.cached}  "
+          f"computed {summary.computed}  failed {summary.failed}")
+    print(f"  {'extractor':10s} {'ok':>6s} {'cached':>7s} {'failed':>7s} {'unavail':>8s} {'seconds':>9s}")
+    for name, counts in summary.sections.items():
+        print(f"  {name:10s} {counts.get('ok', 0):6d} {counts.get('cached', 0):7d} {counts.get('failed', 0):7d} "
+              f"{counts.get('unavailable', 0):8d} {summary.seconds_per_extractor.get(name, 0.0):9.2f}")
+    for name, reason in summary.unavailable.items():
+        print(f"  unavailable: {name}: {reason}")
+    if summary.failures:
+        print(f"  {len(summary.failures)} failure(s) (also in blueprints/failures.jsonl):")
+        for f in summary.failures[:20]:
+            print(f"    {f.path} [{f.stage}] {f.reason}")
+        if len(summary.failures) > 20:
+            print(f"    ... and {len(summary.failures) - 20} more")
+    if not summary.ok:
+        print(f"  {summary.failed} clip(s) have no blueprint")

@@ -1,0 +1,35 @@
+"""Atomic file writes: a reader never sees half a file, an interrupted write loses nothing."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write_text", "write_json", "read_json"]
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write to a temporary file beside `path`, flush to disk, then rename over it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, data: Any, indent: int | None = 2) -> None:
+    """Atomic JSON write; NaN or infinity is a bug upstream, so it raises instead of writing invalid JSON."""
+    atomic_write_text(path, json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

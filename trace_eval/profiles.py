@@ -1,0 +1,26 @@
+"""Extractor settings per profile.
+
+- paper: the models of the TRACE paper (Whisper large-v3 through transformers,
+  emotion2vec_plus_large, CommonAccent ECAPA, DNSMOS); the default with CUDA.
+- cpu: the same cues with a small recogniser (faster-whisper, Whisper tiny.en
+  shipped on PyPI); the default without CUDA.
+
+Any setting can still be overridden with --set NAME.FIELD=VALUE.
+"""
+from __future__ import annotations
+
+import copy
+
+PROFILES: dict[str, dict[str, dict]] = {
+    "paper": {"asr": {"backend": "transformers", "model": "whisper-large-v3"}},
+    "cpu": {"asr": {"backend": "faster-whisper", "model": "whisper-tiny.en-ct2"}},
+}
+
+
+def profile_settings(name: str) -> dict[str, dict]:
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; expected one of: {', '.join(PROFILES)}")
+    from extractors import REGISTRY
+
+    # Settings for extractors that are not installed are dropped, not errors.
+    return {k: v for k, v in copy.deepcopy(PROFILES[name]).items() if k in REGISTRY}
