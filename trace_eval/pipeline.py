@@ -396,7 +396,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
                     continue
                 if ext.name in unavailable:
                     for clip in batch:
-                        job = jobs[clip.sha]
+                        job = jobs[clip.sha256]
                         _record(clip.blueprint, ext, fps[ext.name], ExtractorUnavailable(unavailable[ext.name]), None,
                                 job, failures, sections, seconds)
                     continue
@@ -409,7 +409,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
                 total = sum(c.duration_s for c in batch) or 1.0
                 for clip, result in zip(batch, results):
                     _record(clip.blueprint, ext, fps[ext.name], result, elapsed * clip.duration_s / total,
-                            jobs[clip.sha], failures, sections, seconds)
+                            jobs[clip.sha256], failures, sections, seconds)
 
             for sha, bp in blueprints.items():
                 store.put(sha, bp)

@@ -12,12 +12,12 @@ HELP = "print the stored blueprint of one audio file as JSON (computes nothing)"
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("audio", metavar="AUDIO_FILE")
     p.add_argument("--bench", metavar="DIR", help="benchmark folder holding the blueprints (default: the nearest "
-                   "folder above the file that has a blueprints/ store)")
+                   "folder above the file with a manifest or a blueprints/ store)")
 
 
 def _find_bench(audio: Path) -> Path | None:
     for folder in audio.resolve().parents:
-        if (folder / "blueprints").is_dir():
+        if any((folder / name).exists() for name in ("blueprints", "manifest.json", "manifest.jsonl")):
             return folder
     return None
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bench = Path(args.bench) if args.bench else _find_bench(audio)
     if bench is None:
-        print(f"error: no blueprint store found above {audio}; pass --bench DIR", file=sys.stderr)
+        print(f"error: no benchmark folder found above {audio}; pass --bench DIR", file=sys.stderr)
         return 1
     store = BlueprintStore(bench)
     try:

@@ -1,0 +1,257 @@
+"""Stage 1 pipeline: bad input, resume, content addressing, per-section fingerprints."""
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from extractors import REGISTRY, ClipError, Extractor, Section, register
+from trace_eval import pipeline
+from trace_eval.cli import main as cli
+from trace_eval.pipeline import BlueprintOptions, run_blueprints
+from trace_eval.schemas import validation_errors
+from trace_eval.store import BlueprintStore
+
+SR = 16000
+
+
+def tone(seconds, sr=SR, f0=220.0, amp=0.2, channels=1):
+    t = np.arange(int(seconds * sr)) / sr
+    x = amp * np.sin(2 * np.pi * f0 * t) * (1 + 0.3 * np.sin(2 * np.pi * 3 * t))
+    return np.stack([x] * channels, axis=1) if channels > 1 else x
+
+
+# Small real extractors that exercise the pipeline's mechanics without models.
+# They are registered only while a test of this module runs (see the fixture below).
+class Peak(Extractor):
+    name = "test_peak"
+    version = "1"
+    outputs = ("test.peak",)
+
+    @dataclass
+    class Config:
+        scale: float = 1.0
+
+    def extract_one(self, clip):
+        x = clip.samples(self.sample_rate)
+        return Section({"test": {"peak": float(np.abs(x).max()) * self.config.scale}})
+
+
+class PeakDb(Extractor):
+    name = "test_peak_db"
+    version = "1"
+    sample_rate = None
+    depends_on = ("test_peak",)
+    batched = True
+    outputs = ("test.peak_db",)
+    calls = 0
+    interrupt_after: int | None = None
+
+    def extract(self, clips):
+        out = []
+        for clip in clips:
+            PeakDb.calls += 1
+            if PeakDb.interrupt_after is not None and PeakDb.calls > PeakDb.interrupt_after:
+                raise KeyboardInterrupt
+            peak = clip.blueprint.get("test", {}).get("peak")
+            if not peak:
+                out.append(ClipError("no peak to convert"))
+            else:
+                out.append(Section({"test": {"peak_db": round(20 * np.log10(peak), 3)}}))
+        return out
+
+
+ONLY = ["test_peak", "test_peak_db"]
+
+
+@pytest.fixture(autouse=True)
+def test_extractors():
+    register(Peak)
+    register(PeakDb)
+    yield
+    for name in ONLY:
+        REGISTRY.pop(name, None)
+
+
+def bench(tmp_path, files: dict[str, object], pairs=None):
+    """Write audio files (arrays, bytes or callables) and a manifest pairing them up."""
+    audio = tmp_path / "audio"
+    audio.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = audio / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif isinstance(content, tuple):
+            data, sr, kw = (content + ({},))[:3]
+            sf.write(path, data, sr, **kw)
+        elif content is not None:
+            sf.write(path, content, SR)
+    names = list(files)
+    pairs = pairs or [(names[0], names[i], names[i + 1] if i + 1 < len(names) else names[1]) for i in range(1, len(names), 2)]
+    manifest = [
+        {"index": f"p{i}", "instruction_path": f"audio/{q}", "audio1_path": f"audio/{a}", "audio2_path": f"audio/{b}"}
+        for i, (q, a, b) in enumerate(pairs)
+    ]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path
+
+
+def opts(**kw):
+    return BlueprintOptions(only=kw.pop("only", ONLY), workers=kw.pop("workers", 0), progress=False, **kw)
+
+
+def test_bad_input_is_recorded_and_everything_else_gets_a_blueprint(tmp_path):
+    ok = tone(1.0)
+    wav_bytes = (tmp_path / "tmp.wav")
+    sf.write(wav_bytes, ok, SR)
+    good_bytes = wav_bytes.read_bytes()
+    nan = tone(1.0).astype(np.float32)
+    nan[100:200] = np.nan
+    files = {
+        "question.wav": ok,
+        "empty.wav": b"",
+        "truncated.wav": good_bytes[:30],
+        "text.wav": b"this is not audio at all\n" * 10,
+        "nan.wav": (nan, SR, {"subtype": "FLOAT"}),
+        "short.wav": tone(0.1),
+        "silence.wav": np.zeros(3 * SR),
+        "narrow.wav": (tone(2.0, sr=8000), 8000),
+        "stereo.wav": (tone(2.0, sr=48000, channels=2), 48000),
+        "long.flac": (np.tile(tone(5.0), 120), SR),  # 10 minutes
+    }
+    pairs = [("question.wav", a, b) for a, b in
+             [("empty.wav", "truncated.wav"), ("text.wav", "nan.wav"), ("short.wav", "silence.wav"),
+              ("narrow.wav", "stereo.wav"), ("long.flac", "missing.wav")]]
+    root = bench(tmp_path, files, pairs)
+    summary = run_blueprints(root, opts())
+
+    failed = {f.path: f.reason for f in summary.failures if f.stage == "decode"}
+    assert set(failed) == {"audio/empty.wav", "audio/truncated.wav", "audio/text.wav", "audio/nan.wav", "audio/missing.wav"}
+    assert "empty file" in failed["audio/empty.wav"]
+    assert "NaN" in failed["audio/nan.wav"]
+    assert "not found" in failed["audio/missing.wav"]
+    assert summary.failed == 5 and not summary.ok
+
+    store = BlueprintStore(root)
+    for name in ("question.wav", "short.wav", "silence.wav", "narrow.wav", "stereo.wav", "long.flac"):
+        bp = store.get_by_path(f"audio/{name}")
+        assert bp is not None, name
+        assert validation_errors("blueprint", bp) == []
+    stereo = store.get_by_path("audio/stereo.wav")
+    assert stereo["channels"] == 2 and stereo["sample_rate_hz"] == 48000
+    assert store.get_by_path("audio/long.flac")["duration_s"] == pytest.approx(600.0)
+    # digital silence has no peak: its dependant section fails with a reason, the blueprint still exists
+    silence = store.get_by_path("audio/silence.wav")
+    assert silence["provenance"]["extractors"]["test_peak_db"]["status"] == "failed"
+    assert "no peak" in silence["provenance"]["extractors"]["test_peak_db"]["reason"]
+
+    lines = [json.loads(l) for l in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
+    assert {l["path"] for l in lines} >= set(failed)
+    saved = json.loads((root / "blueprints" / "summary.json").read_text())
+    assert saved["failed"] == 5 and saved["clips"] == 15
+
+
+def test_cli_exit_status_lists_failed_clips(tmp_path, capsys):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.5), "b.wav": b"garbage"})
+    code = cli(["blueprints", str(root), "--only", "test_peak", "--workers", "0", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "audio/b.wav" in out and "1 clip(s) have no blueprint" in out
+    (root / "audio" / "b.wav").unlink()
+    sf.write(root / "audio" / "b.wav", tone(0.5, f0=330), SR)
+    assert cli(["blueprints", str(root), "--only", "test_peak", "--workers", "0", "--quiet"]) == 0
+
+
+def test_rerun_computes_nothing_and_force_recomputes(tmp_path):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9)})
+    first = run_blueprints(root, opts())
+    assert first.computed == 3 and first.cached == 0
+    files = sorted((root / "blueprints").glob("*.json"))
+    stamps = {p: p.stat().st_mtime_ns for p in files if len(p.stem) == 64}
+
+    again = run_blueprints(root, opts())
+    assert again.computed == 0 and again.cached == 3
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
+
+    forced = run_blueprints(root, opts(force=True))
+    assert forced.computed == 3
+
+
+def test_identical_audio_is_extracted_once(tmp_path):
+    same = tone(0.8)
+    root = bench(tmp_path, {"q.wav": same, "a.wav": same, "b.wav": tone(0.5)})
+    summary = run_blueprints(root, opts())
+    assert summary.unique_audio == 2 and summary.computed == 2 and summary.clips == 3
+    store = BlueprintStore(root)
+    assert store.get_by_path("audio/q.wav") == store.get_by_path("audio/a.wav")
+
+
+def test_changing_one_extractor_recomputes_it_and_its_dependants_only(tmp_path):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9)})
+    run_blueprints(root, opts(only=ONLY + ["pitch"]) if "pitch" in REGISTRY else opts())
+    store = BlueprintStore(root)
+    before = store.get_by_path("audio/a.wav")
+
+    summary = run_blueprints(root, opts(settings={"test_peak": {"scale": "2"}}))
+    after = store.get_by_path("audio/a.wav")
+    assert summary.sections["test_peak"]["ok"] == 3 and summary.sections["test_peak_db"]["ok"] == 3
+    assert after["test"]["peak"] == pytest.approx(2 * before["test"]["peak"])
+    assert after["test"]["peak_db"] == pytest.approx(before["test"]["peak_db"] + 6.021, abs=2e-3)
+    if "pitch" in REGISTRY:  # an unrelated section is left exactly as it was
+        assert after["provenance"]["extractors"]["pitch"] == before["provenance"]["extractors"]["pitch"]
+        assert after["agent_audio_properties"] == before["agent_audio_properties"]
+
+    # only the audio-free dependant is stale: it is recomputed from the stored blueprint
+    peak_db_fp = after["provenance"]["extractors"]["test_peak_db"]["fingerprint"]
+    PeakDb.version = "2"
+    try:
+        summary = run_blueprints(root, opts(settings={"test_peak": {"scale": "2"}}))
+    finally:
+        PeakDb.version = "1"
+    assert summary.sections["test_peak"].get("ok", 0) == 0 and summary.sections["test_peak_db"]["ok"] == 3
+    assert store.get_by_path("audio/a.wav")["provenance"]["extractors"]["test_peak_db"]["fingerprint"] != peak_db_fp
+
+
+def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    files = {f"c{i}.wav": tone(0.3 + 0.1 * i, f0=200 + 20 * i) for i in range(7)}
+    root = bench(tmp_path, files)
+    monkeypatch.setattr(pipeline, "CHUNK_CLIPS", 2)
+    PeakDb.calls, PeakDb.interrupt_after = 0, 4
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_blueprints(root, opts())
+    finally:
+        PeakDb.interrupt_after = None
+    done = [p for p in (root / "blueprints").glob("*.json") if len(p.stem) == 64]
+    assert len(done) == 4  # two whole chunks were written before the interruption
+    summary = run_blueprints(root, opts())
+    assert summary.cached == 4 and summary.computed == 3 and summary.ok
+
+
+def test_worker_processes_give_the_same_blueprints(tmp_path):
+    files = {f"c{i}.wav": tone(0.4 + 0.1 * i) for i in range(5)}
+    inline = bench(tmp_path / "inline", files)
+    pooled = bench(tmp_path / "pooled", files)
+    run_blueprints(inline, opts(workers=0))
+    run_blueprints(pooled, opts(workers=2))
+    for name in files:
+        a = BlueprintStore(inline).get_by_path(f"audio/{name}")
+        b = BlueprintStore(pooled).get_by_path(f"audio/{name}")
+        assert a["test"] == b["test"]
+
+
+def test_unknown_setting_names_the_choices(tmp_path):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.5), "b.wav": tone(0.5)})
+    with pytest.raises(ValueError, match="expected one of: scale"):
+        run_blueprints(root, opts(settings={"test_peak": {"gain": "2"}}))
+
+
+def test_show_prints_the_stored_blueprint(tmp_path, capsys):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    assert cli(["show", str(root / "audio" / "a.wav")]) == 1  # nothing stored yet
+    assert "make blueprints" in capsys.readouterr().err
+    run_blueprints(root, opts())
+    assert cli(["show", str(root / "audio" / "a.wav")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["duration_s"] == pytest.approx(0.6) and "peak" in shown["test"]
