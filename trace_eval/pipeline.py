@@ -275,6 +275,16 @@ def _entry(ext: Extractor, fingerprint: str, status: str, seconds: float | None,
     return entry
 
 
+def _probe_duration(path: Path) -> float:
+    """Duration from the file header (no decoding), for sorting and chunking; a guess when unreadable."""
+    try:
+        import soundfile as sf
+
+        return float(sf.info(str(path)).duration)
+    except Exception:
+        return 10.0
+
+
 def _chunks(jobs: list[_Job], durations: dict[str, float]) -> list[list[_Job]]:
     chunks: list[list[_Job]] = []
     current: list[_Job] = []
@@ -350,7 +360,8 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
     rates = sorted({e.sample_rate for e in in_main if e.sample_rate and e.name not in unavailable})
     specs = [(e.name, e.config) for e in in_workers]
     workers = options.workers if options.workers is not None else (os.cpu_count() or 1)
-    durations = {sha: float((j.blueprint or {}).get("duration_s") or 10.0) for sha, j in jobs.items()}
+    durations = {sha: float((j.blueprint or {}).get("duration_s") or _probe_duration(bench.resolve(j.path)))
+                 for sha, j in jobs.items()}
     # Sorting by length keeps clips of similar duration in one batch (less padding).
     todo.sort(key=lambda j: durations[j.sha])
     chunks = _chunks(todo, durations)
