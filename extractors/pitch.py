@@ -1,0 +1,135 @@
+"""Pitch (F0) cues with Praat's autocorrelation tracker, through parselmouth.
+
+Voices range from low male (~65 Hz) to children (~600 Hz), so the pitch range is
+found per clip in two passes (Hirst 2011): a first pass over a wide range locates
+the speaker, a second pass narrows the range to 0.75 x the 25th percentile ..
+2 x the 75th percentile of the first pass, which removes most octave jumps
+without clipping expressive excursions.
+
+Full_Pitch_Contour_Hz splits the clip into equal time segments and gives the
+mean voiced F0 of each; a segment with no voiced frame (a pause, silence) is null.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from extractors.base import Clip, ClipError, Extractor, Section, register
+
+__all__ = ["PitchExtractor", "PitchTrack", "track_pitch"]
+
+_PROPERTIES = "agent_audio_properties"
+_MEAN = "Mean_Pitch_Hz"
+_STD = "Std_Dev_Pitch_Hz"
+_CONTOUR = "Full_Pitch_Contour_Hz"
+_RANGE = "Pitch_Range_Semitones"
+
+# Bounds the second pass never leaves, whatever the first pass found.
+_HARD_FLOOR_HZ = 40.0
+_HARD_CEILING_HZ = 1200.0
+
+
+@dataclass
+class Config:
+    floor_hz: float = 50.0  # first pass: low enough for deep male voices
+    ceiling_hz: float = 800.0  # first pass: high enough for children
+    two_pass: bool = True  # narrow the range to the speaker before the final track
+    second_pass_floor_factor: float = 0.75  # x 25th percentile of the first pass
+    second_pass_ceiling_factor: float = 2.0  # x 75th percentile of the first pass
+    time_step_s: float = 0.01
+    min_voiced_s: float = 0.05  # less voiced time than this is not a measurable voice
+    contour_points: int = 20
+    range_percentiles: tuple[float, float] = (5.0, 95.0)
+
+
+@dataclass
+class PitchTrack:
+    """Frame times (s) and F0 (Hz, 0 where unvoiced) of one clip."""
+
+    times: np.ndarray
+    f0: np.ndarray
+    time_step_s: float
+
+    @property
+    def voiced(self) -> np.ndarray:
+        return self.f0 > 0
+
+    @property
+    def voiced_s(self) -> float:
+        return float(np.count_nonzero(self.voiced)) * self.time_step_s
+
+
+def _praat_pitch(sound, floor_hz: float, ceiling_hz: float, time_step_s: float) -> tuple[np.ndarray, np.ndarray]:
+    pitch = sound.to_pitch_ac(time_step=time_step_s, pitch_floor=floor_hz, pitch_ceiling=ceiling_hz)
+    return np.asarray(pitch.xs(), dtype=np.float64), np.asarray(pitch.selected_array["frequency"], dtype=np.float64)
+
+
+def track_pitch(samples: np.ndarray, rate: int, config: Config | None = None) -> PitchTrack:
+    """F0 track of mono samples (0 Hz where unvoiced); empty when the clip is too short to analyse."""
+    import parselmouth
+
+    config = config or Config()
+
+    duration_s = len(samples) / rate
+    # Praat needs three periods of the floor pitch in the window; a very short clip raises the floor.
+    floor_hz = max(config.floor_hz, 3.0 / duration_s * 1.01) if duration_s > 0 else config.floor_hz
+    if floor_hz >= config.ceiling_hz:
+        return PitchTrack(np.zeros(0), np.zeros(0), config.time_step_s)
+    sound = parselmouth.Sound(np.asarray(samples, dtype=np.float64), sampling_frequency=rate)
+    try:
+        times, f0 = _praat_pitch(sound, floor_hz, config.ceiling_hz, config.time_step_s)
+        voiced = f0[f0 > 0]
+        if config.two_pass and len(voiced) * config.time_step_s >= config.min_voiced_s:
+            q25, q75 = np.percentile(voiced, [25, 75])
+            floor2 = float(np.clip(q25 * config.second_pass_floor_factor, max(_HARD_FLOOR_HZ, floor_hz), None))
+            ceiling2 = float(np.clip(q75 * config.second_pass_ceiling_factor, None, _HARD_CEILING_HZ))
+            if ceiling2 > floor2 * 1.5:
+                times2, f02 = _praat_pitch(sound, floor2, ceiling2, config.time_step_s)
+                if np.count_nonzero(f02 > 0) > 0:
+                    times, f0 = times2, f02
+    except parselmouth.PraatError as e:
+        raise ClipError(f"Praat pitch analysis failed: {e}") from e
+    return PitchTrack(times, f0, config.time_step_s)
+
+
+def _segment_means(
+    times: np.ndarray, values: np.ndarray, keep: np.ndarray, duration_s: float, points: int
+) -> list[float | None]:
+    """Mean of the kept values in each of `points` equal time segments of [0, duration_s]; None where none."""
+    edges = np.linspace(0.0, duration_s, points + 1)
+    segment = np.clip(np.searchsorted(edges, times[keep], side="right") - 1, 0, points - 1)
+    sums = np.bincount(segment, weights=values[keep], minlength=points)
+    counts = np.bincount(segment, minlength=points)
+    return [round(float(s / c), 2) if c else None for s, c in zip(sums, counts)]
+
+
+@register
+class PitchExtractor(Extractor):
+    name = "pitch"
+    version = "1"
+    description = "F0 mean, spread, range and 20-point contour (Praat autocorrelation, two-pass range)"
+    sample_rate = 16000
+    outputs = tuple(f"{_PROPERTIES}.{key}" for key in (_MEAN, _STD, _CONTOUR, _RANGE))
+    Config = Config
+
+    def extract_one(self, clip: Clip) -> Section:
+        config: Config = self.config
+        track = track_pitch(clip.samples(self.sample_rate), self.sample_rate, config)
+        if track.voiced_s < config.min_voiced_s:
+            reason = (
+                f"no voice found: {track.voiced_s:.2f} s voiced, less than {config.min_voiced_s} s "
+                "(silence, noise, unvoiced sound or a clip too short for pitch analysis)"
+            )
+            values = {key.split(".", 1)[1]: None for key in self.outputs}
+            return Section({_PROPERTIES: values}, {key: reason for key in self.outputs})
+
+        voiced_f0 = track.f0[track.voiced]
+        low, high = np.percentile(voiced_f0, config.range_percentiles)
+        values = {
+            _MEAN: round(float(np.mean(voiced_f0)), 2),
+            _STD: round(float(np.std(voiced_f0)), 2),
+            _CONTOUR: _segment_means(track.times, track.f0, track.voiced, clip.duration_s, config.contour_points),
+            _RANGE: round(float(12.0 * np.log2(high / low)), 2),
+        }
+        return Section({_PROPERTIES: values})
