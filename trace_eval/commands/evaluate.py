@@ -1,0 +1,92 @@
+"""`python -m trace_eval evaluate`: agreement of judge runs with human labels."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import fusion
+
+if TYPE_CHECKING:
+    from trace_eval.evaluation import BootstrapSettings
+
+HELP = "Score judge runs against human labels: metrics.json, report.md, report.html and pictures"
+
+MIN_RESAMPLES = 2000
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "fusion policies:\n" + "\n".join(
+        f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items())
+    )
+    parser.add_argument("runs", nargs="*", metavar="RUNDIR", help="judge run folder(s) written by `judge`")
+    parser.add_argument("--labels", metavar="BENCH", help="benchmark folder with the human labels (default: the runs' bench)")
+    parser.add_argument("--fusion", metavar="POLICY", choices=sorted(fusion.POLICIES),
+                        help="fuse every run's verdicts with this policy (default: each run's own); one of: %(choices)s")
+    parser.add_argument("--out", metavar="DIR",
+                        help="where to write the report (default: RUNDIR/evaluation for one run; required for several)")
+    parser.add_argument("--oracle", metavar="BENCH",
+                        help="instead of runs: fuse the human dimension labels of BENCH with every policy and compare with the human overall label")
+    parser.add_argument("--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trace_eval.bench import ManifestError
+    from trace_eval.evaluation import BootstrapSettings, EvaluationError, RunFolderError
+
+    if args.resamples < MIN_RESAMPLES:
+        print(f"error: --resamples must be at least {MIN_RESAMPLES}, got {args.resamples}", file=sys.stderr)
+        return 2
+    settings = BootstrapSettings(resamples=args.resamples, seed=args.seed)
+    try:
+        if args.oracle:
+            if args.runs:
+                print("error: give either --oracle BENCH or RUNDIR(s), not both", file=sys.stderr)
+                return 2
+            return _oracle(args, settings)
+        if not args.runs:
+            print("error: give at least one RUNDIR, or --oracle BENCH", file=sys.stderr)
+            return 2
+        return _evaluate(args, settings)
+    except (EvaluationError, RunFolderError, ManifestError, FileNotFoundError, fusion.UnknownPolicy) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
+    from trace_eval.evaluation import evaluate_folders
+
+    if args.out:
+        out = Path(args.out)
+    elif len(args.runs) == 1:
+        out = Path(args.runs[0]) / "evaluation"
+    else:
+        print("error: several runs need --out DIR for the shared report", file=sys.stderr)
+        return 2
+    files = evaluate_folders(args.runs, out, labels=args.labels, policy=args.fusion, settings=settings)
+    from trace_eval.evaluation.report import percent
+
+    for run in files.metrics["runs"]:
+        print(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])}, "
+              f"{run['items']['failed']} failed ({run['fusion']})")
+    for comparison in files.metrics["comparisons"]:
+        print(f"{comparison['a']} vs {comparison['b']}: McNemar p = {comparison['p_value']:.3g} (n={comparison['n']})")
+    print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
+    return 0
+
+
+def _oracle(args: argparse.Namespace, settings: BootstrapSettings) -> int:
+    from trace_eval.evaluation import run_oracle
+    from trace_eval.evaluation.report import render_oracle_markdown
+    from trace_eval.io import write_json
+
+    result = run_oracle(args.oracle, settings)
+    print(render_oracle_markdown(result, result["bench"]))
+    if args.out:
+        path = Path(args.out) / "metrics.json"
+        write_json(path, result)
+        print(f"wrote {path}")
+    return 0

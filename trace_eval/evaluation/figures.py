@@ -1,0 +1,137 @@
+"""Pictures of an evaluation (PNG, matplotlib's Agg renderer; pyplot is not used,
+so nothing depends on a display or on global figure state)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
+
+from fusion import DIMENSIONS, LABELS
+
+DPI = 110
+_NAMES = {"content": "Content", "voice_quality": "Voice quality", "paralinguistics": "Paralinguistics", "overall": "Overall"}
+
+
+def _short(name: str, width: int = 28) -> str:
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    figure.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
+    return path
+
+
+def confusion_figure(metrics: dict[str, Any], path: Path) -> Path:
+    """One heat map per run: human overall label (rows) against the predicted one (columns)."""
+    runs = metrics["runs"]
+    columns = min(len(runs), 3)
+    rows = -(-len(runs) // columns)
+    figure = Figure(layout="constrained", figsize=(4.4 * columns, 4.0 * rows))
+    for index, run in enumerate(runs):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        counts = np.array(run["confusion"]["matrix"], dtype=float)
+        totals = counts.sum(axis=1, keepdims=True)
+        shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+        axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
+        for (r, c), count in np.ndenumerate(counts):
+            axes.text(c, r, f"{int(count)}", ha="center", va="center", fontsize=10,
+                      color="white" if shares[r, c] > 0.55 else "black")
+        ticks = range(len(LABELS))
+        axes.set_xticks(ticks, LABELS, rotation=30, ha="right")
+        axes.set_yticks(ticks, LABELS)
+        axes.set_xlabel("predicted overall")
+        if index % columns == 0:
+            axes.set_ylabel("human overall")
+        accuracy = run["accuracy"]["4way"]["value"]
+        subtitle = f"4-way {accuracy:.1%}" if accuracy is not None else "no scored item"
+        axes.set_title(f"{_short(run['name'])}\n{run['fusion']} · {subtitle}", fontsize=10)
+    figure.suptitle("Confusion matrices (colour: share of the human row)", fontsize=11)
+    return _save(figure, path)
+
+
+def distribution_figure(metrics: dict[str, Any], path: Path) -> Path:
+    """Label counts, humans beside every run, for the overall label and each dimension."""
+    runs = metrics["runs"]
+    sources = [("human", metrics["human_distribution"])] + [(_short(r["name"], 20), r["distribution"]) for r in runs]
+    figure = Figure(layout="constrained", figsize=(11, 7.5))
+    width = 0.8 / len(sources)
+    positions = np.arange(len(LABELS))
+    for index, key in enumerate(("overall", *DIMENSIONS)):
+        axes = figure.add_subplot(2, 2, index + 1)
+        for s, (name, distribution) in enumerate(sources):
+            counts = [distribution[key][label] for label in LABELS]
+            axes.bar(positions + (s - (len(sources) - 1) / 2) * width, counts, width, label=name,
+                     color="0.35" if s == 0 else f"C{s - 1}")
+        axes.set_xticks(positions, LABELS)
+        axes.set_title(_NAMES[key], fontsize=10)
+        axes.set_ylabel("items")
+        if index == 0:
+            axes.legend(fontsize=8)
+    figure.suptitle("Label counts: humans (evaluated items) and each run (scored items)", fontsize=11)
+    return _save(figure, path)
+
+
+def _interval_bars(axes, groups: list[str], series: list[tuple[str, list[dict]]]) -> None:
+    """Horizontal bars with 95% interval whiskers; `series` holds one slot per group."""
+    height = 0.8 / max(len(series), 1)
+    positions = np.arange(len(groups))
+    for s, (name, slots) in enumerate(series):
+        values = [slot["value"] if slot.get("value") is not None else np.nan for slot in slots]
+        low = [v - slot["ci95"][0] if slot.get("ci95") else 0.0 for v, slot in zip(values, slots)]
+        high = [slot["ci95"][1] - v if slot.get("ci95") else 0.0 for v, slot in zip(values, slots)]
+        y = positions + (s - (len(series) - 1) / 2) * height
+        axes.barh(y, values, height, xerr=[low, high], capsize=3, label=_short(name, 24), color=f"C{s}")
+        for yy, v, up in zip(y, values, high):
+            if np.isnan(v):
+                continue
+            if v >= 0.15:  # inside the bar, clear of the interval whisker at its end
+                axes.text(0.01, yy, f"{v:.1%}", va="center", fontsize=8, color="white", fontweight="bold")
+            else:  # too short to hold the text: put it past the whisker
+                axes.text(v + up + 0.01, yy, f"{v:.1%}", va="center", fontsize=8)
+    axes.set_yticks(positions, groups)
+    axes.invert_yaxis()
+    axes.set_xlim(0.0, 1.0)
+    axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+    axes.grid(axis="x", alpha=0.3)
+
+
+def accuracy_figure(metrics: dict[str, Any], path: Path) -> Path:
+    """Overall (4-, 3-, 2-way) and per-dimension accuracy of every run with 95% intervals."""
+    runs = metrics["runs"]
+    figure = Figure(layout="constrained", figsize=(11, 1.2 + 1.1 * max(3, len(runs) * 1.2)))
+    left = figure.add_subplot(1, 2, 1)
+    _interval_bars(left, ["4-way", "3-way", "2-way"],
+                   [(r["name"], [r["accuracy"][k] for k in ("4way", "3way", "2way")]) for r in runs])
+    left.set_title("Overall accuracy (95% CI)", fontsize=10)
+    left.legend(fontsize=8, loc="lower right")
+    right = figure.add_subplot(1, 2, 2)
+    _interval_bars(right, [_NAMES[d] for d in DIMENSIONS],
+                   [(r["name"], [r["per_dimension"][d] for d in DIMENSIONS]) for r in runs])
+    right.set_title("Per-dimension accuracy (95% CI)", fontsize=10)
+    return _save(figure, path)
+
+
+def fusion_figure(metrics: dict[str, Any], path: Path) -> Path:
+    """4-way accuracy of the same verdicts under every fusion policy."""
+    runs = metrics["runs"]
+    policies = list(runs[0]["fusion_table"])
+    figure = Figure(layout="constrained", figsize=(8, 1.2 + 0.55 * len(policies) * max(1, len(runs))))
+    axes = figure.add_subplot(1, 1, 1)
+    _interval_bars(axes, policies, [(r["name"], [r["fusion_table"][p]["4way"] for p in policies]) for r in runs])
+    axes.set_title("4-way accuracy by fusion policy (same verdicts, 95% CI)", fontsize=10)
+    axes.legend(fontsize=8, loc="lower right")
+    return _save(figure, path)
+
+
+def write_figures(metrics: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Every picture of the report, by file name."""
+    makers = {
+        "accuracy.png": accuracy_figure,
+        "fusion.png": fusion_figure,
+        "confusion.png": confusion_figure,
+        "distribution.png": distribution_figure,
+    }
+    return {name: make(metrics, out / name) for name, make in makers.items()}

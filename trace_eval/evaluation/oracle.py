@@ -1,0 +1,40 @@
+"""Oracle check of the fusion policies: fuse the human dimension labels and
+compare with the human overall label. Needs only the manifest."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import fusion
+from fusion import DIMENSIONS
+
+from .analysis import FORMAT_VERSION
+from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
+
+
+def oracle(human: dict[str, dict[str, str]], settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
+    """Per policy: how often fusing the human (C, VQ, P) reproduces the human overall label.
+
+    Items missing any of the four human labels are counted under `skipped`.
+    """
+    complete = [labels for labels in human.values() if all(k in labels for k in (*DIMENSIONS, "overall"))]
+    boot = PairedBootstrap(len(complete))
+    policies: dict[str, dict[str, Any]] = {}
+    for name, policy in fusion.POLICIES.items():
+        correct = np.array([policy(*(l[d] for d in DIMENSIONS)) == l["overall"] for l in complete], dtype=bool)
+        n = len(complete)
+        policies[name] = {"description": policy.description, "correct": int(correct.sum()), "n": n}
+        if n:
+            boot.add_ratio(name, correct, np.ones(n, dtype=bool))
+        else:
+            policies[name].update(accuracy=None, ci95=None, reason="no item has all four human labels")
+    for name, estimate in boot.estimate(settings).items():
+        policies[name]["accuracy"] = estimate.value
+        policies[name]["ci95"] = list(estimate.interval) if estimate.interval else None
+    return {
+        "format_version": FORMAT_VERSION,
+        "items": {"in_benchmark": len(human), "complete": len(complete), "skipped": len(human) - len(complete)},
+        "bootstrap": settings.describe(),
+        "policies": policies,
+    }
