@@ -36,6 +36,10 @@ def have_tools() -> bool:
     return shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
 
 
+# No dither and fixed noise seeds: the same inputs give the same bytes.
+SOX = ("sox", "-D", "-R")
+
+
 def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -56,14 +60,14 @@ def speak(text: str, out: str | Path, voice: Voice = Voice()) -> Path:
         effects = ["rate", str(voice.sample_rate), "gain", str(voice.gain_db)]
         if voice.pad_s:
             effects += ["pad", str(voice.pad_s), str(voice.pad_s)]
-        _run(["sox", str(raw), "-b", "16", "-c", "1", str(shaped), *effects])
+        _run([*SOX, str(raw), "-b", "16", "-c", "1", str(shaped), *effects])
         if voice.noise_db is not None:
             noisy = Path(tmp) / "noisy.wav"
             noise = Path(tmp) / "noise.wav"
             dur = float(subprocess.run(["soxi", "-D", str(shaped)], capture_output=True, text=True).stdout)
-            _run(["sox", "-n", "-r", str(voice.sample_rate), "-b", "16", "-c", "1", str(noise),
+            _run([*SOX, "-n", "-r", str(voice.sample_rate), "-b", "16", "-c", "1", str(noise),
                   "synth", f"{dur:.3f}", "whitenoise", "gain", str(voice.noise_db)])
-            _run(["sox", "-m", str(shaped), str(noise), str(noisy)])
+            _run([*SOX, "-m", str(shaped), str(noise), str(noisy)])
             shaped = noisy
-        _run(["sox", str(shaped), str(out)])
+        _run([*SOX, str(shaped), str(out)])
     return out
