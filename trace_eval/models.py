@@ -101,7 +101,9 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
                 tried.append(f"hub cache {card.hub_id} (not cached)")
             if not _offline():
                 try:
-                    path = Path(snapshot_download(card.hub_id, revision=card.revision))
+                    # Only the files the card names (plus small configs): hub repos also hold other formats.
+                    patterns = list(card.files) + ["*.json", "*.txt"] if card.files else None
+                    path = Path(snapshot_download(card.hub_id, revision=card.revision, allow_patterns=patterns))
                     if _complete(path, card):
                         return path
                 except Exception as e:

