@@ -1,0 +1,100 @@
+"""`python -m trace_eval judge` and `fuse` from the command line, and the cues backbone on the bundled example."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import fusion
+from llm_server import Fail, LLMServer, PairSpec, blueprint, write_benchmark
+from trace_eval.bench import load_benchmark
+from trace_eval.cli import main
+from trace_eval.judge.runfolder import read_results
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mini"
+
+
+def _labelled_bench(root: Path) -> Path:
+    specs = [
+        PairSpec(id="slow", instruction_text='Say "good morning everyone" slowly.',
+                 response_1=blueprint("Good morning everyone.", wpm=100),
+                 response_2=blueprint("Good morning everyone.", wpm=240, p808=2.0)),
+        PairSpec(id="quiet", instruction_text='Whisper "see you tomorrow".',
+                 response_1=blueprint("See you tomorrow.", lufs=-20),
+                 response_2=blueprint("I like trains.", lufs=-40)),
+    ]
+    return write_benchmark(root, specs)
+
+
+def test_judge_with_cues_then_refuse(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    bench = _labelled_bench(tmp_path / "bench")
+    out = tmp_path / "run"
+    assert main(["judge", "--bench", str(bench), "--out", str(out), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "offline `cues` backbone" in captured.err
+    assert "judged 2 pairs" in captured.out
+    records = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    assert records["slow"]["verdicts"] == {"content": "both_good", "voice_quality": "1", "paralinguistics": "1"}
+    assert records["quiet"]["verdicts"] == {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
+    assert records["quiet"]["overall"] == fusion.fuse("cap", "1", "both_good", "2") == "both_bad"
+    assert set(records["slow"]["fused"]) == set(fusion.POLICIES)
+
+    assert main(["fuse", str(out), "--fusion", "vote"]) == 0
+    refused = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    assert refused["quiet"]["overall"] == fusion.fuse("vote", "1", "both_good", "2") == "1"
+    assert {k: r["verdicts"] for k, r in refused.items()} == {k: r["verdicts"] for k, r in records.items()}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["fusion"] == "vote" and summary["labels"]["overall"]["1"] == 2
+    assert summary["run"]["calls"] == 2  # kept from the judge run
+    assert json.loads((out / "config.json").read_text())["fusion"] == "vote"
+
+
+def test_missing_blueprints_name_the_clips_and_the_command(tmp_path, capsys):
+    bench = write_benchmark(tmp_path / "bench", 2, with_blueprints=False)
+    assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet", "--model", "cues"]) == 2
+    err = capsys.readouterr().err
+    assert "6 clip(s)" in err and "audio/p0000_audio1.wav" in err
+    assert f"make blueprints BENCH={bench.resolve()}" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_stops_on_authentication_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRACE_JUDGE_MODEL", "openai/env-judge")  # the default --model
+    bench = write_benchmark(tmp_path / "bench", 5)
+    with LLMServer(default=Fail(401, "bad key")) as server:
+        code = main(["judge", "--bench", str(bench), "--api-base", server.api_base, "--out", str(tmp_path / "run"),
+                     "--quiet", "--concurrency", "1"])
+        assert server.request_count == 1
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "authentication failed" in err and "API key" in err and "5 pair(s) not judged" in err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["model"] == "openai/env-judge"
+
+
+def test_bad_options_are_reported(tmp_path, capsys):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    assert main(["judge", "--bench", str(bench), "--judge", "audio", "--model", "cues", "--quiet"]) == 2
+    assert "cannot judge raw audio" in capsys.readouterr().err
+    assert main(["judge", "--bench", str(bench), "--model", "no-provider-model", "--quiet"]) == 2
+    assert "provider" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["judge", "--bench", str(bench), "--drop", "emotion,colour"])
+    assert main(["fuse", str(tmp_path / "nowhere"), "--fusion", "cap"]) == 2
+
+
+def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path):
+    bench = load_benchmark(EXAMPLE)
+    if not all(bp is not None for pair in bench.pairs for bp in bench.blueprints_for(pair)):
+        pytest.skip(f"no blueprints in {EXAMPLE}: run `python -m trace_eval blueprints {EXAMPLE}`")
+    assert main(["judge", "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl")}
+    wrong = [
+        f"{pair.id} {key}: {records[pair.id]['verdicts'].get(key, records[pair.id]['overall'])} != {label}"
+        for pair in bench.pairs for key, label in pair.label.items()
+        if (records[pair.id]["overall"] if key == "overall" else records[pair.id]["verdicts"][key]) != label
+    ]
+    assert wrong == []
+    assert len(records) == len(bench.pairs) == 8

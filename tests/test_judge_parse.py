@@ -1,0 +1,129 @@
+"""Verdict parsing, combining answers (samples, swapped orders) and the cache key: pure functions."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+import fusion
+from trace_eval.judge.cache import AnswerCache, request_key
+from trace_eval.judge.combine import fuse_all, majority, resolve_orders, swap_back
+from trace_eval.judge.parse import parse_verdict, response_schema
+
+VALID = {"reasoning": "r", "content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
+EXPECTED = {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps(VALID),
+    f"```json\n{json.dumps(VALID)}\n```",
+    f"Sure! Here it is:\n```\n{json.dumps(VALID, indent=2)}\n```\nHope this helps.",
+    f"After weighing both responses my verdict is {json.dumps(VALID)} as requested.",
+    f"<think>maybe {{\"content\": \"2\"}} is right?</think>{json.dumps(VALID)}",
+])
+def test_valid_answers_in_any_wrapping(text):
+    parsed = parse_verdict(text)
+    assert parsed.ok, parsed.error
+    assert parsed.verdicts == EXPECTED
+    assert parsed.reasoning == "r"
+
+
+def test_trace_release_key_is_read_as_paralinguistics():
+    doc = dict(VALID)
+    doc["instruction_following_audio"] = doc.pop("paralinguistics")
+    assert parse_verdict(json.dumps(doc)).verdicts == EXPECTED
+
+
+@pytest.mark.parametrize("value, label", [(1, "1"), (2, "2"), ("Both Good", "both_good"), ("both-bad", "both_bad"),
+                                          ("Response 2", "2"), (" BOTH_GOOD ", "both_good")])
+def test_unambiguous_spellings_are_normalised(value, label):
+    doc = dict(VALID, content=value)
+    assert parse_verdict(json.dumps(doc)).verdicts["content"] == label
+
+
+@pytest.mark.parametrize("doc, fragment", [
+    (dict(VALID, content="tie"), "content"),
+    (dict(VALID, voice_quality="A"), "voice_quality"),
+    (dict(VALID, paralinguistics=3), "paralinguistics"),
+    ({k: v for k, v in VALID.items() if k != "paralinguistics"}, "paralinguistics"),
+    ({k: v for k, v in VALID.items() if k != "reasoning"}, "reasoning"),
+])
+def test_wrong_labels_and_missing_keys_are_invalid_never_guessed(doc, fragment):
+    parsed = parse_verdict(json.dumps(doc))
+    assert not parsed.ok and parsed.verdicts is None
+    assert fragment in parsed.error
+
+
+@pytest.mark.parametrize("text", ["", "   ", "I think response 1 is better overall.", "{not json}", "[1, 2, 3]"])
+def test_answers_without_a_verdict_object_are_invalid(text):
+    parsed = parse_verdict(text)
+    assert not parsed.ok and parsed.error
+
+
+def test_response_schema_is_strict_and_lists_every_label():
+    schema = response_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == {"reasoning", *fusion.DIMENSIONS}
+    for dim in fusion.DIMENSIONS:
+        assert schema["properties"][dim]["enum"] == list(fusion.LABELS)
+
+
+def test_swap_back_exchanges_winners_and_keeps_ties():
+    assert swap_back({"content": "1", "voice_quality": "2", "paralinguistics": "both_bad"}) == {
+        "content": "2", "voice_quality": "1", "paralinguistics": "both_bad"}
+    assert swap_back({"content": "both_good"}) == {"content": "both_good"}
+
+
+def _v(c, vq, p):
+    return {"content": c, "voice_quality": vq, "paralinguistics": p}
+
+
+def test_majority_per_dimension_with_earliest_sample_breaking_ties():
+    samples = [_v("1", "both_good", "2"), _v("2", "both_good", "both_bad"), _v("2", "1", "1")]
+    # content: 2 twice; voice_quality: both_good twice; paralinguistics: three-way tie -> sample 0's "2"
+    assert majority(samples) == _v("2", "both_good", "2")
+    assert majority([_v("1", "1", "1"), _v("2", "2", "2")]) == _v("1", "1", "1")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("1", "1", "1"),
+    ("both_good", "both_good", "both_good"),
+    ("1", "2", "both_good"),
+    ("1", "both_good", "both_good"),
+    ("2", "both_bad", "both_bad"),
+    ("both_good", "both_bad", "both_bad"),
+])
+def test_order_disagreement_becomes_a_typed_tie(a, b, expected):
+    assert resolve_orders(_v(a, a, a), _v(b, b, b)) == _v(expected, expected, expected)
+    assert resolve_orders(_v(b, b, b), _v(a, a, a)) == _v(expected, expected, expected)  # symmetric
+
+
+def test_fuse_all_gives_every_policy_or_none():
+    for c, vq, p in itertools.product(fusion.LABELS, repeat=3):
+        fused = fuse_all(_v(c, vq, p))
+        assert set(fused) == set(fusion.POLICIES)
+        assert all(fused[name] == fusion.fuse(name, c, vq, p) for name in fusion.POLICIES)
+    assert set(fuse_all(_v("1", None, "2")).values()) == {None}
+
+
+def test_request_key_covers_what_changes_answers_only():
+    base = {"backbone": "openai/x", "messages": [{"role": "user", "content": "hi"}], "sampling": {"temperature": 0},
+            "sample_index": 0}
+    assert request_key(base) == request_key(dict(reversed(list(base.items()))))  # key order does not matter
+    for change in ({"backbone": "openai/y"}, {"sample_index": 1}, {"sampling": {"temperature": 0.7}},
+                   {"messages": [{"role": "user", "content": "hi!"}]}):
+        assert request_key({**base, **change}) != request_key(base)
+
+
+def test_cache_round_trip_and_damaged_entries(tmp_path):
+    cache = AnswerCache(tmp_path)
+    key = request_key({"a": 1})
+    assert cache.get(key) is None
+    cache.put(key, {"text": "answer", "prompt_tokens": 3})
+    assert cache.get(key)["text"] == "answer"
+    assert not list(tmp_path.rglob("*.tmp"))  # atomic write leaves no temporary file
+    path = next(tmp_path.rglob(f"{key}.json"))
+    path.write_text("{truncated")
+    assert cache.get(key) is None
+    assert AnswerCache(tmp_path, read=False).get(key) is None

@@ -1,0 +1,305 @@
+"""The judge against a real local OpenAI-compatible server, called through litellm.
+
+Every test starts tests/llm_server.py on a random port and judges a small
+synthetic benchmark with model "openai/<name>" and api_base pointing at it.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from llm_server import Fail, LLMServer, PairSpec, Reply, blueprint, fenced, prompt_text, prose_wrapped, verdict_json, \
+    write_benchmark
+from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+from trace_eval.judge.runfolder import read_results
+
+FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as s:
+        yield s
+
+
+def _specs(n: int) -> list[PairSpec]:
+    # Each response says which pair and side it is, so a responder can route on the prompt.
+    return [PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint(f"answer {i} two"))
+            for i in range(n)]
+
+
+@pytest.fixture
+def bench(tmp_path):
+    return write_benchmark(tmp_path / "bench", _specs(4))
+
+
+def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **options):
+    options.setdefault("model", "openai/test-judge")
+    options.setdefault("retry", FAST_RETRY)
+    return run_judge(JudgeOptions(bench=bench, api_base=server.api_base, api_key="dummy",
+                                  cache_dir=tmp_path / "cache", out=tmp_path / out, progress=False, **options),
+                     notice=lambda message: None)
+
+
+def _by_id(outcome) -> dict[str, dict]:
+    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl")}
+
+
+def _pair_of(body: dict) -> int:
+    text = prompt_text(body)
+    return next(i for i in range(100) if f"answer {i} one" in text)
+
+
+def test_valid_fenced_prose_and_release_key_answers(bench, server, tmp_path):
+    answers = {
+        0: verdict_json("1", "2", "both_good"),
+        1: fenced(verdict_json("2", "both_bad", "1")),
+        2: prose_wrapped(verdict_json("both_good", "1", "2")),
+        3: verdict_json("both_bad", "both_good", None, instruction_following_audio="1"),
+    }
+    server.responder = lambda body: Reply(answers[_pair_of(body)])
+    outcome = judge(bench, server, tmp_path)
+    records = _by_id(outcome)
+    assert [records[f"p{i}"]["status"] for i in range(4)] == ["ok"] * 4
+    assert records["p0"]["verdicts"] == {"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}
+    assert records["p1"]["verdicts"] == {"content": "2", "voice_quality": "both_bad", "paralinguistics": "1"}
+    assert records["p2"]["verdicts"]["paralinguistics"] == "2"
+    assert records["p3"]["verdicts"]["paralinguistics"] == "1"
+    assert records["p1"]["raw"] == answers[1]
+    assert records["p0"]["tokens"] == {"prompt": 100, "completion": 20}
+    assert records["p0"]["overall"] == records["p0"]["fused"]["cap"] == "1"
+    assert server.request_count == 4
+    body = server.requests[0]
+    assert body["model"] == "test-judge" and body["temperature"] == 0
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert "response_format" not in body  # litellm does not know this model supports structured output
+    config = json.loads((outcome.out / "config.json").read_text())
+    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v1"
+    assert "dummy" not in (outcome.out / "config.json").read_text()  # no API key in the run folder
+    summary = json.loads((outcome.out / "summary.json").read_text())
+    assert summary["status"]["ok"] == 4 and summary["tokens"] == {"prompt": 400, "completion": 80}
+
+
+def test_rerun_is_answered_from_the_cache(bench, server, tmp_path):
+    first = judge(bench, server, tmp_path, out="first", concurrency=4)
+    assert server.request_count == 4
+    # Concurrency and timeouts do not change answers, so they do not change the cache key.
+    second = judge(bench, server, tmp_path, out="second", concurrency=1, timeout_s=7.0)
+    assert server.request_count == 4
+    assert second.summary["run"]["calls"] == 0 and second.summary["run"]["cache_hits"] == 4
+    again = _by_id(second)
+    assert all(r["cache_hit"] and r["latency_s"] == 0 for r in again.values())
+    assert {k: r["verdicts"] for k, r in again.items()} == {k: r["verdicts"] for k, r in _by_id(first).items()}
+    judge(bench, server, tmp_path, out="third", temperature=0.5)  # sampling settings are part of the key
+    assert server.request_count == 8
+    judge(bench, server, tmp_path, out="fourth", use_cache=False)
+    assert server.request_count == 12
+
+
+def test_invalid_answer_is_repaired(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    server.push(Reply(verdict_json(content="tie")))
+    outcome = judge(bench, server, tmp_path)
+    record = _by_id(outcome)["p0000"]
+    assert record["status"] == "ok" and record["repairs"] == 1
+    assert server.request_count == 2
+    repair = server.requests[1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": verdict_json(content="tie")}
+    assert repair[-1]["role"] == "user" and "content" in repair[-1]["content"] and "tie" in repair[-1]["content"]
+    assert record["tokens"] == {"prompt": 200, "completion": 40}
+
+
+@pytest.mark.parametrize("answer", [verdict_json(content="tie"), verdict_json(paralinguistics=None),
+                                    "Response 1 is better on every dimension."])
+def test_answer_still_invalid_after_repair_is_recorded_never_guessed(tmp_path, server, answer):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    server.default = Reply(answer)
+    outcome = judge(bench, server, tmp_path)
+    record = _by_id(outcome)["p0000"]
+    assert record["status"] == "invalid" and record["reason"]
+    assert record["raw"] == answer
+    assert record["verdicts"] == {"content": None, "voice_quality": None, "paralinguistics": None}
+    assert record["overall"] is None and set(record["fused"].values()) == {None}
+    assert server.request_count == 2  # the answer and one repair
+    assert outcome.summary["status"]["invalid"] == 1
+
+
+def test_rate_limit_waits_for_retry_after(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    server.push(Fail(429, "slow down", retry_after=0.6))
+    start = time.perf_counter()
+    outcome = judge(bench, server, tmp_path)
+    assert time.perf_counter() - start >= 0.6
+    assert _by_id(outcome)["p0000"]["status"] == "ok"
+    assert server.request_count == 2 and outcome.summary["run"]["retries"] == 1
+
+
+def test_server_errors_are_retried_a_bounded_number_of_times(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 2)
+    server.push(Fail(500), Fail(503))
+    outcome = judge(bench, server, tmp_path, concurrency=1, limit=1)
+    assert _by_id(outcome)["p0000"]["status"] == "ok" and server.request_count == 3
+
+    server.default = Fail(500, "the server is on fire")
+    outcome = judge(bench, server, tmp_path, out="broken", concurrency=1)
+    record = _by_id(outcome)["p0001"]
+    assert record["status"] == "error" and "server is on fire" in record["reason"]
+    assert server.request_count == 3 + 1 + FAST_RETRY.max_retries  # p0000 is cached; p0001: one try + retries
+
+
+def test_slow_answers_time_out_and_are_retried(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    server.push(Reply(verdict_json(), delay_s=1.5))
+    outcome = judge(bench, server, tmp_path, timeout_s=0.4)
+    assert _by_id(outcome)["p0000"]["status"] == "ok" and server.request_count == 2
+
+    server.default = Reply(verdict_json(), delay_s=1.5)
+    outcome = judge(bench, server, tmp_path, out="slow", timeout_s=0.4, temperature=0.1,
+                    retry=RetryPolicy(max_retries=1, base_delay_s=0.01))
+    record = _by_id(outcome)["p0000"]
+    assert record["status"] == "error" and "timed out" in record["reason"]
+
+
+@pytest.mark.parametrize("failure, words", [(Fail(401, "invalid api key"), "authentication"),
+                                            (Fail(404, "model not found"), "unknown model")])
+def test_authentication_or_unknown_model_stops_the_run(tmp_path, server, failure, words):
+    bench = write_benchmark(tmp_path / "bench", 30)
+    server.default = failure
+    outcome = judge(bench, server, tmp_path, concurrency=2)
+    assert outcome.stopped and words in outcome.stopped
+    assert server.request_count <= 3  # not once per pair
+    assert read_results(outcome.out / "results.jsonl") == []
+    assert len(outcome.summary["run"]["not_run"]) == 30
+
+
+def test_swap_maps_the_second_order_back_and_measures_consistency(bench, server, tmp_path):
+    def responder(body):
+        # Content: always prefers whatever is shown first (position bias).
+        # Voice quality: always prefers "answer N one" wherever it is shown (consistent).
+        text = prompt_text(body)
+        one_first = text.index(" one\"") < text.index(" two\"")
+        return Reply(verdict_json("1", "1" if one_first else "2", "both_good"))
+
+    server.responder = responder
+    outcome = judge(bench, server, tmp_path, swap=True)
+    record = _by_id(outcome)["p0"]
+    assert record["orders"]["original"] == {"content": "1", "voice_quality": "1", "paralinguistics": "both_good"}
+    assert record["orders"]["swapped"] == {"content": "2", "voice_quality": "1", "paralinguistics": "both_good"}
+    assert record["verdicts"] == {"content": "both_good", "voice_quality": "1", "paralinguistics": "both_good"}
+    assert [s["order"] for s in record["samples"]] == ["original", "swapped"]
+    assert server.request_count == 8
+    consistency = outcome.summary["position_consistency"]
+    assert consistency["rate"] == pytest.approx(2 / 3)
+    assert consistency["per_dimension"] == {"content": 0.0, "voice_quality": 1.0, "paralinguistics": 1.0}
+
+
+def test_samples_majority_and_sample_index_in_the_cache_key(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    server.push(Reply(verdict_json("2", "1", "both_bad")), Reply(verdict_json("1", "1", "both_bad")),
+                Reply(verdict_json("2", "both_good", "both_bad")))
+    outcome = judge(bench, server, tmp_path, samples=3, temperature=0.7)
+    record = _by_id(outcome)["p0000"]
+    assert record["verdicts"] == {"content": "2", "voice_quality": "1", "paralinguistics": "both_bad"}
+    assert sorted(s["sample"] for s in record["samples"]) == [0, 1, 2]
+    assert server.request_count == 3
+    judge(bench, server, tmp_path, out="more", samples=4, temperature=0.7)
+    assert server.request_count == 4  # samples 0-2 are cached, only sample 3 is new
+
+
+def test_drop_hides_blueprint_groups_from_the_request(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    judge(bench, server, tmp_path, drop=("emotion", "quality"))
+    text = prompt_text(server.requests[0]).split("Response 1 blueprint:")[1]
+    assert "agent_emotion" not in text and "agent_audio_quality" not in text
+    assert "agent_accent" in text and "agent_audio_properties" in text
+
+
+def test_audio_judge_sends_audio_parts(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1, with_blueprints=False)  # the audio judge needs none
+    outcome = judge(bench, server, tmp_path, judge="audio")
+    assert _by_id(outcome)["p0000"]["status"] == "ok"
+    parts = server.requests[0]["messages"][1]["content"]
+    audio = [p["input_audio"] for p in parts if p.get("type") == "input_audio"]
+    assert len(audio) == 3 and {a["format"] for a in audio} == {"wav"}
+    assert base64.b64decode(audio[1]["data"]) == (bench / "audio" / "p0000_audio1.wav").read_bytes()
+
+
+def test_structured_output_sends_the_verdict_schema(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    judge(bench, server, tmp_path, structured="on")
+    response_format = server.requests[0]["response_format"]
+    assert response_format["type"] == "json_schema"
+    schema = response_format["json_schema"]["schema"]
+    assert schema["required"] == ["reasoning", "content", "voice_quality", "paralinguistics"]
+
+
+def test_max_cost_stops_new_calls_and_skips_the_rest(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 6)
+    # 100 prompt tokens at 1000 USD per million: 0.10 USD per call.
+    options = dict(model="openai/priced-judge", price_in_per_mtok=1000.0, price_out_per_mtok=0.0, concurrency=1)
+    outcome = judge(bench, server, tmp_path, max_cost=0.25, **options)
+    statuses = [r["status"] for r in read_results(outcome.out / "results.jsonl")]
+    assert statuses == ["ok"] * 3 + ["skipped"] * 3
+    assert server.request_count == 3
+    skipped = _by_id(outcome)["p0005"]
+    assert skipped["reason"] == "max-cost reached" and skipped["verdicts"]["content"] is None
+    assert outcome.summary["run"]["spent_usd"] == pytest.approx(0.3)
+    assert outcome.summary["cost_usd"] == pytest.approx(0.3)
+    with pytest.raises(JudgeError, match="--price-in"):
+        judge(bench, server, tmp_path, out="unpriced", model="openai/unpriced-judge", max_cost=1.0)
+
+
+def test_rerun_with_the_same_out_resumes(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", _specs(4))
+    server.responder = lambda body: Fail(500) if _pair_of(body) == 2 else Reply(verdict_json())
+    first = judge(bench, server, tmp_path)
+    assert first.summary["status"] == {"ok": 3, "invalid": 0, "error": 1, "skipped": 0}
+    calls = server.request_count
+    # A run interrupted while writing p3 leaves its line cut short: it is ignored and p3 judged again.
+    results = first.out / "results.jsonl"
+    lines = [line for line in results.read_text().splitlines() if '"p3"' not in line]
+    results.write_text("\n".join(lines) + '\n{"id": "p3", "status": "o')
+    server.responder = None
+    second = judge(bench, server, tmp_path, use_cache=False)
+    assert server.request_count == calls + 2  # the failed pair and the cut one
+    assert second.summary["status"]["ok"] == 4
+    assert [r["id"] for r in read_results(second.out / "results.jsonl")] == ["p0", "p1", "p2", "p3"]
+    with pytest.raises(JudgeError, match="other settings"):
+        judge(bench, server, tmp_path, model="openai/another-judge")
+
+
+def test_rpm_spaces_calls(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 4)
+    start = time.perf_counter()
+    judge(bench, server, tmp_path, rpm=300, concurrency=4)  # one call every 0.2 s
+    assert time.perf_counter() - start >= 0.6
+
+
+def test_unreachable_server_stops_the_run(tmp_path):
+    bench = write_benchmark(tmp_path / "bench", 10)
+    with LLMServer() as gone:
+        api_base = gone.api_base  # a port nobody listens on once this server stops
+    outcome = run_judge(JudgeOptions(bench=bench, model="openai/test-judge", api_base=api_base, api_key="dummy",
+                                     cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False,
+                                     retry=FAST_RETRY, concurrency=2), notice=lambda message: None)
+    assert outcome.stopped and "cannot reach" in outcome.stopped
+    assert len(outcome.summary["run"]["not_run"]) >= 8
+
+
+def test_audio_judge_needs_no_instruction_text(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", [PairSpec(id="a", instruction_text=None)], with_blueprints=False)
+    outcome = judge(bench, server, tmp_path, judge="audio")
+    assert _by_id(outcome)["a"]["status"] == "ok"
+
+
+def test_results_without_config_are_not_overwritten(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.jsonl").write_text('{"id": "precious"}\n')
+    with pytest.raises(JudgeError, match="no config.json"):
+        judge(bench, server, tmp_path)
+    assert "precious" in (tmp_path / "run" / "results.jsonl").read_text()

@@ -1,0 +1,156 @@
+"""`python -m trace_eval judge`: Stage 2 over a benchmark whose blueprints exist."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import fusion
+from trace_eval.judge.prompts import BLUEPRINT_GROUPS, available_prompts
+
+HELP = "ask a judge backbone for per-dimension verdicts on every pair and fuse them; writes a run folder"
+
+EXAMPLE_BENCH = Path(__file__).resolve().parents[2] / "examples" / "mini"
+DROP_GROUPS = tuple(BLUEPRINT_GROUPS)
+
+
+def _drop_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in DROP_GROUPS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{','.join(unknown)}: expected names among {','.join(DROP_GROUPS)}")
+    return names
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = (
+        "fusion policies:\n"
+        + "\n".join(f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items()))
+        + "\n\njudge prompts:\n"
+        + "\n".join(f"  {name:22} {prompt.description}" for name, prompt in sorted(available_prompts().items()))
+        + "\n\nenvironment: TRACE_JUDGE_MODEL (default --model), TRACE_JUDGE_API_KEY (API key sent to the backbone;"
+        "\nproviders' own variables such as OPENAI_API_KEY work too), TRACE_CACHE_DIR (answer cache)."
+    )
+    p.add_argument("--bench", metavar="DIR", type=Path, default=None,
+                   help=f"benchmark folder with blueprints (default: the bundled example, {EXAMPLE_BENCH.name})")
+    p.add_argument("--model", metavar="ID", default=None,
+                   help="litellm model id (openai/gpt-4o, gemini/gemini-2.5-flash, anthropic/..., openai/NAME with "
+                        "--api-base for vLLM or Ollama) or `cues` for the offline rules "
+                        "(default: $TRACE_JUDGE_MODEL, else cues)")
+    p.add_argument("--api-base", metavar="URL", default=None, help="base URL of an OpenAI-compatible server")
+    p.add_argument("--judge", choices=sorted(available_prompts()), default="trace",
+                   help="prompt: trace (blueprints), transcript (transcripts only), audio (raw audio) "
+                        "(default: %(default)s)")
+    p.add_argument("--fusion", choices=sorted(fusion.POLICIES), default="cap",
+                   help="policy giving the overall label (every policy is stored too) (default: %(default)s)")
+    p.add_argument("--drop", metavar="GROUPS", type=_drop_list, default=(),
+                   help=f"hide blueprint groups from the judge, comma-separated: {','.join(DROP_GROUPS)}")
+    p.add_argument("--samples", metavar="N", type=_positive_int, default=1,
+                   help="answers per pair; majority per dimension, ties to the earliest sample (default: 1)")
+    p.add_argument("--swap", action="store_true",
+                   help="judge each pair in both orders; disagreements become ties (both_bad if either order said "
+                        "both_bad, else both_good); reports position consistency")
+    p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="calls in flight (default: 8)")
+    p.add_argument("--rpm", metavar="N", type=float, default=None, help="at most N calls started per minute")
+    p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="sampling temperature (default: 0)")
+    p.add_argument("--max-tokens", metavar="N", type=_positive_int, default=None, help="answer length limit")
+    p.add_argument("--timeout", metavar="S", type=float, default=120.0, help="seconds per call (default: 120)")
+    p.add_argument("--retries", metavar="N", type=int, default=4,
+                   help="retries of a call after a server error or timeout (default: 4)")
+    p.add_argument("--repairs", metavar="N", type=int, default=1,
+                   help="times an unusable answer is sent back with a request to fix it (default: 1)")
+    p.add_argument("--structured", choices=("auto", "on", "off"), default="auto",
+                   help="JSON-schema structured output: auto uses it where litellm says the model supports it")
+    p.add_argument("--max-cost", metavar="USD", type=float, default=None,
+                   help="make no new calls once this much is spent; the pairs left are recorded as skipped")
+    p.add_argument("--price-in", metavar="USD", type=float, default=None,
+                   help="price per million prompt tokens, for models litellm has no price for")
+    p.add_argument("--price-out", metavar="USD", type=float, default=None, help="price per million answer tokens")
+    p.add_argument("--limit", metavar="N", type=_positive_int, default=None, help="judge only the first N pairs")
+    p.add_argument("--out", metavar="RUNDIR", type=Path, default=None,
+                   help="run folder (default: runs/<time>_<model>); an existing one is resumed")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ask the backbone even when an answer is cached (fresh answers replace cached ones)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trace_eval.bench import ManifestError
+    from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+
+    bench = args.bench or EXAMPLE_BENCH
+    if args.bench is None and not EXAMPLE_BENCH.is_dir():
+        print(f"error: the bundled example {EXAMPLE_BENCH} is not here; give --bench DIR", file=sys.stderr)
+        return 2
+    model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
+    if not model:
+        model = "cues"
+        print("notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
+              "(deterministic rules over the blueprints)", file=sys.stderr)
+    options = JudgeOptions(
+        bench=bench,
+        model=model,
+        api_base=args.api_base,
+        api_key=os.environ.get("TRACE_JUDGE_API_KEY") or None,
+        judge=args.judge,
+        fusion=args.fusion,
+        drop=args.drop,
+        samples=args.samples,
+        swap=args.swap,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        structured=args.structured,
+        repair_attempts=args.repairs,
+        concurrency=args.concurrency,
+        rpm=args.rpm,
+        timeout_s=args.timeout,
+        max_cost=args.max_cost,
+        price_in_per_mtok=args.price_in,
+        price_out_per_mtok=args.price_out,
+        retry=RetryPolicy(max_retries=args.retries),
+        use_cache=not args.no_cache,
+        out=args.out,
+        limit=args.limit,
+        progress=not args.quiet,
+    )
+    try:
+        outcome = run_judge(options)
+    except (JudgeError, ManifestError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        where = f" --out {args.out}" if args.out else " --out RUNDIR (the folder named above)"
+        print(f"\ninterrupted: finished pairs are saved; run the same command with{where} to resume", file=sys.stderr)
+        return 130
+    print_summary(outcome)
+    return 1 if outcome.stopped else 0
+
+
+def print_summary(outcome) -> None:
+    s = outcome.summary
+    run = s.get("run", {})
+    counts = ", ".join(f"{n} {status}" for status, n in s["status"].items() if n)
+    cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
+    settings = s["settings"]
+    print(f"judged {s['pairs']} pairs with {settings['model']} ({settings['prompt_version']}): {counts or 'none'}")
+    print(f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
+          f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s")
+    overall = s["labels"]["overall"]
+    print(f"  overall ({s['fusion']}): " + ", ".join(f"{label} {n}" for label, n in overall.items()))
+    if s.get("position_consistency"):
+        pc = s["position_consistency"]
+        print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
+    if outcome.stopped:
+        print(f"  stopped: {outcome.stopped}", file=sys.stderr)
+        print(f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",
+              file=sys.stderr)
+    print(f"  run folder: {outcome.out}")

@@ -1,0 +1,39 @@
+"""Stage 2: a backbone reads the instruction and two blueprints and gives one typed-tie
+verdict per dimension; fusion policies derive the overall label.
+
+    from trace_eval.judge import JudgeOptions, run_judge
+    outcome = run_judge(JudgeOptions(bench=Path("examples/mini")))   # offline `cues` backbone
+
+Modules: prompts (versioned templates -> messages), backbones (litellm), cues (the
+offline backbone), parse (answer -> verdict), cache (answers by request key),
+combine (samples, swapped orders, fusion), runfolder (files of a run), runner.
+"""
+from trace_eval.judge.parse import ParsedVerdict, parse_verdict
+from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt
+from trace_eval.judge.runfolder import RunFolderError, refuse
+from trace_eval.judge.runner import (
+    JudgeError,
+    JudgeOptions,
+    MissingBlueprintsError,
+    RetryPolicy,
+    RunOutcome,
+    run_judge,
+)
+
+__all__ = [
+    "BLUEPRINT_GROUPS",
+    "Case",
+    "JudgeError",
+    "JudgeOptions",
+    "MissingBlueprintsError",
+    "ParsedVerdict",
+    "Prompt",
+    "RetryPolicy",
+    "RunFolderError",
+    "RunOutcome",
+    "available_prompts",
+    "load_prompt",
+    "parse_verdict",
+    "refuse",
+    "run_judge",
+]

@@ -1,0 +1,64 @@
+"""Combining several answers about one pair into its verdicts, and fusing them.
+
+- Swapped order (--swap): the judge saw audio2 as "response 1", so its labels are
+  mapped back ("1" <-> "2"; ties unchanged) before anything else.
+- Samples (--samples N): per dimension, the most frequent label over the valid
+  samples; among equally frequent labels, the one given by the earliest sample.
+- Orders (--swap): per dimension, the two orders' labels when they agree. When
+  they disagree the judge was not consistent about a winner, so the result is a
+  tie: "both_bad" when either order found both responses unacceptable
+  ("both_bad"), otherwise "both_good" (each response was found acceptable in at
+  least one order: a winner in one order or both_good in the other).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import fusion
+from fusion import DIMENSIONS
+
+__all__ = ["fuse_all", "majority", "resolve_orders", "swap_back", "SWAP"]
+
+SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
+
+
+def swap_back(verdicts: dict[str, str]) -> dict[str, str]:
+    """Labels given with the responses shown in swapped order, in the manifest's numbering."""
+    return {dim: SWAP[label] for dim, label in verdicts.items()}
+
+
+def majority(samples: list[dict[str, str]]) -> dict[str, str]:
+    """Per dimension, the most frequent label; ties go to the label the earliest sample gave."""
+    if not samples:
+        raise ValueError("majority of no samples")
+    result = {}
+    for dim in DIMENSIONS:
+        labels = [s[dim] for s in samples]
+        counts = Counter(labels)
+        top = max(counts.values())
+        result[dim] = next(label for label in labels if counts[label] == top)
+    return result
+
+
+def resolve_orders(original: dict[str, str], swapped_back: dict[str, str]) -> dict[str, str]:
+    """One label per dimension from both presentation orders (see the module docstring)."""
+    result = {}
+    for dim in DIMENSIONS:
+        a, b = original[dim], swapped_back[dim]
+        if a == b:
+            result[dim] = a
+        elif "both_bad" in (a, b):
+            result[dim] = "both_bad"
+        else:
+            result[dim] = "both_good"
+    return result
+
+
+def fuse_all(verdicts: dict[str, str | None] | None) -> dict[str, str | None]:
+    """The overall label under every registered policy; None for every policy when a verdict is missing."""
+    if not verdicts or any(verdicts.get(dim) is None for dim in DIMENSIONS):
+        return {name: None for name in fusion.POLICIES}
+    return {
+        name: fusion.fuse(name, verdicts["content"], verdicts["voice_quality"], verdicts["paralinguistics"])
+        for name in fusion.POLICIES
+    }

@@ -1,0 +1,383 @@
+"""The offline `cues` backbone: deterministic rules over the blueprints, no network, no key.
+
+A transparent baseline and the default when no model is configured. It answers
+with the same verdict JSON as an LLM (its reasoning lists every cue it used) and
+goes through the same parser, so a run folder looks the same whoever judged.
+
+Rules, per dimension (each response is first found acceptable or not, then the
+typed-tie label follows as for any judge):
+
+- Content: a response with no recognised speech is not acceptable. When the
+  instruction quotes words to say ("..."), a response is acceptable when the
+  best-matching stretch of its transcript holds at least 35% of the quoted
+  letters in order and the transcript is at least 60% as long as the quote (a
+  fragment is not the sentence). Letters rather than words, because recognisers
+  mishear unusual or noisy speech into other words with similar sounds
+  ("run-fog stumps" for "brown fox jumps"); an unrelated sentence keeps about 15-30%.
+- Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.6
+  (DNSMOS personalised overall quality at least 2.0 when P.808 is missing). Of
+  two acceptable responses one wins only by 1.5 MOS or more.
+- Paralinguistics: cue words in the instruction outside the quoted words:
+  slow/fast -> speaking rate (at most 130 / at least 200 WPM);
+  quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
+  high/low/deep -> mean pitch (at least 180 / at most 90 Hz); emotion words ->
+  the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
+  speaking rate of the later half of the words against the earlier half (word
+  timings, else the pace contour), changed 1.8 times or more. A response must
+  meet every cue found; with no cue word both are acceptable.
+
+The numbers are in `Thresholds`; they match how the bundled example is made
+(examples/mini/README.md), where the rules recover every label.
+
+A cue that could not be measured (null, or dropped with --drop) is not held
+against a response; the reasoning says so.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Callable
+
+from trace_eval.judge.backbones import Completion
+from trace_eval.judge.prompts import Case
+
+__all__ = ["CUES_VERSION", "CuesBackbone", "Thresholds", "judge_case"]
+
+CUES_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
+
+    content_min_recall: float = 0.35  # share of the quoted letters found, in order, in the transcript
+    content_min_length: float = 0.6  # transcript letters over quoted letters
+    quality_min_p808: float = 2.6
+    quality_min_overall: float = 2.0  # DNSMOS personalised overall, used when P.808 is missing
+    quality_clear_margin: float = 1.5
+    slow_max_wpm: float = 130.0
+    fast_min_wpm: float = 200.0
+    slow_max_syllables_per_s: float = 3.5  # used when the transcript-based rate is missing
+    fast_min_syllables_per_s: float = 5.5
+    quiet_max_lufs: float = -30.0
+    loud_min_lufs: float = -26.0
+    high_min_hz: float = 180.0
+    low_max_hz: float = 90.0
+    emotion_min_score: float = 0.3  # or the top-scoring class
+    pace_change_min_ratio: float = 1.8  # later over earlier speaking rate (or its inverse)
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+_WORD = re.compile(r"[a-z0-9']+")
+
+SLOW_WORDS = {"slow", "slowly", "slower", "leisurely", "unhurried"}
+FAST_WORDS = {"fast", "quick", "quickly", "faster", "rapid", "rapidly", "hurried", "hurriedly"}
+QUIET_WORDS = {"quiet", "quietly", "softly", "soft", "whisper", "whispering", "whispered", "hushed", "gently"}
+LOUD_WORDS = {"loud", "loudly", "louder", "shout", "shouting", "yell", "yelling", "booming"}
+EMOTION_WORDS = {
+    "happy": "happy", "happily": "happy", "cheerful": "happy", "cheerfully": "happy", "joyful": "happy",
+    "joyfully": "happy", "excited": "happy", "excitedly": "happy",
+    "sad": "sad", "sadly": "sad", "sorrowful": "sad", "melancholy": "sad", "gloomy": "sad",
+    "angry": "angry", "angrily": "angry", "furious": "angry", "furiously": "angry", "annoyed": "angry",
+    "surprised": "surprised", "astonished": "surprised", "amazed": "surprised",
+    "scared": "fearful", "afraid": "fearful", "fearful": "fearful", "frightened": "fearful", "nervous": "fearful",
+    "disgusted": "disgusted", "disgust": "disgusted",
+    "calm": "neutral", "calmly": "neutral", "neutral": "neutral",
+}
+_HIGH_PITCH = re.compile(r"\bhigh[- ]?pitch(?:ed)?\b|\bhigh(?:er)? voice\b|\bsqueaky\b")
+_LOW_PITCH = re.compile(r"\bdeep\b|\blow[- ]?pitch(?:ed)?\b|\blow(?:er)?,? voice\b|\bdeeper\b")
+_SPEED_UP = re.compile(r"\bspeed(?:ing)? up\b|\baccelerat\w*|\bfaster and faster\b")
+_SLOW_DOWN = re.compile(r"\bslow(?:ing)? down\b|\bdecelerat\w*|\bslower and slower\b")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def split_instruction(text: str) -> tuple[str, str]:
+    """(the quoted words to say, the rest of the instruction), quotes joined in order."""
+    quoted = " ".join(a or b for a, b in _QUOTED.findall(text))
+    return quoted, _QUOTED.sub(" ", text)
+
+
+def typed_tie(ok1: bool, ok2: bool, better: str | None = None) -> str:
+    """The typed-tie label from two acceptability decisions and, when both pass, the clearly better one."""
+    if ok1 and ok2:
+        return better or "both_good"
+    if ok1:
+        return "1"
+    if ok2:
+        return "2"
+    return "both_bad"
+
+
+def _get(blueprint: dict | None, group: str, key: str) -> float | None:
+    section = (blueprint or {}).get(group)
+    value = section.get(key) if isinstance(section, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    return "unmeasured" if value is None else f"{value:.3g}{unit}"
+
+
+# -- Content ---------------------------------------------------------------------------
+
+def _letters(words: list[str]) -> str:
+    return "".join(words).replace("'", "")
+
+
+def _recall(quoted: list[str], said: list[str]) -> float:
+    """Share of the quoted letters found in order in the best-matching stretch of the transcript."""
+    target = _letters(quoted)
+    if not target:
+        return 1.0
+    # A stretch a little longer than the quote, so words said around it (a preamble) do not count,
+    # and a long answer cannot collect the letters from all over.
+    size = len(quoted) + max(3, len(quoted) // 2)
+    starts = range(max(1, len(said) - size + 1))
+    best = 0
+    for start in starts:
+        window = _letters(said[start:start + size])
+        matcher = SequenceMatcher(None, target, window, autojunk=False)
+        best = max(best, sum(block.size for block in matcher.get_matching_blocks()))
+    return best / len(target)
+
+
+def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
+    quoted, _ = split_instruction(instruction)
+    quoted_words = _words(quoted)
+    oks, notes = [], []
+    for n, bp in enumerate((bp1, bp2), start=1):
+        transcript = (bp or {}).get("agent_response")
+        if transcript is None:
+            oks.append(True)
+            notes.append(f"response {n} transcript unmeasured (not held against it)")
+        elif not transcript.strip():
+            oks.append(False)
+            notes.append(f"response {n} has no recognised speech")
+        elif quoted_words:
+            said = _words(transcript)
+            recall = _recall(quoted_words, said)
+            length = len(_letters(said)) / max(1, len(_letters(quoted_words)))
+            oks.append(recall >= t.content_min_recall and length >= t.content_min_length)
+            notes.append(f"response {n} says {recall:.0%} of the quoted letters and is {length:.0%} as long")
+        else:
+            oks.append(True)
+            notes.append(f"response {n} has speech")
+    rule = "no quoted words: speech presence"
+    if quoted_words:
+        rule = (f"quoted words: {t.content_min_recall:.0%} of the letters and {t.content_min_length:.0%} "
+                "of the length needed")
+    return typed_tie(*oks), f"{rule}; " + ", ".join(notes)
+
+
+# -- Voice Quality -----------------------------------------------------------------------
+
+def _quality(bp: dict | None, t: Thresholds) -> tuple[float | None, float, str]:
+    p808 = _get(bp, "agent_audio_quality", "P808_Overall_Quality")
+    if p808 is not None:
+        return p808, t.quality_min_p808, "P.808"
+    return _get(bp, "agent_audio_quality", "DNSMOS_Personalized_Overall_Quality"), t.quality_min_overall, "DNSMOS OVRL"
+
+
+def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
+    scores = [_quality(bp, t) for bp in (bp1, bp2)]
+    oks = [score is None or score >= minimum for score, minimum, _ in scores]
+    better = None
+    (s1, _, _), (s2, _, _) = scores
+    if s1 is not None and s2 is not None and abs(s1 - s2) >= t.quality_clear_margin and scores[0][2] == scores[1][2]:
+        better = "1" if s1 > s2 else "2"
+    notes = [f"response {n} {name} {_fmt(score)} (needs {minimum:g})" for n, (score, minimum, name) in
+             enumerate(scores, start=1)]
+    return typed_tie(*oks, better), ", ".join(notes)
+
+
+# -- Paralinguistics ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Cue:
+    """One thing the instruction asks for and how to check a blueprint for it."""
+
+    name: str
+    check: Callable[[dict | None], tuple[bool | None, str]]  # (meets it, None when unmeasured; what was read)
+
+
+def _rate_check(slow: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+        if wpm is not None:
+            ok = wpm <= t.slow_max_wpm if slow else wpm >= t.fast_min_wpm
+            return ok, f"{wpm:.0f} WPM"
+        syllables = _get(bp, "agent_voicing", "Syllable_Rate_Per_S")
+        if syllables is not None:
+            ok = syllables <= t.slow_max_syllables_per_s if slow else syllables >= t.fast_min_syllables_per_s
+            return ok, f"{syllables:.2f} syllables/s"
+        return None, "rate unmeasured"
+    return check
+
+
+def _loudness_check(quiet: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        lufs = _get(bp, "agent_audio_properties", "Integrated_Loudness_LUFS")
+        if lufs is None:
+            return None, "loudness unmeasured"
+        return (lufs <= t.quiet_max_lufs if quiet else lufs >= t.loud_min_lufs), f"{lufs:.1f} LUFS"
+    return check
+
+
+def _pitch_check(high: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        hz = _get(bp, "agent_audio_properties", "Mean_Pitch_Hz")
+        if hz is None:
+            return None, "pitch unmeasured"
+        return (hz >= t.high_min_hz if high else hz <= t.low_max_hz), f"{hz:.0f} Hz"
+    return check
+
+
+def _emotion_label(label: str) -> str:
+    # emotion2vec labels read like "生气/angry"; keep the English part.
+    return label.split("/")[-1].strip().lower()
+
+
+def _emotion_check(target: str, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        scores = (bp or {}).get("agent_emotion")
+        if not isinstance(scores, dict) or not scores:
+            return None, "emotion unmeasured"
+        by_label = {_emotion_label(k): float(v) for k, v in scores.items() if isinstance(v, (int, float))}
+        if not by_label:
+            return None, "emotion unmeasured"
+        top = max(by_label, key=by_label.get)
+        score = by_label.get(target, 0.0)
+        return (top == target or score >= t.emotion_min_score), f"{target} {score:.2f} (top {top})"
+    return check
+
+
+def _pace_halves(bp: dict | None) -> tuple[float, float] | None:
+    """Speaking rate (WPM) of the earlier and the later half of the response.
+
+    From word timings when there are enough words (the earlier half of the words
+    against the later half); else from the pace contour's earlier and later windows.
+    """
+    words = (bp or {}).get("words")
+    if isinstance(words, list) and len(words) >= 6:
+        try:
+            spans = [(float(w["start"]), float(w["end"])) for w in words]
+        except (KeyError, TypeError, ValueError):
+            spans = []
+        if spans:
+            half = len(spans) // 2
+            rates = []
+            for chunk in (spans[:half], spans[half:]):
+                seconds = chunk[-1][1] - chunk[0][0]
+                rates.append(60.0 * len(chunk) / seconds if seconds > 0 else 0.0)
+            return rates[0], rates[1]
+    properties = (bp or {}).get("agent_audio_properties")
+    contour = properties.get("Pace_Contour_WPM") if isinstance(properties, dict) else None
+    if isinstance(contour, list):
+        values = [float(v) for v in contour if isinstance(v, (int, float))]
+        if len(values) >= 2:
+            half = len(values) // 2
+            early, late = values[:half], values[len(values) - half:]
+            return sum(early) / len(early), sum(late) / len(late)
+    return None
+
+
+def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        halves = _pace_halves(bp)
+        if halves is None:
+            return None, "pace contour unmeasured"
+        early, late = halves
+        if min(early, late) <= 0:
+            return False, f"pace {early:.0f} -> {late:.0f} WPM"
+        ratio = late / early if speed_up else early / late
+        return ratio >= t.pace_change_min_ratio, f"pace {early:.0f} -> {late:.0f} WPM"
+    return check
+
+
+def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> list[_Cue]:
+    """The cues an instruction asks for, read from its words outside the quoted text."""
+    _, rest = split_instruction(instruction)
+    text = rest.lower()
+    words = _words(text)
+    cues: list[_Cue] = []
+    slow_at = next((i for i, w in enumerate(words) if w in SLOW_WORDS), None)
+    fast_at = next((i for i, w in enumerate(words) if w in FAST_WORDS), None)
+    if _SPEED_UP.search(text):
+        cues.append(_Cue("speeding up", _pace_change_check(True, t)))
+    elif _SLOW_DOWN.search(text):
+        cues.append(_Cue("slowing down", _pace_change_check(False, t)))
+    elif slow_at is not None and fast_at is not None:
+        speed_up = slow_at < fast_at
+        cues.append(_Cue("slow then fast" if speed_up else "fast then slow", _pace_change_check(speed_up, t)))
+    elif slow_at is not None:
+        cues.append(_Cue("slow", _rate_check(True, t)))
+    elif fast_at is not None:
+        cues.append(_Cue("fast", _rate_check(False, t)))
+    if any(w in QUIET_WORDS for w in words):
+        cues.append(_Cue("quiet", _loudness_check(True, t)))
+    elif any(w in LOUD_WORDS for w in words):
+        cues.append(_Cue("loud", _loudness_check(False, t)))
+    if _HIGH_PITCH.search(text):
+        cues.append(_Cue("high pitch", _pitch_check(True, t)))
+    elif _LOW_PITCH.search(text):
+        cues.append(_Cue("low pitch", _pitch_check(False, t)))
+    emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
+    cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
+    return cues
+
+
+def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
+    cues = paralinguistic_cues(instruction, t)
+    if not cues:
+        return "both_good", "no paralinguistic cue words in the instruction"
+    oks = [True, True]
+    notes = []
+    for cue in cues:
+        readings = []
+        for n, bp in enumerate((bp1, bp2)):
+            ok, reading = cue.check(bp)
+            if ok is False:
+                oks[n] = False
+            readings.append(f"{reading}{'' if ok is None else (' ok' if ok else ' not ok')}")
+        notes.append(f"{cue.name}: {readings[0]} vs {readings[1]}")
+    return typed_tie(*oks), "; ".join(notes)
+
+
+# -- the backbone ----------------------------------------------------------------------
+
+def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
+    """The verdict document for one case, reasoning included."""
+    # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
+    instruction = (case.instruction_text or "").strip() or (case.instruction_transcript or "").strip()
+    bp1, bp2 = (None if bp is None else {**bp, "words": words}
+                for bp, words in zip(case.blueprints, case.words, strict=True))
+    content, why_c = judge_content(instruction, bp1, bp2, thresholds)
+    quality, why_vq = judge_voice_quality(bp1, bp2, thresholds)
+    para, why_p = judge_paralinguistics(instruction, bp1, bp2, thresholds)
+    reasoning = (f"Content: {why_c} -> {content}. Voice quality: {why_vq} -> {quality}. "
+                 f"Paralinguistics: {why_p} -> {para}.")
+    return {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
+
+
+class CuesBackbone:
+    """Backbone `cues`: answers from the blueprints with the rules above. Instant, so never cached."""
+
+    name = "cues"
+    cacheable = False
+
+    def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS):
+        self.thresholds = thresholds
+
+    async def complete(self, messages: list[dict], case: Case, response_format: dict | None) -> Completion:
+        start = time.perf_counter()
+        text = json.dumps(judge_case(case, self.thresholds), ensure_ascii=False)
+        return Completion(text=text, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
+                          latency_s=time.perf_counter() - start)

@@ -1,0 +1,234 @@
+"""Judge prompts: versioned template files in trace_eval/prompts/, rendered into chat messages.
+
+Each prompt is one YAML file (name, version, system, user or user_parts, repair).
+Templates use `string.Template` (`$name`), so the JSON braces in the text need no
+escaping. What a backbone sees about one pair is a `Case`; `Prompt.render(case)`
+turns it into the OpenAI-style message list every litellm backbone accepts.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "BLUEPRINT_GROUPS",
+    "Case",
+    "Prompt",
+    "PromptError",
+    "available_prompts",
+    "blueprint_view",
+    "load_prompt",
+]
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+# --drop names -> the blueprint keys they remove from what the judge sees.
+BLUEPRINT_GROUPS: dict[str, tuple[str, ...]] = {
+    "emotion": ("agent_emotion",),
+    "accent": ("agent_accent", "accent_probabilities"),
+    "quality": ("agent_audio_quality",),
+    "properties": ("agent_audio_properties", "agent_voicing"),
+}
+
+# Score dictionaries are shown best first, so the top class is read at a glance.
+_SCORE_KEYS = ("agent_emotion", "agent_accent", "accent_probabilities")
+AUDIO_CLIPS = ("instruction", "response_1", "response_2")
+
+
+class PromptError(ValueError):
+    """A prompt file that is missing or malformed, or a case it cannot render."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """What the judge is shown about one pair, in the order shown.
+
+    `blueprints` and `audio` are already in presentation order: with `swapped`,
+    response 1 is the manifest's audio2. Blueprints are views (`blueprint_view`)
+    with dropped groups removed.
+    """
+
+    pair_id: str
+    instruction_transcript: str | None
+    instruction_text: str | None
+    blueprints: tuple[dict | None, dict | None] = (None, None)
+    audio: tuple[Path | None, Path | None, Path | None] = (None, None, None)  # instruction, response 1, response 2
+    swapped: bool = False
+    # Word timings of both responses, for backbones that read cues directly (never rendered into prompts);
+    # present only when the speaking-rate cues are shown.
+    words: tuple[list | None, list | None] = (None, None)
+
+    @property
+    def instruction(self) -> str | None:
+        """The instruction as the judge reads it: the transcript of the spoken instruction, else its text."""
+        transcript = (self.instruction_transcript or "").strip()
+        return transcript or (self.instruction_text or "").strip() or None
+
+
+def _compact_number(value: float) -> float | int:
+    # Three significant digits keep every cue readable and the prompt short.
+    if isinstance(value, bool) or isinstance(value, int):
+        return value
+    return float(f"{value:.3g}")
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, float):
+        return _compact_number(value)
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
+def blueprint_view(blueprint: dict | None, keys: tuple[str, ...], drop: tuple[str, ...] = ()) -> dict | None:
+    """The part of a blueprint the judge sees: `keys` in that order, minus dropped groups, numbers rounded."""
+    if blueprint is None:
+        return None
+    dropped = {key for group in drop for key in BLUEPRINT_GROUPS[group]}
+    view: dict[str, Any] = {}
+    for key in keys:
+        if key in dropped or key not in blueprint:
+            continue
+        value = blueprint[key]
+        if key in _SCORE_KEYS and isinstance(value, dict):
+            value = dict(sorted(value.items(), key=lambda kv: (-(kv[1] if kv[1] is not None else -1e9), kv[0])))
+        view[key] = _compact(value)
+    return view
+
+
+def _audio_part(path: Path) -> dict:
+    """An input_audio message part; anything but wav/mp3 is converted to 16-bit wav first."""
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in ("wav", "mp3"):
+        data, fmt = path.read_bytes(), suffix
+    else:
+        import soundfile as sf
+
+        from trace_eval.audio import load_audio
+
+        audio = load_audio(path)
+        buffer = io.BytesIO()
+        sf.write(buffer, audio.samples, audio.sample_rate, format="WAV", subtype="PCM_16")
+        data, fmt = buffer.getvalue(), "wav"
+    return {"type": "input_audio", "input_audio": {"data": base64.b64encode(data).decode("ascii"), "format": fmt}}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One versioned judge prompt."""
+
+    name: str
+    version: int
+    description: str
+    system: str
+    repair_template: str
+    user: str | None = None  # text prompts
+    user_parts: tuple[dict, ...] = ()  # audio prompt: text and audio parts
+    instruction_text_fallback: str = "$instruction"
+    needs_blueprints: bool = True
+    blueprint_keys: tuple[str, ...] = ()
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def id(self) -> str:
+        """What runs and cache keys record, e.g. "trace-v1"."""
+        return f"{self.name}-v{self.version}"
+
+    @property
+    def needs_audio(self) -> bool:
+        return bool(self.user_parts)
+
+    def _variables(self, case: Case) -> dict[str, str]:
+        spoken_instruction = self.needs_audio and case.audio[0] is not None
+        if case.instruction is None and not spoken_instruction:
+            raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
+        variables = {"instruction": case.instruction or ""}
+        for n, blueprint in enumerate(case.blueprints, start=1):
+            variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
+            transcript = (blueprint or {}).get("agent_response")
+            variables[f"transcript_{n}"] = transcript if transcript else "(no speech recognised)"
+        return variables
+
+    def render(self, case: Case) -> list[dict]:
+        """Chat messages for `case`: a system message and one user message."""
+        variables = self._variables(case)
+        messages: list[dict] = [{"role": "system", "content": self.system.strip()}]
+        if not self.user_parts:
+            messages.append({"role": "user", "content": Template(self.user or "").substitute(variables).strip()})
+            return messages
+        parts: list[dict] = []
+        for part in self.user_parts:
+            if "text" in part:
+                parts.append({"type": "text", "text": Template(part["text"]).substitute(variables)})
+                continue
+            clip = part["audio"]
+            path = case.audio[AUDIO_CLIPS.index(clip)]
+            if path is not None:
+                parts.append(_audio_part(path))
+            elif clip == "instruction":
+                parts.append({"type": "text", "text": Template(self.instruction_text_fallback).substitute(variables)})
+            else:
+                raise PromptError(f"pair {case.pair_id}: no audio for {clip}")
+        messages.append({"role": "user", "content": parts})
+        return messages
+
+    def repair(self, error: str) -> dict:
+        """The user message that asks again after an answer that could not be used."""
+        return {"role": "user", "content": Template(self.repair_template).substitute(error=error).strip()}
+
+
+def _load(path: Path) -> Prompt:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise PromptError(f"{path}: not valid YAML: {e}") from e
+    missing = [k for k in ("name", "version", "system", "repair") if k not in (doc or {})]
+    if not ("user" in (doc or {}) or "user_parts" in (doc or {})):
+        missing.append("user or user_parts")
+    if missing:
+        raise PromptError(f"{path}: missing {', '.join(missing)}")
+    parts = tuple(doc.get("user_parts") or ())
+    for part in parts:
+        if not (isinstance(part, dict) and ("text" in part or part.get("audio") in AUDIO_CLIPS)):
+            raise PromptError(f"{path}: user_parts entry {part!r} must be {{text: ...}} "
+                              f"or {{audio: {'|'.join(AUDIO_CLIPS)}}}")
+    return Prompt(
+        name=str(doc["name"]),
+        version=int(doc["version"]),
+        description=str(doc.get("description", "")),
+        system=str(doc["system"]),
+        repair_template=str(doc["repair"]),
+        user=doc.get("user"),
+        user_parts=parts,
+        instruction_text_fallback=str(doc.get("instruction_text_fallback", "$instruction")),
+        needs_blueprints=bool(doc.get("needs_blueprints", True)),
+        blueprint_keys=tuple(doc.get("blueprint_keys") or ()),
+        path=path,
+    )
+
+
+@lru_cache(maxsize=None)
+def available_prompts(directory: Path = PROMPTS_DIR) -> dict[str, Prompt]:
+    """Every prompt file in `directory`, by name."""
+    prompts = {}
+    for path in sorted(directory.glob("*.yaml")):
+        prompt = _load(path)
+        prompts[prompt.name] = prompt
+    return prompts
+
+
+def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Prompt:
+    prompts = available_prompts(directory)
+    if name not in prompts:
+        raise PromptError(f"unknown judge prompt {name!r}; expected one of: {', '.join(sorted(prompts))}")
+    return prompts[name]

@@ -1,0 +1,180 @@
+"""The run folder a judge run writes, and reading it back.
+
+    config.json     resolved settings (no API keys)
+    results.jsonl   one JSON line per pair, appended and flushed as each pair finishes
+    summary.json    counts by status, tokens, cost, label distribution, settings
+
+results.jsonl fields (one line per pair):
+    id            pair id (str)
+    status        "ok" | "invalid" (answer unusable after repair) | "error" (call failed) | "skipped"
+    reason        why the status is not ok, else null
+    verdicts      {"content", "voice_quality", "paralinguistics"}: labels, all null unless ok
+    reasoning     the judge's reasoning (first answer), raw: its raw answer text
+    fused         {policy: overall label} for every registered fusion policy (null unless ok)
+    overall       fused label under the run's policy (config "fusion")
+    tokens        {"prompt", "completion"} over every answer used (cached ones included)
+    cost_usd      price of those answers (null when the price is unknown)
+    latency_s     seconds spent waiting for the backbone in this run (0 for cached answers)
+    cache_hit     true when no call was made for this pair
+    repairs       repair requests made
+    samples       with --samples/--swap: every answer: order, sample, status, reason, verdicts
+                  (in the manifest's numbering), reasoning, raw, cache_hit
+    orders        with --swap: {"original", "swapped"} verdicts per order (swapped mapped back)
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+import fusion
+from fusion import DIMENSIONS
+from trace_eval.io import atomic_write_text, read_json, write_json
+
+__all__ = [
+    "RESULTS",
+    "CONFIG",
+    "SUMMARY",
+    "RunFolderError",
+    "ResultsWriter",
+    "read_results",
+    "refuse",
+    "summarize",
+    "position_consistency",
+]
+
+FORMAT_VERSION = 1
+RESULTS, CONFIG, SUMMARY = "results.jsonl", "config.json", "summary.json"
+STATUSES = ("ok", "invalid", "error", "skipped")
+
+
+class RunFolderError(ValueError):
+    """A run folder that is missing, damaged or was made with other settings."""
+
+
+def read_results(path: Path) -> list[dict]:
+    """Records of results.jsonl; a line cut short by an interrupted run is ignored (it will be redone)."""
+    records = []
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "id" in record:
+            records.append(record)
+    return records
+
+
+def write_results(path: Path, records: Iterable[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
+
+
+class ResultsWriter:
+    """Appends one line per finished pair and flushes it, so an interrupted run keeps every finished pair."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._file = open(path, "a", encoding="utf-8")
+
+    def append(self, record: dict) -> None:
+        self._file.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def set_overall(record: dict, policy: str) -> dict:
+    """Recompute `fused` (every registered policy) and `overall` (under `policy`) from the verdicts."""
+    from trace_eval.judge.combine import fuse_all
+
+    verdicts = record.get("verdicts") if record.get("status") == "ok" else None
+    record["fused"] = fuse_all(verdicts)
+    record["overall"] = record["fused"].get(policy)
+    return record
+
+
+def position_consistency(records: list[dict]) -> dict | None:
+    """Share of (pair, dimension) on which both presentation orders gave the same label."""
+    agree: Counter[str] = Counter()
+    total = 0
+    fully = 0
+    for record in records:
+        orders = record.get("orders") or {}
+        original, swapped = orders.get("original"), orders.get("swapped")
+        if not original or not swapped:
+            continue
+        total += 1
+        same = {dim: original.get(dim) == swapped.get(dim) for dim in DIMENSIONS}
+        agree.update(dim for dim, ok in same.items() if ok)
+        fully += all(same.values())
+    if total == 0:
+        return None
+    return {
+        "rate": sum(agree.values()) / (total * len(DIMENSIONS)),
+        "per_dimension": {dim: agree[dim] / total for dim in DIMENSIONS},
+        "pairs_fully_consistent": fully / total,
+        "pairs": total,
+        "rule": "disagreement -> both_bad if either order said both_bad, else both_good",
+    }
+
+
+def summarize(records: list[dict], config: dict, run: dict | None = None) -> dict:
+    """summary.json: what the records hold, the settings, and `run` (calls, spend, wall time, stop reason)."""
+    status = Counter(r.get("status") for r in records)
+    labels: dict[str, Counter] = {dim: Counter() for dim in (*DIMENSIONS, "overall")}
+    tokens = {"prompt": 0, "completion": 0}
+    cost = 0.0
+    cost_known = False
+    for r in records:
+        for key in tokens:
+            tokens[key] += int((r.get("tokens") or {}).get(key) or 0)
+        if r.get("cost_usd") is not None:
+            cost += float(r["cost_usd"])
+            cost_known = True
+        if r.get("status") == "ok":
+            for dim in DIMENSIONS:
+                labels[dim][(r.get("verdicts") or {}).get(dim)] += 1
+            labels["overall"][r.get("overall")] += 1
+    summary: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "pairs": len(records),
+        "status": {s: status.get(s, 0) for s in STATUSES},
+        "fusion": config.get("fusion"),
+        "labels": {k: {label: c[label] for label in fusion.LABELS} for k, c in labels.items()},
+        "tokens": tokens,
+        "cost_usd": cost if cost_known else None,
+        "cache_hits": sum(1 for r in records if r.get("cache_hit")),
+        "run": run or {},
+        "settings": config,
+    }
+    if config.get("swap"):
+        summary["position_consistency"] = position_consistency(records)
+    return summary
+
+
+def load_config(folder: Path) -> dict:
+    path = folder / CONFIG
+    if not path.is_file():
+        raise RunFolderError(f"{folder}: no {CONFIG}; is this a judge run folder?")
+    return read_json(path)
+
+
+def refuse(folder: str | Path, policy: str) -> dict:
+    """Re-fuse a finished run under `policy` without any call: rewrite overall, config and summary."""
+    folder = Path(folder)
+    fusion.get_policy(policy)
+    config = load_config(folder)
+    records = [set_overall(r, policy) for r in read_results(folder / RESULTS)]
+    write_results(folder / RESULTS, records)
+    config["fusion"] = policy
+    write_json(folder / CONFIG, config)
+    previous = read_json(folder / SUMMARY) if (folder / SUMMARY).is_file() else {}
+    summary = summarize(records, config, previous.get("run"))
+    write_json(folder / SUMMARY, summary)
+    return summary
