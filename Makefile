@@ -11,6 +11,8 @@ PROFILE ?=
 SET     ?=
 MODEL   ?=
 FUSION  ?= cap
+RUN     ?=
+DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
 
 .PHONY: install test demo blueprints judge evaluate example bench clean
@@ -32,11 +34,22 @@ blueprints: install
 		$(foreach s,$(SET),--set $(s))
 
 judge: install
-	$(PY) -m trace_eval judge --bench $(BENCH) --fusion $(FUSION) $(if $(MODEL),--model $(MODEL))
+	$(PY) -m trace_eval judge --bench $(BENCH) --fusion $(FUSION) $(if $(MODEL),--model $(MODEL)) \
+		$(if $(RUN),--out $(RUN))
 
+evaluate: install
+	$(PY) -m trace_eval evaluate $(RUN)
+
+# The whole job on the example, offline: blueprints, the `cues` judge, fusion, evaluation.
 demo: install
 	$(PY) -m trace_eval blueprints $(BENCH) --device $(DEVICE)
-	@echo "blueprints: $(BENCH)/blueprints/"
+	$(PY) -m trace_eval judge --bench $(BENCH) --model cues --fusion $(FUSION) --out $(DEMO_RUN)
+	$(PY) -m trace_eval fuse $(DEMO_RUN) --fusion $(FUSION) --table
+	$(PY) -m trace_eval evaluate $(DEMO_RUN) --out $(DEMO_RUN)/evaluation
+	@echo
+	@echo "blueprints: $(BENCH)/blueprints/   (python -m trace_eval show $(BENCH)/audio/<file>)"
+	@echo "judge run:  $(DEMO_RUN)/results.jsonl   summary: $(DEMO_RUN)/summary.json"
+	@echo "report:     $(DEMO_RUN)/evaluation/report.html   ($(DEMO_RUN)/evaluation/report.md)"
 
 example: install
 	$(PY) scripts/make_example.py

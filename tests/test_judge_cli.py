@@ -12,9 +12,6 @@ from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.judge.runfolder import read_results
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mini"
-
-
 def _labelled_bench(root: Path) -> Path:
     specs = [
         PairSpec(id="slow", instruction_text='Say "good morning everyone" slowly.',
@@ -85,11 +82,9 @@ def test_bad_options_are_reported(tmp_path, capsys):
     assert main(["fuse", str(tmp_path / "nowhere"), "--fusion", "cap"]) == 2
 
 
-def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path):
-    bench = load_benchmark(EXAMPLE)
-    if not all(bp is not None for pair in bench.pairs for bp in bench.blueprints_for(pair)):
-        pytest.skip(f"no blueprints in {EXAMPLE}: run `python -m trace_eval blueprints {EXAMPLE}`")
-    assert main(["judge", "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path, example_with_blueprints):
+    bench = load_benchmark(example_with_blueprints)
+    assert main(["judge", "--bench", str(bench.root), "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl")}
     wrong = [
         f"{pair.id} {key}: {records[pair.id]['verdicts'].get(key, records[pair.id]['overall'])} != {label}"

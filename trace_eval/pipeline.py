@@ -336,15 +336,8 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
         jobs[sha] = _Job(rel, sha, blueprint, needed)
     store.save_index()
 
-    todo = [j for j in jobs.values() if j.needed]
-    cached = len(jobs) - len(todo)
-    for job in jobs.values():
-        for name in by_name:
-            if name not in job.needed:
-                sections[name]["cached"] += 1
-
     # 2. Load what has work to do; a model that cannot load makes its sections unavailable.
-    active = {n for j in todo for n in j.needed}
+    active = {n for j in jobs.values() for n in j.needed}
     in_workers = [e for e in extractors if e.name in active and not e.batched and e.sample_rate and not e.depends_on]
     in_main = [e for e in extractors if e.name in active and e not in in_workers]
     for ext in in_main:
@@ -356,6 +349,21 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
             ext.load()
         except ExtractorUnavailable as e:
             unavailable[ext.name] = str(e)
+    # A section already recorded as unavailable, for the same reason, stays as it is: nothing to redo.
+    for job in jobs.values():
+        stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {})
+        job.needed = [
+            n for n in job.needed
+            if not (n in unavailable and stored.get(n, {}).get("status") == "unavailable"
+                    and stored[n].get("fingerprint") == fps[n] and stored[n].get("reason") == unavailable[n])
+        ]
+
+    todo = [j for j in jobs.values() if j.needed]
+    cached = len(jobs) - len(todo)
+    for job in jobs.values():
+        for name in by_name:
+            if name not in job.needed:
+                sections[name]["cached"] += 1
 
     rates = sorted({e.sample_rate for e in in_main if e.sample_rate and e.name not in unavailable})
     specs = [(e.name, e.config) for e in in_workers]

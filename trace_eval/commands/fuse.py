@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import fusion
 
@@ -16,6 +17,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("run_dir", metavar="RUNDIR", help="run folder written by `judge`")
     p.add_argument("--fusion", required=True, choices=sorted(fusion.POLICIES), help="policy for `overall`")
+    p.add_argument("--table", action="store_true", help="also print each pair's verdicts and fused label")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,4 +30,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     overall = ", ".join(f"{label} {n}" for label, n in summary["labels"]["overall"].items())
     print(f"{args.run_dir}: overall under {args.fusion}: {overall}")
+    if args.table:
+        print_table(Path(args.run_dir))
     return 0
+
+
+def print_table(run_dir: Path) -> None:
+    from trace_eval.judge.runfolder import read_results
+
+    short = {"content": "C", "voice_quality": "VQ", "paralinguistics": "P"}
+    print(f"{'pair':16s} {'C':>10s} {'VQ':>10s} {'P':>10s} {'overall':>10s}  status")
+    for record in read_results(run_dir / "results.jsonl"):
+        verdicts = record.get("verdicts") or {}
+        cells = [str(verdicts.get(d) or "-") for d in short]
+        print(f"{record['id'][:16]:16s} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>10s} "
+              f"{str(record.get('overall') or '-'):>10s}  {record.get('status')}")
