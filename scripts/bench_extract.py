@@ -1,0 +1,377 @@
+"""Stage 1 speed: time every registered extractor on generated speech, then compare
+two ways of computing pitch + loudness + DNSMOS for a set of files.
+
+    python scripts/bench_extract.py                    # 40 clips of 5-15 s
+    python scripts/bench_extract.py --clips 100 --only dnsmos,pitch --workers 2
+
+Part 1, per extractor: how the blueprint pipeline runs it (batched extractors on
+all clips in this process, per-clip extractors in a process pool), reported as
+clips per second and real-time factor (processing seconds / audio seconds; lower
+is faster). An extractor that cannot load is listed as unavailable with its reason.
+
+Part 2, pitch + loudness + DNSMOS together:
+- straightforward: one file after the other; each extractor decodes the file
+  itself; DNSMOS scores one 9.01 s window per ONNX run (the reference loop);
+- optimized: each file decoded once, in a process pool over all cores that also
+  runs pitch and loudness; DNSMOS scores the clips in stacked batches in this
+  process while the pool works.
+Both must give the same values; the script checks that.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from extractors import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailable, Section  # noqa: E402
+from trace_eval.audio import Audio, load_audio  # noqa: E402
+from trace_eval.synth import Voice, speak  # noqa: E402
+
+SENTENCES = [
+    "The weather today will be mostly sunny with a light breeze from the west.",
+    "Please remember to bring your laptop and the signed forms to the meeting.",
+    "Our train leaves at half past seven, so we should be at the station early.",
+    "The recipe calls for two cups of flour, one egg and a pinch of salt.",
+    "I am sorry, but I cannot answer that question without more information.",
+    "Scientists have found water ice in the shadowed craters near the lunar pole.",
+    "If you turn left at the next corner, the library is on your right.",
+    "Thank you for calling, your request has been recorded and will be handled soon.",
+    "The committee will publish its final report at the end of the month.",
+    "Could you please speak a little more slowly so that everyone can follow?",
+]
+VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb+m3", "en-us+m7"]
+COMBINED = ("pitch", "loudness", "dnsmos")
+
+
+# ---------------------------------------------------------------------------------------
+# Test material
+
+
+def make_clips(count: int, folder: Path, seed: int, shortest_s: float = 5.0, longest_s: float = 15.0) -> list[Path]:
+    """`count` wav files of espeak-ng speech, lengths drawn uniformly in [shortest_s, longest_s]."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        target_s = float(rng.uniform(shortest_s, longest_s))
+        voice = Voice(wpm=int(rng.integers(140, 190)), voice=str(rng.choice(VOICES)), pitch=int(rng.integers(30, 70)))
+        words_needed = target_s * voice.wpm / 60 * 1.3  # espeak pauses between sentences: ask for more
+        text: list[str] = []
+        while sum(len(s.split()) for s in text) < words_needed:
+            text.append(str(rng.choice(SENTENCES)))
+        path = folder / f"clip{i:03d}.wav"
+        speak(" ".join(text), path, voice)
+        samples, rate = sf.read(path, dtype="float32")
+        sf.write(path, samples[: int(target_s * rate)], rate)
+        paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------------------------------
+# Part 1: each extractor alone
+
+
+@dataclass
+class Timing:
+    name: str
+    status: str  # ok | unavailable | failed
+    load_s: float = 0.0
+    seconds: float = 0.0
+    clips: int = 0
+    audio_s: float = 0.0
+    failed_clips: int = 0
+    device: str = "cpu"
+    where: str = ""  # how it ran: batched in-process, or per-clip in N processes
+    reason: str = ""
+
+    @property
+    def clips_per_s(self) -> float:
+        return self.clips / self.seconds if self.seconds else 0.0
+
+    @property
+    def rtf(self) -> float:
+        return self.seconds / self.audio_s if self.audio_s else 0.0
+
+
+_WORKER: dict[str, Extractor] = {}
+
+
+def _load_in_worker(names: list[str]) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one process per core already
+    for name in names:
+        extractor = REGISTRY[name]()
+        extractor.load()
+        _WORKER[name] = extractor
+
+
+def _warm_up_worker() -> int:
+    """Run each loaded extractor once on a second of noise, so lazy imports are not timed."""
+    noise = np.random.default_rng(0).normal(0, 0.1, 16000).astype(np.float32)
+    for extractor in _WORKER.values():
+        extractor.extract([Clip("warm-up", Audio(noise, 16000))])
+    return os.getpid()
+
+
+def _run_in_worker(path: str, names: list[str]) -> tuple[np.ndarray, dict[str, Section | ClipError]]:
+    """Decode once, run the per-clip extractors; the 16 kHz samples go back for the batched ones."""
+    audio = load_audio(path)
+    clip = Clip(path, audio)
+    results = {name: _WORKER[name].extract([clip])[0] for name in names}
+    return audio.at(16000), results
+
+
+def _pool(workers: int, names: list[str]) -> ProcessPoolExecutor:
+    """A started pool (start-up is not timed: a pipeline pays it once per run)."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_load_in_worker, initargs=(names,))
+    for future in [pool.submit(_warm_up_worker) for _ in range(workers * 2)]:
+        future.result()
+    return pool
+
+
+def _in_dependency_order(names: list[str]) -> list[str]:
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in ordered:
+            for dependency in REGISTRY[name].depends_on:
+                if dependency in REGISTRY:
+                    visit(dependency)
+            ordered.append(name)
+
+    for name in names:
+        visit(name)
+    return ordered
+
+
+def time_extractors(names: list[str], paths: list[Path], device: str, workers: int) -> list[Timing]:
+    decoded = [load_audio(p) for p in paths]
+    audio_s = sum(a.duration_s for a in decoded)
+    values: dict[str, list[dict]] = {}  # extractor -> section values per clip, for dependants
+    timings = []
+    for name in _in_dependency_order(names):
+        cls = REGISTRY[name]
+        missing = [d for d in cls.depends_on if d not in values]
+        if missing:
+            timings.append(Timing(name, "unavailable", reason=f"depends on {', '.join(missing)}, which did not run"))
+            continue
+        per_clip = not cls.batched and cls.sample_rate and not cls.depends_on
+        try:
+            if per_clip:
+                timing, sections = _time_per_clip(name, paths, workers)
+            else:
+                timing, sections = _time_in_process(cls, decoded, values, device)
+        except ExtractorUnavailable as e:
+            timings.append(Timing(name, "unavailable", reason=str(e)))
+            continue
+        except Exception as e:  # an extractor bug must not stop the benchmark
+            timings.append(Timing(name, "failed", reason=f"{type(e).__name__}: {e}"))
+            continue
+        timing.audio_s = audio_s
+        timing.failed_clips = sum(not isinstance(s, Section) for s in sections)
+        values[name] = [s.values if isinstance(s, Section) else {} for s in sections]
+        timings.append(timing)
+    return timings
+
+
+def _time_per_clip(name: str, paths: list[Path], workers: int) -> tuple[Timing, list]:
+    start = time.perf_counter()
+    try:
+        pool = _pool(workers, [name])
+    except Exception as e:  # ExtractorUnavailable raised in a worker's initializer breaks the pool
+        raise ExtractorUnavailable(_unavailable_reason(name, e)) from e
+    load_s = time.perf_counter() - start
+    with pool:
+        start = time.perf_counter()
+        outputs = list(pool.map(_run_in_worker, [str(p) for p in paths], [[name]] * len(paths)))
+        seconds = time.perf_counter() - start
+    sections = [results[name] for _, results in outputs]
+    return Timing(name, "ok", load_s, seconds, len(paths), where=f"per clip, {workers} processes"), sections
+
+
+def _unavailable_reason(name: str, error: Exception) -> str:
+    try:
+        REGISTRY[name]().load()  # load here to get the extractor's own message
+    except ExtractorUnavailable as e:
+        return str(e)
+    except Exception:
+        pass
+    return f"{type(error).__name__}: {error}"
+
+
+def _time_in_process(
+    cls: type[Extractor], decoded: list, values: dict[str, list[dict]], device: str
+) -> tuple[Timing, list]:
+    extractor = cls(device=device)
+    start = time.perf_counter()
+    extractor.load()
+    load_s = time.perf_counter() - start
+    clips = []
+    for i, audio in enumerate(decoded):
+        blueprint = {"duration_s": audio.duration_s}
+        for dependency in cls.depends_on:
+            blueprint.update(values[dependency][i])
+        clips.append(Clip(str(i), audio if cls.sample_rate else None, blueprint))
+        if cls.sample_rate:
+            audio.at(cls.sample_rate)  # resampling is done by the decoding workers, not timed here
+    extractor.extract(clips[:1])  # warm-up: lazy imports and first-run allocations are not timed
+    start = time.perf_counter()
+    sections = extractor.extract(clips)
+    seconds = time.perf_counter() - start
+    where = "batched, this process" if cls.batched else "per clip, this process"
+    return Timing(cls.name, "ok", load_s, seconds, len(clips), device=extractor.device, where=where), sections
+
+
+def print_timings(timings: list[Timing]) -> None:
+    print(f"\n{'extractor':<10} {'status':<11} {'device':<6} {'load s':>7} {'run s':>8} {'clips/s':>8} {'RTF':>7}  how")
+    for t in timings:
+        if t.status != "ok":
+            print(f"{t.name:<10} {t.status:<11} {'':<6} {'':>7} {'':>8} {'':>8} {'':>7}  {t.reason}")
+            continue
+        failed = f", {t.failed_clips} clips failed" if t.failed_clips else ""
+        print(f"{t.name:<10} {t.status:<11} {t.device:<6} {t.load_s:>7.2f} {t.seconds:>8.2f} {t.clips_per_s:>8.2f} "
+              f"{t.rtf:>7.4f}  {t.where}{failed}")
+
+
+# ---------------------------------------------------------------------------------------
+# Part 2: pitch + loudness + DNSMOS, straightforward vs optimized
+
+
+def straightforward(paths: list[Path], signal: list[Extractor], dnsmos: Extractor) -> tuple[float, list[dict]]:
+    from extractors.dnsmos import score_one_window_at_a_time, to_section
+
+    start = time.perf_counter()
+    results = []
+    for path in paths:
+        values: dict[str, Section | ClipError] = {}
+        for extractor in signal:
+            values[extractor.name] = extractor.extract([Clip(str(path), load_audio(path))])[0]
+        samples = load_audio(path).at(16000)
+        values["dnsmos"] = to_section(score_one_window_at_a_time(dnsmos.scorer, samples))
+        results.append(values)
+    return time.perf_counter() - start, results
+
+
+def optimized(
+    paths: list[Path], pool: ProcessPoolExecutor, names: list[str], dnsmos: Extractor
+) -> tuple[float, list[dict]]:
+    start = time.perf_counter()
+    futures = [pool.submit(_run_in_worker, str(p), names) for p in paths]
+    results: list[dict] = []
+    batch: list[Clip] = []
+    batch_s = 0.0
+
+    def score_batch() -> None:
+        for clip, section in zip(batch, dnsmos.extract(batch)):
+            results[int(clip.sha256)]["dnsmos"] = section
+
+    # DNSMOS scores each batch as soon as its clips are decoded, while the pool goes on.
+    for i, future in enumerate(futures):
+        samples, values = future.result()
+        results.append(dict(values))
+        batch.append(Clip(str(i), Audio(samples, 16000)))
+        batch_s += len(samples) / 16000
+        if batch_s >= dnsmos.config.batch_seconds:
+            score_batch()
+            batch, batch_s = [], 0.0
+    if batch:
+        score_batch()
+    return time.perf_counter() - start, results
+
+
+def _differences(a: list[dict], b: list[dict]) -> list[str]:
+    """Values that differ between the two ways (DNSMOS may differ by one in the last rounded digit)."""
+    problems = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        for name in x:
+            vx = x[name].values if isinstance(x[name], Section) else str(x[name])
+            vy = y[name].values if isinstance(y[name], Section) else str(y[name])
+            if name == "dnsmos" and isinstance(vx, dict) and isinstance(vy, dict):
+                qx, qy = vx["agent_audio_quality"], vy["agent_audio_quality"]
+                if any(abs(qx[k] - qy[k]) > 0.0015 for k in qx):
+                    problems.append(f"clip {i} dnsmos: {qx} vs {qy}")
+            elif vx != vy:
+                problems.append(f"clip {i} {name}: {vx} vs {vy}")
+    return problems
+
+
+def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: int) -> None:
+    names = [n for n in COMBINED if n in REGISTRY]
+    print(f"\n{' + '.join(names)}, {len(paths)} clips, {audio_s:.0f} s of audio, best of {repeat}")
+    if "dnsmos" not in names:
+        print("  dnsmos is not registered: nothing to compare")
+        return
+    signal_names = [n for n in names if n != "dnsmos"]
+    dnsmos = REGISTRY["dnsmos"]()
+    dnsmos.load()
+    signal = [REGISTRY[n]() for n in signal_names]
+    for extractor in signal:
+        extractor.load()
+    warm_up = [Clip("warm-up", load_audio(paths[0]))]
+    for extractor in [*signal, dnsmos]:
+        extractor.extract(warm_up)
+    times: dict[str, list[float]] = {"straightforward": [], "optimized": []}
+    problems: list[str] = []
+    with _pool(workers, signal_names) as pool:
+        # Alternating the two ways and keeping each one's best run evens out other load on the machine.
+        for _ in range(repeat):
+            plain_s, plain = straightforward(paths, signal, dnsmos)
+            fast_s, fast = optimized(paths, pool, signal_names, dnsmos)
+            times["straightforward"].append(plain_s)
+            times["optimized"].append(fast_s)
+            problems += _differences(plain, fast)
+    print(f"  {'way':<16} {'seconds':>8} {'clips/s':>8} {'RTF':>7}  all runs (s)")
+    for way, runs in times.items():
+        best = min(runs)
+        print(f"  {way:<16} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
+              + " ".join(f"{r:.2f}" for r in runs))
+    speed_up = min(times["straightforward"]) / min(times["optimized"])
+    print(f"  speed-up: {speed_up:.2f}x on {os.cpu_count()} cores ({workers} worker processes)")
+    print("  outputs agree" if not problems else "  OUTPUTS DIFFER:\n    " + "\n    ".join(problems[:10]))
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clips", type=int, default=40, help="number of generated clips (default 40)")
+    parser.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
+    parser.add_argument("--only", help="comma-separated extractor names (default: every registered one)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for per-clip work")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each way in the comparison; the best counts")
+    parser.add_argument("--skip-combined", action="store_true", help="only time the extractors one by one")
+    args = parser.parse_args(argv)
+
+    names = sorted(REGISTRY) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        parser.error(f"unknown extractor(s) {', '.join(unknown)}; expected one of: {', '.join(sorted(REGISTRY))}")
+    from trace_eval.pipeline import resolve_device
+
+    device = resolve_device(args.device)
+    with tempfile.TemporaryDirectory(prefix="bench_extract_") as folder:
+        start = time.perf_counter()
+        paths = make_clips(args.clips, Path(folder), args.seed)
+        audio_s = sum(sf.info(p).duration for p in paths)
+        print(f"{len(paths)} clips, {audio_s:.0f} s of speech (generated in {time.perf_counter() - start:.1f} s); "
+              f"device {device}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
+        print_timings(time_extractors(names, paths, device, args.workers))
+        if not args.skip_combined:
+            compare_combined(paths, audio_s, args.workers, max(1, args.repeat))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

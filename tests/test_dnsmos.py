@@ -1,0 +1,197 @@
+"""DNSMOS: the stacked, shared-frame scorer gives the reference's scores."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from extractors import REGISTRY, Clip, ClipError, ExtractorUnavailable, Section
+from extractors.dnsmos import (
+    SAMPLE_RATE,
+    WINDOW_SAMPLES,
+    Config,
+    DnsmosExtractor,
+    DnsmosScores,
+    score_one_window_at_a_time,
+    tile_to_window,
+    window_starts,
+)
+from trace_eval.audio import Audio, load_audio
+from trace_eval.synth import Voice, have_tools, speak
+
+pytestmark = pytest.mark.skipif(not have_tools(), reason="needs espeak-ng and sox")
+
+TEXT = (
+    "The quarterly report shows that revenue grew in every region, although costs rose faster than expected. "
+    "We will review the budget next week and decide which projects to postpone until the spring. "
+    "Please send your comments before Friday, so that the final version can be shared with the whole team. "
+    "Thank you all for the careful work on this difficult quarter."
+)
+SHORT_TEXT = "Please send your comments before Friday, so that we can share the final version."
+LENGTHS_S = (0.5, 3.0, 9.5, 25.0)
+TOLERANCE = 1e-4
+SCORE_FIELDS = ("signal", "background", "overall", "p808", "plain_signal", "plain_background", "plain_overall")
+
+
+@pytest.fixture(scope="module")
+def extractor() -> DnsmosExtractor:
+    ext = DnsmosExtractor(Config(non_personalized=True, num_threads=2), "cpu")
+    ext.load()
+    return ext
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory) -> np.ndarray:
+    """About 30 s of real speech at 16 kHz."""
+    path = speak(TEXT, tmp_path_factory.mktemp("dnsmos") / "long.wav", Voice(wpm=120))
+    samples = load_audio(path).at(SAMPLE_RATE)
+    assert len(samples) >= max(LENGTHS_S) * SAMPLE_RATE
+    return samples
+
+
+@pytest.fixture(scope="module")
+def clips_by_length(speech) -> dict[float, np.ndarray]:
+    return {seconds: speech[: int(seconds * SAMPLE_RATE)] for seconds in LENGTHS_S}
+
+
+@pytest.fixture(scope="module")
+def batched(extractor, clips_by_length) -> dict[float, DnsmosScores]:
+    """Scores of the clips of every length, stacked into shared runs."""
+    return dict(zip(LENGTHS_S, extractor.scorer.score(list(clips_by_length.values()))))
+
+
+def _clip(samples: np.ndarray, name: str = "x") -> Clip:
+    return Clip(name, Audio(np.asarray(samples, dtype=np.float32), SAMPLE_RATE))
+
+
+def _assert_close(got: DnsmosScores, want: DnsmosScores) -> None:
+    assert got.windows == want.windows
+    for field in SCORE_FIELDS:
+        assert getattr(got, field) == pytest.approx(getattr(want, field), abs=TOLERANCE), field
+
+
+def test_registered_as_batched():
+    assert REGISTRY["dnsmos"] is DnsmosExtractor
+    assert DnsmosExtractor.batched and DnsmosExtractor.sample_rate == 16000
+
+
+def test_windows_follow_the_reference():
+    # Short clips are doubled until they fill a window: 0.5 s -> 16 s -> 7 windows.
+    assert len(tile_to_window(np.ones(8000, np.float32))) == 256000
+    assert window_starts(WINDOW_SAMPLES) == [0]
+    assert window_starts(10 * SAMPLE_RATE) == [0]
+    assert window_starts(12 * SAMPLE_RATE) == [0, 16000, 32000]
+    # The reference's int((idx + 9.01) * 16000) is one sample short for idx 7..23, and it skips those windows.
+    assert window_starts(25 * SAMPLE_RATE) == [i * SAMPLE_RATE for i in range(7)]
+    assert window_starts(40 * SAMPLE_RATE) == [i * SAMPLE_RATE for i in (*range(7), *range(24, 31))]
+
+
+def test_batched_equals_one_window_at_a_time(extractor, clips_by_length, batched):
+    assert [batched[s].windows for s in LENGTHS_S] == [7, 3, 1, 7]
+    for seconds, samples in clips_by_length.items():
+        _assert_close(batched[seconds], score_one_window_at_a_time(extractor.scorer, samples))
+
+
+def test_whole_window_scoring_equals_shared_frames(extractor, clips_by_length, batched):
+    """Without the `onnx` package whole windows are scored; the scores are the same."""
+    scorer = extractor.scorer
+    clips = [clips_by_length[3.0], clips_by_length[25.0]]
+    shared = [batched[3.0], batched[25.0]]
+    head, tail = scorer.p835.head, scorer.p835.tail
+    scorer.p835.head = scorer.p835.tail = None
+    try:
+        whole = scorer.score(clips)
+    finally:
+        scorer.p835.head, scorer.p835.tail = head, tail
+    for got, want in zip(shared, whole):
+        assert got.signal == pytest.approx(want.signal, abs=TOLERANCE)
+        assert got.background == pytest.approx(want.background, abs=TOLERANCE)
+        assert got.overall == pytest.approx(want.overall, abs=TOLERANCE)
+
+
+def test_equals_speechmos(clips_by_length, batched):
+    dnsmos = pytest.importorskip("speechmos.dnsmos")
+    for seconds in (3.0, 25.0):
+        samples, got = clips_by_length[seconds], batched[seconds]
+        personalized = dnsmos.run(samples, SAMPLE_RATE, model_type="dnsmos_personalized")
+        plain = dnsmos.run(samples, SAMPLE_RATE, model_type="dnsmos")
+        assert got.signal == pytest.approx(personalized["sig_mos"], abs=TOLERANCE)
+        assert got.background == pytest.approx(personalized["bak_mos"], abs=TOLERANCE)
+        assert got.overall == pytest.approx(personalized["ovrl_mos"], abs=TOLERANCE)
+        assert got.p808 == pytest.approx(personalized["p808_mos"], abs=TOLERANCE)
+        assert got.plain_signal == pytest.approx(plain["sig_mos"], abs=TOLERANCE)
+        assert got.plain_background == pytest.approx(plain["bak_mos"], abs=TOLERANCE)
+        assert got.plain_overall == pytest.approx(plain["ovrl_mos"], abs=TOLERANCE)
+
+
+def test_sections_hold_rounded_scores_in_order(extractor, clips_by_length, batched):
+    lengths = LENGTHS_S[::-1]  # not sorted by length: results still follow the input order
+    results = extractor.extract([_clip(clips_by_length[s], str(s)) for s in lengths])
+    for section, scores in zip(results, (batched[s] for s in lengths)):
+        assert isinstance(section, Section)
+        quality = section.values["agent_audio_quality"]
+        assert quality["DNSMOS_Personalized_Signal_Quality"] == round(scores.signal, 3)
+        assert quality["DNSMOS_Personalized_Background_Quality"] == round(scores.background, 3)
+        assert quality["DNSMOS_Personalized_Overall_Quality"] == round(scores.overall, 3)
+        assert quality["P808_Overall_Quality"] == round(scores.p808, 3)
+        assert quality["DNSMOS_Overall_Quality"] == round(scores.plain_overall, 3)
+        assert all(1.0 <= v <= 5.0 for v in quality.values())
+        assert not section.null_reasons
+
+
+def test_white_noise_lowers_background_quality(extractor, tmp_path):
+    clean = load_audio(speak(SHORT_TEXT, tmp_path / "clean.wav", Voice()))
+    noisy = load_audio(speak(SHORT_TEXT, tmp_path / "noisy.wav", Voice(noise_db=-20)))
+    results = extractor.extract([Clip("c", clean), Clip("n", noisy)])
+    clean_q, noisy_q = (r.values["agent_audio_quality"] for r in results)
+    # Measured: background 2.30 -> 1.68, P.808 3.75 -> 2.66.
+    key = "DNSMOS_Personalized_Background_Quality"
+    assert clean_q[key] - noisy_q[key] > 0.4, (clean_q, noisy_q)
+    assert clean_q["P808_Overall_Quality"] - noisy_q["P808_Overall_Quality"] > 0.5, (clean_q, noisy_q)
+
+
+def test_silence_and_tiny_clips_give_finite_scores(extractor, speech):
+    clips = [
+        _clip(np.zeros(2 * SAMPLE_RATE, np.float32), "silence"),
+        _clip(speech[SAMPLE_RATE : SAMPLE_RATE + SAMPLE_RATE // 10], "100 ms"),
+        _clip(speech[SAMPLE_RATE : SAMPLE_RATE + 320], "20 ms"),
+    ]
+    for section in extractor.extract(clips):
+        assert isinstance(section, Section)
+        json.dumps(section.values, allow_nan=False)
+        assert all(isinstance(v, float) and np.isfinite(v) for v in section.values["agent_audio_quality"].values())
+
+
+def test_a_bad_clip_fails_alone(extractor, clips_by_length):
+    bad = np.array(clips_by_length[3.0])
+    bad[100] = np.nan
+    results = extractor.extract([_clip(clips_by_length[3.0], "good"), _clip(bad, "nan"), _clip(np.zeros(0), "empty")])
+    assert isinstance(results[0], Section)
+    assert isinstance(results[1], ClipError) and "NaN" in str(results[1])
+    assert isinstance(results[2], ClipError)
+
+
+def test_model_directory_without_the_files_is_unavailable(tmp_path):
+    ext = DnsmosExtractor(Config(model_path=str(tmp_path)))
+    with pytest.raises(ExtractorUnavailable, match="missing"):
+        ext.load()
+
+
+def test_changed_weights_are_refused(extractor, tmp_path):
+    source = extractor._model_dir
+    for rel in ("pdnsmos_models/sig_bak_ovr.onnx", "dnsmos_models/sig_bak_ovr.onnx", "dnsmos_models/model_v8.onnx"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(source) / rel, tmp_path / rel)
+    with open(tmp_path / "dnsmos_models/model_v8.onnx", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ExtractorUnavailable, match="sha256"):
+        DnsmosExtractor(Config(model_path=str(tmp_path))).load()
+
+
+def test_fingerprint_ignores_speed_settings():
+    base = DnsmosExtractor(Config()).fingerprint()
+    assert DnsmosExtractor(Config(batch_seconds=500, num_threads=1)).fingerprint() == base
+    assert DnsmosExtractor(Config(non_personalized=True)).fingerprint() != base
