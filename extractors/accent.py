@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
+from trace_eval.audio import repeat_to_length
+from trace_eval.models import load_card, resolve_model
 
 __all__ = ["AccentExtractor"]
 
@@ -51,13 +53,6 @@ class Config:
     probability_scale: float = 30.0
 
 
-def repeat_to_length(samples: np.ndarray, min_samples: int) -> np.ndarray:
-    """Tile a too-short clip rather than pad it with silence, which would change its statistics."""
-    if len(samples) >= min_samples:
-        return samples
-    return np.resize(samples, min_samples).astype(np.float32, copy=False)
-
-
 @register
 class AccentExtractor(Extractor):
     name = "accent"
@@ -70,8 +65,6 @@ class AccentExtractor(Extractor):
     Config = Config
 
     def __init__(self, config: Config | None = None, device: str = "cpu"):
-        from trace_eval.models import load_card  # not at module level: trace_eval.models imports this package
-
         super().__init__(config, device)
         self._card = load_card(_CARD)
         self._classifier: Any = None
@@ -102,7 +95,7 @@ class AccentExtractor(Extractor):
                 torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
         except ImportError as e:
             raise ExtractorUnavailable(f"accent needs speechbrain and torch ({e}): pip install speechbrain") from e
-        directory = _resolve(self._card, self.config.model_path)
+        directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             classifier = EncoderClassifier.from_hparams(
                 source=str(directory),
@@ -153,18 +146,6 @@ class AccentExtractor(Extractor):
             _COSINE_KEY: {lab: round(float(c), 4) for lab, c in zip(self._labels, cosines)},
             _PROBABILITY_KEY: {lab: round(float(p), 4) for lab, p in zip(self._labels, probabilities)},
         })
-
-
-def _resolve(card: Any, explicit: str | None) -> Path:
-    from trace_eval.models import resolve_model
-
-    try:
-        return resolve_model(card, explicit, _SETTING)
-    except ExtractorUnavailable as e:
-        if _SETTING in str(e):
-            raise
-        raise ExtractorUnavailable(f"{e}. To fix: pass --set {_SETTING}=DIR with a folder holding "
-                                   f"{', '.join(card.files)}") from e
 
 
 def _labels(classifier: Any, directory: Path) -> list[str]:

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
+from trace_eval.audio import repeat_to_length
+from trace_eval.models import load_card, resolve_model
 
 __all__ = ["EmotionExtractor", "english_label"]
 
@@ -51,13 +53,6 @@ def english_label(token: str, unk_symbol: str = "<unk>") -> str:
     return token.rsplit("/", 1)[-1].strip() or token
 
 
-def repeat_to_length(samples: np.ndarray, min_samples: int) -> np.ndarray:
-    """Tile a too-short clip rather than pad it with silence, which would change its level statistics."""
-    if len(samples) >= min_samples:
-        return samples
-    return np.resize(samples, min_samples).astype(np.float32, copy=False)
-
-
 @register
 class EmotionExtractor(Extractor):
     name = "emotion"
@@ -70,8 +65,6 @@ class EmotionExtractor(Extractor):
     Config = Config
 
     def __init__(self, config: Config | None = None, device: str = "cpu"):
-        from trace_eval.models import load_card  # not at module level: trace_eval.models imports this package
-
         super().__init__(config, device)
         self._card = load_card(_CARD)
         self._automodel: Any = None
@@ -89,7 +82,7 @@ class EmotionExtractor(Extractor):
             from funasr import AutoModel
         except ImportError as e:
             raise ExtractorUnavailable(f"emotion needs funasr and torch ({e}): pip install funasr torch") from e
-        directory = _resolve(self._card, self.config.model_path)
+        directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             # funasr prints its version and a line per missing weight; the checkpoint is checked below instead.
             with contextlib.redirect_stdout(io.StringIO()):
@@ -153,18 +146,6 @@ class EmotionExtractor(Extractor):
         if len(set(names)) != len(names):  # two tokens with the same English part: keep them apart
             names = [str(t) for t in labels]
         return Section({_KEY: {n: round(float(s), 4) for n, s in zip(names, scores)}})
-
-
-def _resolve(card: Any, explicit: str | None) -> Path:
-    from trace_eval.models import resolve_model
-
-    try:
-        return resolve_model(card, explicit, _SETTING)
-    except ExtractorUnavailable as e:
-        if _SETTING in str(e):
-            raise
-        raise ExtractorUnavailable(f"{e}. To fix: pass --set {_SETTING}=DIR with a folder holding "
-                                   f"{', '.join(card.files)}") from e
 
 
 def _check_weights(automodel: Any, directory: Path) -> None:

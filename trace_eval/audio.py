@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AudioLoadingError", "Audio", "load_audio", "sha256_file"]
+__all__ = ["AudioLoadingError", "Audio", "load_audio", "repeat_to_length", "sha256_file"]
 
 # Shorter than this there is nothing any extractor can measure.
 MIN_DURATION_S = 0.02
@@ -106,3 +106,11 @@ def load_audio(path: str | Path) -> Audio:
     if len(mono) / sr < MIN_DURATION_S:
         raise AudioLoadingError(f"{path}: too short ({len(mono) / sr * 1000:.1f} ms)")
     return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(sr), channels)
+
+
+def repeat_to_length(samples: np.ndarray, min_samples: int) -> np.ndarray:
+    """Tile a too-short clip up to `min_samples` rather than pad it with silence, which would
+    change its statistics (for models whose convolutions need a minimum input length)."""
+    if len(samples) >= min_samples:
+        return samples
+    return np.resize(samples, min_samples).astype(np.float32, copy=False)

@@ -79,8 +79,11 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
         if _complete(path, card):
             verify_sha256(path, card)
             return path
-        missing = [f for f in card.files if not (path / f).exists()]
-        raise ExtractorUnavailable(f"{path} does not hold {card.name} (missing: {', '.join(missing) or 'directory'})")
+        missing = [f for f in card.files if not (path / f).exists()] if path.is_dir() else ["the folder itself"]
+        raise ExtractorUnavailable(
+            f"{path} does not hold {card.name} (missing: {', '.join(missing)}). To fix: pass "
+            f"--set {setting or 'NAME.model_path'}=DIR with a folder holding {', '.join(card.files) or 'the weights'}"
+        )
     root = os.environ.get("TRACE_MODELS_DIR")
     if root:
         path = Path(root).expanduser() / card.name
