@@ -230,15 +230,16 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
 
 
 def test_worker_processes_give_the_same_blueprints(tmp_path):
-    files = {f"c{i}.wav": tone(0.4 + 0.1 * i) for i in range(5)}
+    files = {f"c{i}.wav": tone(0.6 + 0.2 * i, f0=150 + 30 * i) for i in range(5)}
     inline = bench(tmp_path / "inline", files)
     pooled = bench(tmp_path / "pooled", files)
-    run_blueprints(inline, opts(workers=0))
-    run_blueprints(pooled, opts(workers=2))
+    run_blueprints(inline, opts(only=["pitch", "loudness"], workers=0))
+    run_blueprints(pooled, opts(only=["pitch", "loudness"], workers=2))
     for name in files:
         a = BlueprintStore(inline).get_by_path(f"audio/{name}")
         b = BlueprintStore(pooled).get_by_path(f"audio/{name}")
-        assert a["test"] == b["test"]
+        assert a["agent_audio_properties"] == b["agent_audio_properties"]
+        assert a["agent_audio_properties"]["Mean_Pitch_Hz"] == pytest.approx(150 + 30 * int(name[1]), rel=0.05)
 
 
 def test_unknown_setting_names_the_choices(tmp_path):

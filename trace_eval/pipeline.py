@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import time
 from collections import defaultdict
@@ -374,7 +375,11 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
     todo.sort(key=lambda j: durations[j.sha])
     chunks = _chunks(todo, durations)
 
-    pool = ProcessPoolExecutor(workers, initializer=_worker_init, initargs=(specs,)) if workers > 0 else _InlineExecutor(specs)
+    # forkserver: workers start from a clean process, not a fork of this one, whose model runtimes
+    # (torch, onnxruntime) hold thread pools that do not survive a fork.
+    pool = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
+                                initializer=_worker_init, initargs=(specs,))
+            if workers > 0 else _InlineExecutor(specs))
     progress = _progress(len(todo), options.progress)
     computed = failed = 0
     try:
