@@ -11,6 +11,7 @@ and the transcript should recover every label.
     python scripts/make_example.py --check       # regenerate in a temp dir, compare with the committed files
 
 Output is byte-identical from run to run on the same espeak-ng and sox versions.
+scripts/make_example_style.py makes examples/mini-style with the same tools.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +171,7 @@ class ExampleMismatch(Exception):
 
 
 @contextmanager
-def _reproducible_sox() -> Iterator[None]:
+def reproducible_sox() -> Iterator[None]:
     # SoX dithers when it writes 16-bit and seeds its noise generator from the clock; -D turns dithering off
     # and -R fixes the seeds, so the same inputs give the same bytes. SOX_OPTS reaches every sox call.
     previous = os.environ.get("SOX_OPTS")
@@ -184,7 +185,8 @@ def _reproducible_sox() -> Iterator[None]:
             os.environ["SOX_OPTS"] = previous
 
 
-def _render(segments: tuple[Segment, ...], out: Path) -> None:
+def render(segments: tuple[Segment, ...], out: Path) -> None:
+    """Speak the segments one after another into `out` (16-bit WAV)."""
     if len(segments) == 1:
         speak(segments[0].text, out, segments[0].voice)
         return
@@ -222,7 +224,7 @@ def generate(out_dir: Path) -> list[Path]:
     """Write manifest.json and audio/ under `out_dir`; returns the files written (relative to out_dir)."""
     if not have_tools():
         raise SynthesisUnavailable("the example needs espeak-ng and sox: apt-get install espeak-ng sox")
-    with _reproducible_sox():
+    with reproducible_sox():
         return _generate(out_dir)
 
 
@@ -242,7 +244,7 @@ def _generate(out_dir: Path) -> list[Path]:
             written.append(path)
         for side, segments in (("a", recipe.answer_a), ("b", recipe.answer_b)):
             path = audio_dir / f"{recipe.index}_{side}.wav"
-            _render(segments, path)
+            render(segments, path)
             written.append(path)
     # Leftovers of an older recipe list would otherwise linger beside the new files.
     for stale in set(audio_dir.glob("*.wav")) - set(written):
@@ -265,11 +267,11 @@ def _tool_versions() -> str:
     return f"{first_line(['espeak-ng', '--version'])}; {first_line(['sox', '--version'])}"
 
 
-def check(committed: Path) -> None:
-    """Regenerate in a temp dir and compare every generated file with `committed`; raise ExampleMismatch."""
+def check(committed: Path, make: Callable[[Path], list[Path]] = generate, script: str = "make_example.py") -> None:
+    """Regenerate with `make` in a temp dir and compare every generated file with `committed`; raise ExampleMismatch."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp)
-        expected = generate(fresh)
+        expected = make(fresh)
         problems = []
         for rel in expected:
             if not (committed / rel).is_file():
@@ -282,7 +284,7 @@ def check(committed: Path) -> None:
         raise ExampleMismatch(
             f"{committed} does not match a fresh generation ({len(problems)} files):\n  "
             + "\n  ".join(problems)
-            + f"\nRe-run `python scripts/make_example.py --out {committed}` and commit the result, or check that "
+            + f"\nRe-run `python scripts/{script} --out {committed}` and commit the result, or check that "
             f"the tools match those that made it (here: {_tool_versions()})."
         )
 

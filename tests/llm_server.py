@@ -12,7 +12,9 @@ Behaviours cover what real backbones do: valid JSON, fenced or prose-wrapped JSO
 wrong labels, missing keys, 429 with Retry-After, 500, slow answers, 401, 404.
 
 `write_benchmark` makes the other half of a judge test: a benchmark folder with
-small real wav files and hand-written blueprints in the store layout.
+small real wav files and hand-written blueprints in the store layout, from
+pairwise items (`PairSpec`) and pointwise ones (`PointSpec`: one answer, with
+free-form fields such as character, dialogue_history, style_elements).
 """
 from __future__ import annotations
 
@@ -29,12 +31,14 @@ __all__ = [
     "Fail",
     "LLMServer",
     "PairSpec",
+    "PointSpec",
     "Reply",
     "blueprint",
     "write_benchmark",
     "fenced",
     "prose_wrapped",
     "prompt_text",
+    "scores_json",
     "verdict_json",
 ]
 
@@ -84,6 +88,12 @@ def verdict_json(content: str | None = "1", voice_quality: str | None = "1", par
         **extra,
     }
     return json.dumps({key: value for key, value in doc.items() if value is not None})
+
+
+def scores_json(reasoning: str | None = "scripted scores", **labels: Any) -> str:
+    """An answer of any rubric as a JSON string: {"reasoning": ..., dimension: label, ...}."""
+    doc = {"reasoning": reasoning, **labels} if reasoning is not None else dict(labels)
+    return json.dumps(doc)
 
 
 def fenced(text: str) -> str:
@@ -276,6 +286,18 @@ class PairSpec:
     label: dict | None = None
 
 
+@dataclass
+class PointSpec:
+    """One pointwise item: an instruction, the blueprint values of its one answer, and free-form fields."""
+
+    id: str
+    instruction_text: str = 'Say "hello there" cheerfully.'
+    response: dict = field(default_factory=blueprint)
+    instruction: dict | None = None  # blueprint values of a spoken instruction; None: text only
+    label: dict | None = None
+    fields: dict = field(default_factory=dict)  # character, dialogue_history, style_elements, context, model, ...
+
+
 def _write_wav(path: Path, seed: int) -> None:
     import numpy as np
     import soundfile as sf
@@ -284,7 +306,7 @@ def _write_wav(path: Path, seed: int) -> None:
     sf.write(str(path), (0.1 * rng.standard_normal(1600)).astype("float32"), 16000, subtype="PCM_16")
 
 
-def write_benchmark(root: Path, pairs: list[PairSpec] | int, with_blueprints: bool = True) -> Path:
+def write_benchmark(root: Path, pairs: list[PairSpec | PointSpec] | int, with_blueprints: bool = True) -> Path:
     """A benchmark folder: manifest.json, audio/*.wav and (optionally) blueprints/ in the store layout.
 
     `pairs` is a list of specs, or a count of pairs whose responses say "answer N one" / "answer N two".
@@ -303,8 +325,15 @@ def write_benchmark(root: Path, pairs: list[PairSpec] | int, with_blueprints: bo
     seed = 0
     for spec in specs:
         item: dict[str, Any] = {"id": spec.id, "instruction_text": spec.instruction_text}
-        for field_name, values in (("instruction_path", spec.instruction), ("audio1_path", spec.response_1),
-                                   ("audio2_path", spec.response_2)):
+        if isinstance(spec, PointSpec):
+            clips = (("instruction_path", spec.instruction), ("audio_path", spec.response))
+            item.update(spec.fields)
+        else:
+            clips = (("instruction_path", spec.instruction), ("audio1_path", spec.response_1),
+                     ("audio2_path", spec.response_2))
+        for field_name, values in clips:
+            if values is None:
+                continue
             relative = f"audio/{spec.id}_{field_name.split('_')[0]}.wav"
             _write_wav(root / relative, seed)
             seed += 1

@@ -55,10 +55,15 @@ class Pair:
     model_b: str | None = None
     label: dict[str, Any] = field(default_factory=dict)  # human labels, typed-tie normalised where possible
     extra: dict[str, Any] = field(default_factory=dict)  # free-form context: context, dialogue_history, character, ...
+    audio_path: str | None = None  # the one answer of a pointwise item
+
+    @property
+    def pointwise(self) -> bool:
+        return self.audio_path is not None and self.audio1_path is None
 
     def audio_paths(self) -> list[str]:
         """Relative paths of every audio file this item refers to (instruction first)."""
-        paths = [self.instruction_path, self.audio1_path, self.audio2_path, self.extra.get("audio_path")]
+        paths = [self.instruction_path, self.audio1_path, self.audio2_path, self.audio_path]
         return [p for p in paths if p]
 
 
@@ -87,13 +92,15 @@ class Benchmark:
 
     def blueprints_for(self, pair: Pair) -> tuple[dict | None, dict | None, dict | None]:
         """(instruction, response 1, response 2) blueprints from the store; None where missing.
+        A pointwise item's answer is response 1.
 
         Uses the store's path index, so no audio is read.
         """
         from trace_eval.store import BlueprintStore
 
         store = BlueprintStore(self.root)
-        return tuple(store.get_by_path(p) if p else None for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path))
+        first = pair.audio_path if pair.pointwise else pair.audio1_path
+        return tuple(store.get_by_path(p) if p else None for p in (pair.instruction_path, first, pair.audio2_path))
 
 
 def find_manifest(root: Path) -> Path:
@@ -176,7 +183,8 @@ def load_benchmark(root: str | Path, check_audio: bool = True) -> Benchmark:
                 model_a=item.get("model_a"),
                 model_b=item.get("model_b"),
                 label=labels,
-                extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS - {"audio_path"}},
+                extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS},
+                audio_path=item.get("audio_path"),
             )
         )
     if problems:

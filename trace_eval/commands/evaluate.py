@@ -1,4 +1,8 @@
-"""`python -m trace_eval evaluate`: agreement of judge runs with human labels."""
+"""`python -m trace_eval evaluate`: agreement of judge runs with human labels.
+
+The rubric the runs were judged with says what is reported: TRACE runs get the
+full TRACE report; runs of other rubrics get the metrics their rubric lists.
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +14,7 @@ import fusion
 
 if TYPE_CHECKING:
     from trace_eval.evaluation import BootstrapSettings
+    from trace_eval.rubrics import Rubric
 
 HELP = "Score judge runs against human labels: metrics.json, report.md, report.html and pictures"
 
@@ -23,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("runs", nargs="*", metavar="RUNDIR", help="judge run folder(s) written by `judge`")
     parser.add_argument("--labels", metavar="BENCH", help="benchmark folder with the human labels (default: the runs' bench)")
+    parser.add_argument("--rubric", metavar="NAME|PATH",
+                        help="the rubric the runs were judged with, for its metrics (default: the one each run records; "
+                             "trace for runs made before rubrics); a rubric file of the same name may list other metrics")
     parser.add_argument("--fusion", metavar="POLICY", choices=sorted(fusion.POLICIES),
                         help="fuse every run's verdicts with this policy (default: each run's own); one of: %(choices)s")
     parser.add_argument("--out", metavar="DIR",
@@ -35,7 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
-    from trace_eval.evaluation import BootstrapSettings, EvaluationError, RunFolderError
+    from trace_eval.evaluation import BootstrapSettings, EvaluationError, RunFolderError, UnknownMetric
+    from trace_eval.rubrics import RubricError
 
     if args.resamples < MIN_RESAMPLES:
         print(f"error: --resamples must be at least {MIN_RESAMPLES}, got {args.resamples}", file=sys.stderr)
@@ -46,14 +55,47 @@ def run(args: argparse.Namespace) -> int:
             if args.runs:
                 print("error: give either --oracle BENCH or RUNDIR(s), not both", file=sys.stderr)
                 return 2
+            if args.rubric and not _load_rubric(args.rubric).trace_report:
+                print("error: --oracle fuses human TRACE labels; it has no meaning for other rubrics", file=sys.stderr)
+                return 2
             return _oracle(args, settings)
         if not args.runs:
             print("error: give at least one RUNDIR, or --oracle BENCH", file=sys.stderr)
             return 2
         return _evaluate(args, settings)
-    except (EvaluationError, RunFolderError, ManifestError, FileNotFoundError, fusion.UnknownPolicy) as error:
+    except (EvaluationError, RunFolderError, ManifestError, FileNotFoundError, fusion.UnknownPolicy, RubricError,
+            UnknownMetric) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _load_rubric(name: str) -> Rubric:
+    from trace_eval.rubrics import load_rubric
+
+    return load_rubric(name)
+
+
+def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
+    """The rubric to evaluate with: --rubric, else the one every run records; runs of another rubric are refused."""
+    import json
+
+    from trace_eval.evaluation import EvaluationError
+    from trace_eval.rubrics import DEFAULT_RUBRIC, rubric_of_run
+
+    configs = {}
+    for run in runs:
+        try:
+            config = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            config = {}  # reading the run itself says what is wrong with it
+        configs[run] = config if isinstance(config, dict) else {}
+    recorded = {run: config.get("rubric") or DEFAULT_RUBRIC for run, config in configs.items()}
+    rubric = _load_rubric(given) if given else rubric_of_run(configs[runs[0]])
+    others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
+    if others:
+        raise EvaluationError(f"the runs were judged with other rubrics than {rubric.name}: {', '.join(others)}; "
+                              "evaluate runs of one rubric together")
+    return rubric
 
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
@@ -66,6 +108,9 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     else:
         print("error: several runs need --out DIR for the shared report", file=sys.stderr)
         return 2
+    rubric = _rubric_of_runs(args.runs, args.rubric)
+    if not rubric.trace_report:
+        return _evaluate_rubric(args, out, rubric)
     files = evaluate_folders(args.runs, out, labels=args.labels, policy=args.fusion, settings=settings)
     from trace_eval.evaluation.report import percent
 
@@ -76,6 +121,30 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         print(f"{comparison['a']} vs {comparison['b']}: McNemar p = {comparison['p_value']:.3g} (n={comparison['n']})")
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
     return 0
+
+
+def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric) -> int:
+    from trace_eval.evaluation import evaluate_rubric_folders
+
+    if args.fusion:
+        print(f"error: --fusion re-fuses TRACE verdicts; the {rubric.name} rubric has no overall label",
+              file=sys.stderr)
+        return 2
+    files = evaluate_rubric_folders(args.runs, out, rubric, labels=args.labels)
+    for run in files.metrics["runs"]:
+        shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
+        print(f"{run['name']} ({rubric.name}): {'; '.join(shown) or 'no metric computable'}; "
+              f"{run['items']['failed']} failed")
+    print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
+    return 0
+
+
+def _headline(metric: str, slots: dict) -> str | None:
+    """One metric in a line: its value over every dimension, else each dimension's (tables are in the report)."""
+    if (slots.get("all") or {}).get("value") is not None:
+        return f"{metric} {slots['all']['value']:.3f}"
+    values = [f"{dim} {slot['value']:.3f}" for dim, slot in slots.items() if slot.get("value") is not None]
+    return f"{metric} {', '.join(values)}" if values else None
 
 
 def _oracle(args: argparse.Namespace, settings: BootstrapSettings) -> int:

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import fusion
-from trace_eval.judge.prompts import BLUEPRINT_GROUPS, available_prompts
+from trace_eval.judge.prompts import BLUEPRINT_GROUPS
+from trace_eval.rubrics import DEFAULT_RUBRIC, RubricError, available_rubrics, load_rubric
 
-HELP = "ask a judge backbone for per-dimension verdicts on every pair and fuse them; writes a run folder"
+HELP = "ask a judge backbone for per-dimension verdicts on every item (and fuse them); writes a run folder"
 
 EXAMPLE_BENCH = Path(__file__).resolve().parents[2] / "examples" / "mini"
 DROP_GROUPS = tuple(BLUEPRINT_GROUPS)
@@ -30,13 +31,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _rubrics_help() -> str:
+    lines = []
+    for name in available_rubrics():
+        try:
+            rubric = load_rubric(name)
+        except RubricError as e:  # a broken bundled file should not hide --help
+            lines.append(f"  {name:22} (cannot be loaded: {e})")
+            continue
+        lines.append(f"  {name:22} {rubric.description}")
+        lines.append(f"  {'':22}   prompts (--judge): {', '.join(rubric.prompts)}")
+    return "\n".join(lines)
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = (
-        "fusion policies:\n"
+        "rubrics (--rubric; a rubric file's path works too):\n"
+        + _rubrics_help()
+        + "\n\nfusion policies (rubrics that fuse, such as trace):\n"
         + "\n".join(f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items()))
-        + "\n\njudge prompts:\n"
-        + "\n".join(f"  {name:22} {prompt.description}" for name, prompt in sorted(available_prompts().items()))
         + "\n\nenvironment: TRACE_JUDGE_MODEL (default --model), TRACE_JUDGE_API_KEY (API key sent to the backbone;"
         "\nproviders' own variables such as OPENAI_API_KEY work too), TRACE_CACHE_DIR (answer cache)."
     )
@@ -47,18 +61,21 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "--api-base for vLLM or Ollama) or `cues` for the offline rules "
                         "(default: $TRACE_JUDGE_MODEL, else cues)")
     p.add_argument("--api-base", metavar="URL", default=None, help="base URL of an OpenAI-compatible server")
-    p.add_argument("--judge", choices=sorted(available_prompts()), default="trace",
-                   help="prompt: trace (blueprints), transcript (transcripts only), audio (raw audio) "
+    p.add_argument("--rubric", metavar="NAME|PATH", default=DEFAULT_RUBRIC,
+                   help="what the judge is asked: a bundled rubric (listed below) or a rubric file "
                         "(default: %(default)s)")
+    p.add_argument("--judge", metavar="PROMPT", default=None,
+                   help="prompt of the rubric; for trace: trace (blueprints), transcript (transcripts only), "
+                        "audio (raw audio) (default: the rubric's first prompt)")
     p.add_argument("--fusion", choices=sorted(fusion.POLICIES), default="cap",
                    help="policy giving the overall label (every policy is stored too) (default: %(default)s)")
     p.add_argument("--drop", metavar="GROUPS", type=_drop_list, default=(),
                    help=f"hide blueprint groups from the judge, comma-separated: {','.join(DROP_GROUPS)}")
     p.add_argument("--samples", metavar="N", type=_positive_int, default=1,
-                   help="answers per pair; majority per dimension, ties to the earliest sample (default: 1)")
+                   help="answers per item; majority per dimension, ties to the earliest sample (default: 1)")
     p.add_argument("--swap", action="store_true",
-                   help="judge each pair in both orders; disagreements become ties (both_bad if either order said "
-                        "both_bad, else both_good); reports position consistency")
+                   help="pairwise rubrics: judge each pair in both orders; disagreements become ties (typed ties: "
+                        "both_bad if either order said both_bad, else both_good); reports position consistency")
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="calls in flight (default: 8)")
     p.add_argument("--rpm", metavar="N", type=float, default=None, help="at most N calls started per minute")
     p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="sampling temperature (default: 0)")
@@ -101,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         model=model,
         api_base=args.api_base,
         api_key=os.environ.get("TRACE_JUDGE_API_KEY") or None,
+        rubric=args.rubric,
         judge=args.judge,
         fusion=args.fusion,
         drop=args.drop,
@@ -144,8 +162,12 @@ def print_summary(outcome) -> None:
     print(f"judged {s['pairs']} pairs with {settings['model']} ({settings['prompt_version']}): {counts or 'none'}")
     print(f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
           f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s")
-    overall = s["labels"]["overall"]
-    print(f"  overall ({s['fusion']}): " + ", ".join(f"{label} {n}" for label, n in overall.items()))
+    if "overall" in s["labels"]:
+        overall = s["labels"]["overall"]
+        print(f"  overall ({s['fusion']}): " + ", ".join(f"{label} {n}" for label, n in overall.items()))
+    else:  # rubrics without fusion: every dimension on its own
+        for dimension, counts_of in s["labels"].items():
+            print(f"  {dimension}: " + ", ".join(f"{label} {n}" for label, n in counts_of.items()))
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")

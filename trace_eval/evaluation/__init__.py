@@ -1,5 +1,7 @@
 """Evaluation of judge runs against human labels: metrics.json, report.md,
-report.html and pictures. `evaluate_folders` is what `python -m trace_eval evaluate` runs."""
+report.html and pictures. `evaluate_folders` is what `python -m trace_eval evaluate` runs
+for TRACE runs; `evaluate_rubric_folders` reports the metrics other rubrics list
+(registered by name in `scores`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,14 +14,20 @@ from .analysis import EvaluationError, evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .oracle import oracle
 from .records import JudgeRun, RunFolderError, load_human_labels, load_run, unique_names
+from .rubric_report import evaluate_rubric_folders, evaluate_rubric_runs
+from .scores import METRICS, UnknownMetric
 
 __all__ = [
     "BootstrapSettings",
     "EvaluationError",
     "EvaluationFiles",
     "JudgeRun",
+    "METRICS",
     "RunFolderError",
+    "UnknownMetric",
     "evaluate_folders",
+    "evaluate_rubric_folders",
+    "evaluate_rubric_runs",
     "evaluate_runs",
     "load_human_labels",
     "load_run",

@@ -74,8 +74,8 @@ def _record(raw: dict[str, Any]) -> RunRecord:
     return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in DIMENSIONS}, overall)
 
 
-def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
-    """Read RUNDIR/config.json and RUNDIR/results.jsonl.
+def read_run_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """RUNDIR/config.json and the results.jsonl objects by id, with the lines that could not be used.
 
     A line that is not JSON or has no id is reported in `problems` (it cannot be
     matched to a pair); when an id appears more than once the last line wins,
@@ -94,7 +94,7 @@ def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
             raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
         if isinstance(loaded, dict):
             config = loaded
-    records: dict[str, RunRecord] = {}
+    raws: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -107,11 +107,19 @@ def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
         if not isinstance(raw, dict) or raw.get("id") is None:
             problems.append(f"results.jsonl line {number}: no id; skipped")
             continue
-        record = _record(raw)
-        if record.id in records:
-            problems.append(f"id {record.id}: appears more than once; the last line is used")
-            del records[record.id]
-        records[record.id] = record
+        item_id = str(raw["id"])
+        if item_id in raws:
+            problems.append(f"id {item_id}: appears more than once; the last line is used")
+            del raws[item_id]
+        raws[item_id] = raw
+    return config, raws, problems
+
+
+def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
+    """Read RUNDIR/config.json and RUNDIR/results.jsonl of a TRACE run (see `read_run_folder`)."""
+    path = Path(path)
+    config, raws, problems = read_run_folder(path)
+    records = {item_id: _record(raw) for item_id, raw in raws.items()}
     return JudgeRun(name or path.resolve().name, path, config, records, problems)
 
 

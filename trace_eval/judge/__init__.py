@@ -1,12 +1,16 @@
-"""Stage 2: a backbone reads the instruction and two blueprints and gives one typed-tie
-verdict per dimension; fusion policies derive the overall label.
+"""Stage 2: a backbone reads the instruction and the blueprints (or audio) of an item and
+gives one verdict per dimension of a rubric (trace_eval/rubrics; by default TRACE's
+typed-tie Content, Voice Quality, Paralinguistics, which fusion policies turn into
+an overall label).
 
     from trace_eval.judge import JudgeOptions, run_judge
     outcome = run_judge(JudgeOptions(bench=Path("examples/mini")))   # offline `cues` backbone
+    run_judge(JudgeOptions(bench=Path("examples/mini-style"), rubric="style", model="openai/gpt-4o"))
 
 Modules: prompts (versioned templates -> messages), backbones (litellm), cues (the
-offline backbone), parse (answer -> verdict), cache (answers by request key),
-combine (samples, swapped orders, fusion), runfolder (files of a run), runner.
+offline backbone, TRACE only), parse (answer -> verdict in the rubric's label
+spaces), cache (answers by request key), combine (samples, swapped orders,
+fusion), runfolder (files of a run), runner.
 """
 from trace_eval.judge.parse import ParsedVerdict, parse_verdict
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt

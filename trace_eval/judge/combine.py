@@ -1,38 +1,52 @@
-"""Combining several answers about one pair into its verdicts, and fusing them.
+"""Combining several answers about one item into its verdicts, and fusing them.
 
-- Swapped order (--swap): the judge saw audio2 as "response 1", so its labels are
-  mapped back ("1" <-> "2"; ties unchanged) before anything else.
+- Swapped order (--swap, pairwise rubrics): the judge saw audio2 as "response 1",
+  so its labels are mapped back ("1" <-> "2"; ties unchanged) before anything else.
 - Samples (--samples N): per dimension, the most frequent label over the valid
   samples; among equally frequent labels, the one given by the earliest sample.
 - Orders (--swap): per dimension, the two orders' labels when they agree. When
   they disagree the judge was not consistent about a winner, so the result is a
-  tie: "both_bad" when either order found both responses unacceptable
-  ("both_bad"), otherwise "both_good" (each response was found acceptable in at
-  least one order: a winner in one order or both_good in the other).
+  tie. Typed ties: "both_bad" when either order found both responses
+  unacceptable ("both_bad"), otherwise "both_good" (each response was found
+  acceptable in at least one order: a winner in one order or both_good in the
+  other). Win/lose/tie: "tie".
+
+Label spaces are given per dimension (`spaces`); without them every dimension
+has typed ties, as in TRACE.
 """
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import fusion
 from fusion import DIMENSIONS
+from trace_eval.rubrics.labels import LabelSpace, label_space
 
 __all__ = ["fuse_all", "majority", "resolve_orders", "swap_back", "SWAP"]
 
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
+_TYPED_TIE = label_space("typed-tie")
+
+Spaces = Mapping[str, LabelSpace] | None
 
 
-def swap_back(verdicts: dict[str, str]) -> dict[str, str]:
+def _space(spaces: Spaces, dim: str) -> LabelSpace:
+    return spaces[dim] if spaces is not None else _TYPED_TIE
+
+
+def swap_back(verdicts: dict[str, Any], spaces: Spaces = None) -> dict[str, Any]:
     """Labels given with the responses shown in swapped order, in the manifest's numbering."""
-    return {dim: SWAP[label] for dim, label in verdicts.items()}
+    return {dim: _space(spaces, dim).swap(label) for dim, label in verdicts.items()}
 
 
-def majority(samples: list[dict[str, str]]) -> dict[str, str]:
+def majority(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Per dimension, the most frequent label; ties go to the label the earliest sample gave."""
     if not samples:
         raise ValueError("majority of no samples")
     result = {}
-    for dim in DIMENSIONS:
+    for dim in samples[0]:
         labels = [s[dim] for s in samples]
         counts = Counter(labels)
         top = max(counts.values())
@@ -40,18 +54,9 @@ def majority(samples: list[dict[str, str]]) -> dict[str, str]:
     return result
 
 
-def resolve_orders(original: dict[str, str], swapped_back: dict[str, str]) -> dict[str, str]:
+def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], spaces: Spaces = None) -> dict[str, Any]:
     """One label per dimension from both presentation orders (see the module docstring)."""
-    result = {}
-    for dim in DIMENSIONS:
-        a, b = original[dim], swapped_back[dim]
-        if a == b:
-            result[dim] = a
-        elif "both_bad" in (a, b):
-            result[dim] = "both_bad"
-        else:
-            result[dim] = "both_good"
-    return result
+    return {dim: _space(spaces, dim).resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
 
 
 def fuse_all(verdicts: dict[str, str | None] | None) -> dict[str, str | None]:

@@ -2,10 +2,16 @@
 
 Accepted: a bare JSON object, one inside a ```json fence, or one inside prose;
 a leading <think>...</think> block is ignored. Tolerated spellings, each
-unambiguous: label case, spaces or hyphens ("Both Good"), the numbers 1 and 2,
-"response 1"; the TRACE release's key `instruction_following_audio` for
-paralinguistics. Anything else (a label such as "tie", a missing key) makes the
-answer invalid: it is never guessed into a label.
+unambiguous (see trace_eval.rubrics.labels): label case, spaces or hyphens
+("Both Good"), the numbers 1 and 2, "response 1", scores written "4" or 4.0; a
+dimension's aliases from the rubric (for TRACE, the release's key
+`instruction_following_audio` for paralinguistics). Anything else (a label such
+as "tie" where the rubric has typed ties, a score of 7 on a 1-5 scale, a missing
+key) makes the answer invalid: it is never guessed into a label.
+
+Without a rubric the TRACE rubric is used; its answers are checked against
+schemas/verdict.schema.json, every other rubric's against the schema it
+generates for the dimensions asked (`Rubric.verdict_schema`).
 """
 from __future__ import annotations
 
@@ -14,22 +20,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from fusion import DIMENSIONS, LABELS
+import jsonschema
+
+from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, load_rubric
+from trace_eval.rubrics.labels import label_space
 from trace_eval.schemas import validation_errors
 
 __all__ = ["ParsedVerdict", "parse_verdict", "normalise_label", "response_schema"]
 
-KEY_ALIASES = {"instruction_following_audio": "paralinguistics"}
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_RESPONSE_N = re.compile(r"^(?:response|answer|audio)_?([12])$")
+_TYPED_TIE = label_space("typed-tie")
 
 
 @dataclass(frozen=True)
 class ParsedVerdict:
     """A verdict read from an answer: labels and reasoning when valid, else the error."""
 
-    verdicts: dict[str, str] | None
+    verdicts: dict[str, Any] | None
     reasoning: str | None
     error: str | None
 
@@ -40,17 +48,7 @@ class ParsedVerdict:
 
 def normalise_label(value: Any) -> Any:
     """The typed-tie spelling of an unambiguous variant; anything else is returned unchanged (and fails validation)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (1, 2):
-        return str(value)
-    if not isinstance(value, str):
-        return value
-    text = value.strip().strip("\"'").strip().lower().replace("-", "_").replace(" ", "_")
-    match = _RESPONSE_N.match(text)
-    if match:
-        return match.group(1)
-    return text if text in LABELS else value
+    return _TYPED_TIE.normalise(value)
 
 
 def _json_objects(text: str) -> list[dict]:
@@ -75,39 +73,43 @@ def _json_objects(text: str) -> list[dict]:
     return found
 
 
-def _looks_like_verdict(doc: dict) -> bool:
-    keys = set(doc) | {KEY_ALIASES.get(k, k) for k in doc}
-    return bool(keys & set(DIMENSIONS))
+def _schema_errors(rubric: Rubric, names: tuple[str, ...], doc: dict) -> list[str]:
+    if rubric.is_trace and names == rubric.names:
+        return validation_errors("verdict", doc)
+    check = jsonschema.Draft202012Validator(rubric.verdict_schema(names))
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+            for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
 
 
-def parse_verdict(text: str | None) -> ParsedVerdict:
-    """Read `text`; `error` says what was wrong (suitable for the repair message and the run record)."""
+def parse_verdict(text: str | None, rubric: Rubric | None = None,
+                  dimensions: tuple[str, ...] | None = None) -> ParsedVerdict:
+    """Read `text` as an answer about `dimensions` (default: every dimension of `rubric`, default TRACE).
+
+    `error` says what was wrong (suitable for the repair message and the run record).
+    """
+    rubric = rubric or load_rubric(DEFAULT_RUBRIC)
+    names = dimensions or rubric.names
     if text is None or not text.strip():
         return ParsedVerdict(None, None, "the answer is empty")
     body = _THINK.sub("", text)
-    docs = [d for d in _json_objects(body) if _looks_like_verdict(d)]
+    aliases = {alias: name for name in names for alias in rubric.dimension(name).aliases}
+    wanted = set(names) | set(aliases)
+    docs = [d for d in _json_objects(body) if wanted & set(d)]
     if not docs:
-        return ParsedVerdict(None, None,
-                             "no JSON object with the keys reasoning, content, voice_quality, paralinguistics")
+        return ParsedVerdict(None, None, f"no JSON object with the keys reasoning, {', '.join(names)}")
     doc = dict(docs[0])
-    for alias, key in KEY_ALIASES.items():
+    for alias, key in aliases.items():
         if alias in doc and key not in doc:
             doc[key] = doc.pop(alias)
-    for key in DIMENSIONS:
+    for key in names:
         if key in doc:
-            doc[key] = normalise_label(doc[key])
-    problems = validation_errors("verdict", doc)
+            doc[key] = rubric.dimension(key).labels.normalise(doc[key])
+    problems = _schema_errors(rubric, names, doc)
     if problems:
         return ParsedVerdict(None, None, "; ".join(problems))
-    return ParsedVerdict({key: doc[key] for key in DIMENSIONS}, doc["reasoning"], None)
+    return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None)
 
 
-def response_schema() -> dict:
+def response_schema(rubric: Rubric | None = None, dimensions: tuple[str, ...] | None = None) -> dict:
     """The verdict schema in the strict form structured-output APIs accept (all keys required, no others)."""
-    label = {"type": "string", "enum": list(LABELS)}
-    return {
-        "type": "object",
-        "properties": {"reasoning": {"type": "string"}, **{key: dict(label) for key in DIMENSIONS}},
-        "required": ["reasoning", *DIMENSIONS],
-        "additionalProperties": False,
-    }
+    return (rubric or load_rubric(DEFAULT_RUBRIC)).response_schema(dimensions)

@@ -1,9 +1,15 @@
 """Judge prompts: versioned template files in trace_eval/prompts/, rendered into chat messages.
 
-Each prompt is one YAML file (name, version, system, user or user_parts, repair).
+Each prompt is one YAML document (name, version, system, user or user_parts,
+repair): a file here, or a prompt written inside a rubric file (trace_eval/rubrics).
 Templates use `string.Template` (`$name`), so the JSON braces in the text need no
-escaping. What a backbone sees about one pair is a `Case`; `Prompt.render(case)`
+escaping. What a backbone sees about one item is a `Case`; `Prompt.render(case)`
 turns it into the OpenAI-style message list every litellm backbone accepts.
+
+Variables: $instruction; pairwise $blueprint_1, $blueprint_2, $transcript_1,
+$transcript_2; pointwise $blueprint, $transcript; and whatever the rubric adds
+to the case (`Case.variables`): the item's own fields ($character,
+$dialogue_history, $style_elements, ...), $dimensions and $answer_format.
 """
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ __all__ = [
     "available_prompts",
     "blueprint_view",
     "load_prompt",
+    "load_prompt_file",
+    "prompt_from_doc",
 ]
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -38,9 +46,14 @@ BLUEPRINT_GROUPS: dict[str, tuple[str, ...]] = {
     "properties": ("agent_audio_properties", "agent_voicing"),
 }
 
+# What a blueprint prompt shows when its file names no blueprint_keys: every cue the TRACE prompt documents.
+DEFAULT_BLUEPRINT_KEYS = ("agent_response", "agent_emotion", "agent_accent", "accent_probabilities",
+                          "agent_audio_quality", "agent_audio_properties", "agent_voicing", "duration_s")
 # Score dictionaries are shown best first, so the top class is read at a glance.
 _SCORE_KEYS = ("agent_emotion", "agent_accent", "accent_probabilities")
 AUDIO_CLIPS = ("instruction", "response_1", "response_2")
+# A pointwise item's one answer sits where response 1 does.
+CLIP_SLOTS = {"instruction": 0, "response_1": 1, "response_2": 2, "response": 1}
 
 
 class PromptError(ValueError):
@@ -49,11 +62,12 @@ class PromptError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    """What the judge is shown about one pair, in the order shown.
+    """What the judge is shown about one item, in the order shown.
 
     `blueprints` and `audio` are already in presentation order: with `swapped`,
     response 1 is the manifest's audio2. Blueprints are views (`blueprint_view`)
-    with dropped groups removed.
+    with dropped groups removed. A pointwise item has one blueprint, and its
+    answer's audio in the response-1 slot.
     """
 
     pair_id: str
@@ -65,6 +79,10 @@ class Case:
     # Word timings of both responses, for backbones that read cues directly (never rendered into prompts);
     # present only when the speaking-rate cues are shown.
     words: tuple[list | None, list | None] = (None, None)
+    # The dimensions the judge is asked about this item (empty: every dimension of the rubric).
+    dimensions: tuple[str, ...] = ()
+    # Text the rubric adds to the template variables: item fields, $dimensions, $answer_format.
+    variables: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def instruction(self) -> str | None:
@@ -152,56 +170,69 @@ class Prompt:
         spoken_instruction = self.needs_audio and case.audio[0] is not None
         if case.instruction is None and not spoken_instruction:
             raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
-        variables = {"instruction": case.instruction or ""}
+        variables = {**case.variables, "instruction": case.instruction or ""}
         for n, blueprint in enumerate(case.blueprints, start=1):
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
             transcript = (blueprint or {}).get("agent_response")
             variables[f"transcript_{n}"] = transcript if transcript else "(no speech recognised)"
+        if len(case.blueprints) == 1:  # pointwise
+            variables["blueprint"], variables["transcript"] = variables["blueprint_1"], variables["transcript_1"]
         return variables
+
+    def _substitute(self, template: str, variables: dict[str, str], case: Case) -> str:
+        try:
+            return Template(template).substitute(variables)
+        except KeyError as e:
+            raise PromptError(f"pair {case.pair_id}: prompt {self.id} shows ${e.args[0]}, which this item does not "
+                              f"have (add the field `{e.args[0]}` to the manifest item, or a default to the "
+                              "rubric)") from None
+        except ValueError as e:  # "$" followed by something that is not a name
+            raise PromptError(f"prompt {self.id}: {e}; write $$ for a dollar sign") from None
 
     def render(self, case: Case) -> list[dict]:
         """Chat messages for `case`: a system message and one user message."""
         variables = self._variables(case)
-        messages: list[dict] = [{"role": "system", "content": self.system.strip()}]
+        messages: list[dict] = [{"role": "system", "content": self._substitute(self.system, variables, case).strip()}]
         if not self.user_parts:
-            messages.append({"role": "user", "content": Template(self.user or "").substitute(variables).strip()})
+            messages.append({"role": "user", "content": self._substitute(self.user or "", variables, case).strip()})
             return messages
         parts: list[dict] = []
         for part in self.user_parts:
             if "text" in part:
-                parts.append({"type": "text", "text": Template(part["text"]).substitute(variables)})
+                parts.append({"type": "text", "text": self._substitute(part["text"], variables, case)})
                 continue
             clip = part["audio"]
-            path = case.audio[AUDIO_CLIPS.index(clip)]
+            path = case.audio[CLIP_SLOTS[clip]]
             if path is not None:
                 parts.append(_audio_part(path))
             elif clip == "instruction":
-                parts.append({"type": "text", "text": Template(self.instruction_text_fallback).substitute(variables)})
+                parts.append({"type": "text",
+                              "text": self._substitute(self.instruction_text_fallback, variables, case)})
             else:
                 raise PromptError(f"pair {case.pair_id}: no audio for {clip}")
         messages.append({"role": "user", "content": parts})
         return messages
 
-    def repair(self, error: str) -> dict:
+    def repair(self, error: str, case: Case | None = None) -> dict:
         """The user message that asks again after an answer that could not be used."""
-        return {"role": "user", "content": Template(self.repair_template).substitute(error=error).strip()}
+        variables = {**(case.variables if case else {}), "error": error}
+        return {"role": "user", "content": Template(self.repair_template).substitute(variables).strip()}
 
 
-def _load(path: Path) -> Prompt:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise PromptError(f"{path}: not valid YAML: {e}") from e
-    missing = [k for k in ("name", "version", "system", "repair") if k not in (doc or {})]
-    if not ("user" in (doc or {}) or "user_parts" in (doc or {})):
+def prompt_from_doc(doc: Any, where: str, path: Path | None = None) -> Prompt:
+    """A Prompt from its YAML document (a prompt file, or a prompt inside a rubric); `where` names it in errors."""
+    if not isinstance(doc, dict):
+        raise PromptError(f"{where}: expected a mapping with name, version, system, user or user_parts, repair")
+    missing = [k for k in ("name", "version", "system", "repair") if k not in doc]
+    if not ("user" in doc or "user_parts" in doc):
         missing.append("user or user_parts")
     if missing:
-        raise PromptError(f"{path}: missing {', '.join(missing)}")
+        raise PromptError(f"{where}: missing {', '.join(missing)}")
     parts = tuple(doc.get("user_parts") or ())
     for part in parts:
-        if not (isinstance(part, dict) and ("text" in part or part.get("audio") in AUDIO_CLIPS)):
-            raise PromptError(f"{path}: user_parts entry {part!r} must be {{text: ...}} "
-                              f"or {{audio: {'|'.join(AUDIO_CLIPS)}}}")
+        if not (isinstance(part, dict) and ("text" in part or part.get("audio") in CLIP_SLOTS)):
+            raise PromptError(f"{where}: user_parts entry {part!r} must be {{text: ...}} "
+                              f"or {{audio: {'|'.join(CLIP_SLOTS)}}}")
     return Prompt(
         name=str(doc["name"]),
         version=int(doc["version"]),
@@ -212,9 +243,18 @@ def _load(path: Path) -> Prompt:
         user_parts=parts,
         instruction_text_fallback=str(doc.get("instruction_text_fallback", "$instruction")),
         needs_blueprints=bool(doc.get("needs_blueprints", True)),
-        blueprint_keys=tuple(doc.get("blueprint_keys") or ()),
+        blueprint_keys=tuple(doc.get("blueprint_keys") or DEFAULT_BLUEPRINT_KEYS),
         path=path,
     )
+
+
+def load_prompt_file(path: Path) -> Prompt:
+    """The prompt in one YAML file."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise PromptError(f"{path}: not valid YAML: {e}") from e
+    return prompt_from_doc(doc, str(path), path)
 
 
 @lru_cache(maxsize=None)
@@ -222,7 +262,7 @@ def available_prompts(directory: Path = PROMPTS_DIR) -> dict[str, Prompt]:
     """Every prompt file in `directory`, by name."""
     prompts = {}
     for path in sorted(directory.glob("*.yaml")):
-        prompt = _load(path)
+        prompt = load_prompt_file(path)
         prompts[prompt.name] = prompt
     return prompts
 

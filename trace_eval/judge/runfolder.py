@@ -4,14 +4,16 @@
     results.jsonl   one JSON line per pair, appended and flushed as each pair finishes
     summary.json    counts by status, tokens, cost, label distribution, settings
 
-results.jsonl fields (one line per pair):
-    id            pair id (str)
+results.jsonl fields (one line per item):
+    id            item id (str)
     status        "ok" | "invalid" (answer unusable after repair) | "error" (call failed) | "skipped"
     reason        why the status is not ok, else null
-    verdicts      {"content", "voice_quality", "paralinguistics"}: labels, all null unless ok
+    verdicts      {dimension: label} for the dimensions of the run's rubric that apply to the item
+                  (trace: "content", "voice_quality", "paralinguistics"), all null unless ok
     reasoning     the judge's reasoning (first answer), raw: its raw answer text
-    fused         {policy: overall label} for every registered fusion policy (null unless ok)
-    overall       fused label under the run's policy (config "fusion")
+    fused         {policy: overall label} for every registered fusion policy (null unless ok);
+                  {} for rubrics without fusion
+    overall       fused label under the run's policy (config "fusion"); null for rubrics without fusion
     tokens        {"prompt", "completion"} over every answer used (cached ones included)
     cost_usd      price of those answers (null when the price is unknown)
     latency_s     seconds spent waiting for the backbone in this run (0 for cached answers)
@@ -29,8 +31,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import fusion
-from fusion import DIMENSIONS
 from trace_eval.io import atomic_write_text, read_json, write_json
+from trace_eval.rubrics import Rubric, RubricError, load_rubric, rubric_of_run
 
 __all__ = [
     "RESULTS",
@@ -89,19 +91,38 @@ class ResultsWriter:
         self._file.close()
 
 
-def set_overall(record: dict, policy: str) -> dict:
-    """Recompute `fused` (every registered policy) and `overall` (under `policy`) from the verdicts."""
+def _trace() -> Rubric:
+    return load_rubric("trace")
+
+
+def set_overall(record: dict, policy: str, rubric: Rubric | None = None) -> dict:
+    """Recompute `fused` (every registered policy) and `overall` (under `policy`) from the verdicts.
+
+    Rubrics without fusion have no overall label: `fused` is {} and `overall` null.
+    """
     from trace_eval.judge.combine import fuse_all
 
+    if rubric is not None and rubric.fusion is None:
+        record["fused"], record["overall"] = {}, None
+        return record
     verdicts = record.get("verdicts") if record.get("status") == "ok" else None
     record["fused"] = fuse_all(verdicts)
     record["overall"] = record["fused"].get(policy)
     return record
 
 
-def position_consistency(records: list[dict]) -> dict | None:
+_ORDER_RULES = {
+    "typed-tie": "disagreement -> both_bad if either order said both_bad, else both_good",
+    "win-lose-tie": "disagreement -> tie",
+}
+
+
+def position_consistency(records: list[dict], rubric: Rubric | None = None) -> dict | None:
     """Share of (pair, dimension) on which both presentation orders gave the same label."""
+    rubric = rubric or _trace()
+    dimensions = rubric.names
     agree: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
     total = 0
     fully = 0
     for record in records:
@@ -110,24 +131,35 @@ def position_consistency(records: list[dict]) -> dict | None:
         if not original or not swapped:
             continue
         total += 1
-        same = {dim: original.get(dim) == swapped.get(dim) for dim in DIMENSIONS}
+        same = {dim: original.get(dim) == swapped.get(dim) for dim in dimensions if dim in original}
+        asked.update(same.keys())
         agree.update(dim for dim, ok in same.items() if ok)
         fully += all(same.values())
     if total == 0:
         return None
+    rules = sorted({_ORDER_RULES[d.labels.kind] for d in rubric.dimensions if d.labels.kind in _ORDER_RULES})
     return {
-        "rate": sum(agree.values()) / (total * len(DIMENSIONS)),
-        "per_dimension": {dim: agree[dim] / total for dim in DIMENSIONS},
+        "rate": sum(agree.values()) / sum(asked.values()),
+        "per_dimension": {dim: agree[dim] / asked[dim] if asked[dim] else None for dim in dimensions},
         "pairs_fully_consistent": fully / total,
         "pairs": total,
-        "rule": "disagreement -> both_bad if either order said both_bad, else both_good",
+        "rule": "; ".join(rules),
     }
 
 
-def summarize(records: list[dict], config: dict, run: dict | None = None) -> dict:
-    """summary.json: what the records hold, the settings, and `run` (calls, spend, wall time, stop reason)."""
+def _label_key(label: object) -> str:
+    return label if isinstance(label, str) else json.dumps(label)
+
+
+def summarize(records: list[dict], config: dict, run: dict | None = None, rubric: Rubric | None = None) -> dict:
+    """summary.json: what the records hold, the settings, and `run` (calls, spend, wall time, stop reason).
+
+    `labels` counts every label of every dimension (and of `overall` when the rubric fuses).
+    """
+    rubric = rubric or _trace()
     status = Counter(r.get("status") for r in records)
-    labels: dict[str, Counter] = {dim: Counter() for dim in (*DIMENSIONS, "overall")}
+    keys = (*rubric.names, "overall") if rubric.fusion else rubric.names
+    labels: dict[str, Counter] = {dim: Counter() for dim in keys}
     tokens = {"prompt": 0, "completion": 0}
     cost = 0.0
     cost_known = False
@@ -138,15 +170,19 @@ def summarize(records: list[dict], config: dict, run: dict | None = None) -> dic
             cost += float(r["cost_usd"])
             cost_known = True
         if r.get("status") == "ok":
-            for dim in DIMENSIONS:
-                labels[dim][(r.get("verdicts") or {}).get(dim)] += 1
-            labels["overall"][r.get("overall")] += 1
+            for dim, label in (r.get("verdicts") or {}).items():
+                if dim in labels:
+                    labels[dim][_label_key(label)] += 1
+            if rubric.fusion:
+                labels["overall"][r.get("overall")] += 1
+    values = {dim: [_label_key(v) for v in space.values] for dim, space in rubric.spaces().items()}
+    values["overall"] = list(fusion.LABELS)
     summary: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "pairs": len(records),
         "status": {s: status.get(s, 0) for s in STATUSES},
         "fusion": config.get("fusion"),
-        "labels": {k: {label: c[label] for label in fusion.LABELS} for k, c in labels.items()},
+        "labels": {k: {label: c[label] for label in values[k]} for k, c in labels.items()},
         "tokens": tokens,
         "cost_usd": cost if cost_known else None,
         "cache_hits": sum(1 for r in records if r.get("cache_hit")),
@@ -154,7 +190,7 @@ def summarize(records: list[dict], config: dict, run: dict | None = None) -> dic
         "settings": config,
     }
     if config.get("swap"):
-        summary["position_consistency"] = position_consistency(records)
+        summary["position_consistency"] = position_consistency(records, rubric)
     return summary
 
 
@@ -170,11 +206,18 @@ def refuse(folder: str | Path, policy: str) -> dict:
     folder = Path(folder)
     fusion.get_policy(policy)
     config = load_config(folder)
-    records = [set_overall(r, policy) for r in read_results(folder / RESULTS)]
+    try:
+        rubric = rubric_of_run(config)
+    except RubricError as e:
+        raise RunFolderError(f"{folder}: {e}") from None
+    if rubric.fusion is None:
+        raise RunFolderError(f"{folder} was judged with the {rubric.name} rubric, which has no overall label to "
+                             "fuse; its dimensions are evaluated one by one")
+    records = [set_overall(r, policy, rubric) for r in read_results(folder / RESULTS)]
     write_results(folder / RESULTS, records)
     config["fusion"] = policy
     write_json(folder / CONFIG, config)
     previous = read_json(folder / SUMMARY) if (folder / SUMMARY).is_file() else {}
-    summary = summarize(records, config, previous.get("run"))
+    summary = summarize(records, config, previous.get("run"), rubric)
     write_json(folder / SUMMARY, summary)
     return summary

@@ -1,4 +1,7 @@
-"""A judge run: every pair of a benchmark through a backbone, into a run folder.
+"""A judge run: every item of a benchmark through a backbone, into a run folder.
+
+The rubric (trace_eval/rubrics) says what is asked about each item and in which
+label space; everything else here is the same for every rubric.
 
 Calls are asynchronous with bounded concurrency (and an optional requests-per-
 minute limit); every answer is cached; each finished pair is appended to
@@ -22,7 +25,6 @@ from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import fusion
-from fusion import DIMENSIONS
 from trace_eval.bench import Benchmark, Pair, load_benchmark
 from trace_eval.io import write_json
 from trace_eval.judge.backbones import (
@@ -36,9 +38,10 @@ from trace_eval.judge.backbones import (
 from trace_eval.judge.cache import AnswerCache, default_cache_dir, request_key
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
 from trace_eval.judge.cues import CUES_VERSION, CuesBackbone
-from trace_eval.judge.parse import parse_verdict, response_schema
-from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view, load_prompt
+from trace_eval.judge.parse import parse_verdict
+from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.judge import runfolder
+from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
 from trace_eval.store import BlueprintStore
 
 __all__ = [
@@ -53,12 +56,14 @@ __all__ = [
 CUES_MODEL = "cues"
 STRUCTURED_CHOICES = ("auto", "on", "off")
 # Settings that change answers: a run folder is resumed only with the same ones.
-RESUME_KEYS = ("bench", "model", "api_base", "judge", "prompt_version", "drop", "samples", "swap", "temperature",
-               "max_tokens", "structured", "repair_attempts")
+RESUME_KEYS = ("bench", "model", "api_base", "rubric", "rubric_version", "judge", "prompt_version", "drop",
+               "samples", "swap", "temperature", "max_tokens", "structured", "repair_attempts")
+# What a run folder written before a setting existed was made with.
+_BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1"}
 
 
 class JudgeError(Exception):
-    """The run cannot start: bad options, unknown prompt, a run folder made with other settings."""
+    """The run cannot start: bad options, unknown rubric or prompt, a run folder made with other settings."""
 
 
 class MissingBlueprintsError(JudgeError):
@@ -97,7 +102,8 @@ class JudgeOptions:
     model: str = CUES_MODEL  # a litellm model id, or "cues" for the offline rules
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)  # never written anywhere
-    judge: str = "trace"  # prompt name: trace | transcript | audio
+    rubric: str | Path = DEFAULT_RUBRIC  # a bundled rubric's name or a rubric file
+    judge: str | None = None  # prompt of the rubric (trace: trace | transcript | audio); None for its first
     fusion: str = "cap"
     drop: tuple[str, ...] = ()  # blueprint groups hidden from the judge: emotion, accent, quality, properties
     samples: int = 1
@@ -173,8 +179,12 @@ def _check_options(options: JudgeOptions) -> None:
         raise JudgeError("repair attempts cannot be negative")
 
 
-def make_backbone(options: JudgeOptions, prompt: Prompt):
+def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None):
     if options.model == CUES_MODEL:
+        if rubric is not None and not rubric.is_trace:
+            raise JudgeError(f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice "
+                             f"quality, paralinguistics), not {rubric.name}; pass --model with a litellm model id "
+                             "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)")
         if prompt.needs_audio:
             raise JudgeError(f"the cues backbone reads blueprints and cannot judge raw audio (--judge {prompt.name}); "
                              "give an audio-capable --model")
@@ -212,7 +222,8 @@ def _versions() -> dict[str, str | None]:
 
 
 def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbone: Any, structured: bool,
-                 cache_dir: Path) -> dict:
+                 cache_dir: Path, rubric: Rubric | None = None) -> dict:
+    rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     config: dict[str, Any] = {
         "format_version": runfolder.FORMAT_VERSION,
         "bench": str(bench.root),
@@ -220,6 +231,10 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
         "model": options.model,
         "backbone": "cues" if isinstance(backbone, CuesBackbone) else "litellm",
         "api_base": _without_credentials(options.api_base),
+        "rubric": rubric.name,
+        "rubric_version": rubric.id,
+        "rubric_file": str(rubric.path) if rubric.path else None,
+        "dimensions": list(rubric.names),
         "judge": prompt.name,
         "prompt_version": prompt.id,
         "prompt_file": str(prompt.path) if prompt.path else None,
@@ -250,12 +265,14 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
 
 # -- cases ------------------------------------------------------------------------------
 
-def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple[str, ...]
-                ) -> tuple[dict[str, tuple[Case, Case]], dict[str, str]]:
-    """(pair id -> (original, swapped) cases, pair id -> why the pair cannot be judged).
+def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple[str, ...],
+                rubric: Rubric | None = None) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
+    """(item id -> (original, swapped) cases, item id -> why the item cannot be judged).
 
-    Raises MissingBlueprintsError naming every clip without a blueprint.
+    Pointwise items have no swapped case (None). Raises MissingBlueprintsError
+    naming every clip without a blueprint.
     """
+    rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     store = BlueprintStore(bench.root)
     loaded: dict[str, dict | None] = {}
 
@@ -266,12 +283,19 @@ def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple
             loaded[relative] = store.get_by_path(relative)
         return loaded[relative]
 
-    cases: dict[str, tuple[Case, Case]] = {}
+    cases: dict[str, tuple[Case, Case | None]] = {}
     unusable: dict[str, str] = {}
     missing: dict[str, None] = {}
     for pair in pairs:
-        if not (pair.audio1_path and pair.audio2_path):
-            unusable[pair.id] = "not a pairwise item: the judge needs audio1_path and audio2_path"
+        reason = rubric.unusable_reason(pair)
+        if reason:
+            unusable[pair.id] = reason
+            continue
+        dimensions = rubric.dimensions_for(pair)
+        variables = rubric.variables(pair, dimensions)
+        if not rubric.pairwise:
+            cases[pair.id] = (_pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables),
+                              None)
             continue
         instruction_bp = bp1 = bp2 = None
         if prompt.needs_blueprints:
@@ -288,13 +312,31 @@ def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
         original = Case(pair.id, transcript, pair.instruction_text, views, (instruction_audio, audio1, audio2), False,
-                        words)
+                        words, dimensions, variables)
         swapped = Case(pair.id, transcript, pair.instruction_text, views[::-1], (instruction_audio, audio2, audio1),
-                       True, words[::-1])
+                       True, words[::-1], dimensions, variables)
         cases[pair.id] = (original, swapped)
     if missing:
         raise MissingBlueprintsError(bench.root, list(missing))
     return cases, unusable
+
+
+def _pointwise_case(bench: Benchmark, pair: Pair, prompt: Prompt, drop: tuple[str, ...],
+                    blueprint: Callable[[str | None], dict | None], missing: dict[str, None],
+                    dimensions: tuple[str, ...], variables: dict[str, str]) -> Case:
+    """The case of an item with one answer (audio_path): one blueprint, the answer's audio in slot 1."""
+    assert pair.audio_path is not None
+    instruction_bp = answer_bp = None
+    if prompt.needs_blueprints:
+        for relative in (pair.instruction_path, pair.audio_path):
+            if relative and blueprint(relative) is None:
+                missing.setdefault(relative, None)
+        instruction_bp, answer_bp = blueprint(pair.instruction_path), blueprint(pair.audio_path)
+    transcript = (instruction_bp or {}).get("agent_response")
+    view = blueprint_view(answer_bp, prompt.blueprint_keys, drop)
+    instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
+    audio = (instruction_audio, bench.resolve(pair.audio_path), None)
+    return Case(pair.id, transcript, pair.instruction_text, (view,), audio, False, (None,), dimensions, variables)
 
 
 # -- one answer -------------------------------------------------------------------------
@@ -382,12 +424,13 @@ class RateLimiter:
 
 class _Session:
     def __init__(self, options: JudgeOptions, backbone: Any, prompt: Prompt, cache: AnswerCache,
-                 response_format: dict | None, writer: runfolder.ResultsWriter, total: int):
+                 structured: bool, writer: runfolder.ResultsWriter, total: int, rubric: Rubric):
         self.options = options
         self.backbone = backbone
         self.prompt = prompt
+        self.rubric = rubric
         self.cache = cache
-        self.response_format = response_format
+        self.structured = structured
         self.writer = writer
         self.calls_slots = asyncio.Semaphore(options.concurrency)
         # Bounds pairs in flight, so prompts (audio ones are large) are rendered shortly before use.
@@ -400,15 +443,22 @@ class _Session:
         self.stop_reason: str | None = None
         self.progress = _progress_bar(total, options.progress)
 
+    def response_format(self, case: Case) -> dict | None:
+        """The JSON-schema response format of the dimensions asked about `case`, when structured output is on."""
+        if not self.structured:
+            return None
+        schema = self.rubric.response_schema(case.dimensions or None)
+        return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+
     # one backbone call, through cache, budget, limiter and retries
-    def _request(self, messages: list[dict], sample: int) -> dict:
+    def _request(self, messages: list[dict], sample: int, response_format: dict | None) -> dict:
         return {
             "backbone": self.backbone.name,
             "api_base": _without_credentials(self.options.api_base),
             "prompt_version": self.prompt.id,
             "messages": messages,
             "sampling": {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens},
-            "response_format": self.response_format,
+            "response_format": response_format,
             "sample_index": sample,
         }
 
@@ -416,7 +466,8 @@ class _Session:
         return self.options.max_cost is not None and self.spent_usd >= self.options.max_cost
 
     async def call(self, messages: list[dict], case: Case, sample: int) -> tuple[Completion, bool]:
-        key = request_key(self._request(messages, sample)) if self.backbone.cacheable else None
+        response_format = self.response_format(case)
+        key = request_key(self._request(messages, sample, response_format)) if self.backbone.cacheable else None
         if key is not None:
             entry = self.cache.get(key)
             if entry is not None:
@@ -438,7 +489,7 @@ class _Session:
                 if self.stop_reason:
                     raise _RunStopped(self.stop_reason)
                 try:
-                    completion = await self.backbone.complete(messages, case, self.response_format)
+                    completion = await self.backbone.complete(messages, case, response_format)
                 except TransientBackboneError as e:
                     error = e
                 except FatalBackboneError as e:
@@ -498,10 +549,11 @@ class _Session:
                 return result
             result.add(completion, cache_hit)
             result.raw = completion.text
-            parsed = parse_verdict(completion.text)
+            parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None)
             if parsed.ok:
                 assert parsed.verdicts is not None
-                result.verdicts = swap_back(parsed.verdicts) if unit.case.swapped else parsed.verdicts
+                result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
+                                   else parsed.verdicts)
                 result.reasoning = parsed.reasoning
                 result.status, result.reason = "ok", None
                 return result
@@ -509,7 +561,7 @@ class _Session:
             if attempt < self.options.repair_attempts:
                 result.repairs += 1
                 messages = [*messages, {"role": "assistant", "content": completion.text},
-                            self.prompt.repair(parsed.error or "")]
+                            self.prompt.repair(parsed.error or "", unit.case)]
         return result
 
     async def judge_pair(self, pair_id: str, units: list[_Unit]) -> dict:
@@ -520,7 +572,8 @@ class _Session:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        record = pair_record(pair_id, list(outcomes), self.options)  # type: ignore[arg-type]
+        record = pair_record(pair_id, list(outcomes), self.options, self.rubric,  # type: ignore[arg-type]
+                             units[0].case.dimensions or None)
         self.writer.append(record)
         self.progress.update(1)
         self.progress.set_postfix_str(f"${self.spent_usd:.4f}, {self.calls} calls, {self.cache_hits} cached",
@@ -556,18 +609,20 @@ def _progress_bar(total: int, enabled: bool):
 STATUS_PRECEDENCE = ("error", "invalid", "skipped")
 
 
-def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions) -> dict:
-    """The results.jsonl line of one pair from its answers (see runfolder for the fields)."""
+def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, rubric: Rubric | None = None,
+                dimensions: tuple[str, ...] | None = None) -> dict:
+    """The results.jsonl line of one item from its answers (see runfolder for the fields)."""
+    rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     failing = [u for u in units if u.status != "ok"]
     first = units[0]
-    verdicts: dict[str, str | None] = {dim: None for dim in DIMENSIONS}
-    orders: dict[str, dict[str, str]] = {}
+    verdicts: dict[str, Any] = {dim: None for dim in dimensions or rubric.names}
+    orders: dict[str, dict[str, Any]] = {}
     if not failing:
         for order in ("original", "swapped"):
             samples = [u.verdicts for u in units if u.order == order and u.verdicts]
             if samples:
                 orders[order] = majority(samples)
-        verdicts = (resolve_orders(orders["original"], orders["swapped"]) if options.swap
+        verdicts = (resolve_orders(orders["original"], orders["swapped"], rubric.spaces()) if options.swap
                     else dict(orders["original"]))
         status, reason = "ok", None
         shown = first
@@ -594,7 +649,7 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions) ->
         "cache_hit": all(u.calls == 0 for u in units) and any(u.cache_hits for u in units),
         "repairs": sum(u.repairs for u in units),
     }
-    runfolder.set_overall(record, options.fusion)
+    runfolder.set_overall(record, options.fusion, rubric)
     if options.swap and len(orders) == 2:
         record["orders"] = orders
     if options.swap or options.samples > 1:
@@ -602,11 +657,12 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions) ->
     return record
 
 
-def _unusable_record(pair_id: str, reason: str, policy: str) -> dict:
-    record = {"id": pair_id, "status": "error", "reason": reason, "verdicts": {dim: None for dim in DIMENSIONS},
+def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric) -> dict:
+    verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
+    record = {"id": pair.id, "status": "error", "reason": reason, "verdicts": verdicts,
               "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
               "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0}
-    return runfolder.set_overall(record, policy)
+    return runfolder.set_overall(record, policy, rubric)
 
 
 def _resume(out: Path, config: dict, pair_ids: set[str]) -> list[dict]:
@@ -618,7 +674,7 @@ def _resume(out: Path, config: dict, pair_ids: set[str]) -> list[dict]:
                              "safely; give another --out")
         return []
     previous = runfolder.load_config(out)
-    changed = [k for k in RESUME_KEYS if previous.get(k) != config.get(k)]
+    changed = [k for k in RESUME_KEYS if previous.get(k, _BEFORE_THE_SETTING.get(k)) != config.get(k)]
     if changed:
         details = ", ".join(f"{k}: {previous.get(k)!r} -> {config.get(k)!r}" for k in changed)
         raise JudgeError(f"{out} holds a run made with other settings ({details}); give another --out "
@@ -633,13 +689,16 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
     started = time.perf_counter()
     _check_options(options)
     try:
-        prompt = load_prompt(options.judge)
-    except PromptError as e:
+        rubric = load_rubric(options.rubric)
+        prompt = rubric.prompt(options.judge)
+    except (RubricError, PromptError) as e:
         raise JudgeError(str(e)) from None
+    if options.swap and not rubric.pairwise:
+        raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
     bench = load_benchmark(options.bench)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
-    backbone = make_backbone(options, prompt)
-    cases, unusable = build_cases(bench, pairs, prompt, options.drop)
+    backbone = make_backbone(options, prompt, rubric)
+    cases, unusable = build_cases(bench, pairs, prompt, options.drop, rubric)
 
     if options.structured == "on":
         structured = not isinstance(backbone, CuesBackbone)
@@ -647,8 +706,6 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         structured = isinstance(backbone, LiteLLMBackbone) and backbone.supports_response_schema()
     else:
         structured = False
-    response_format = ({"type": "json_schema", "json_schema": {"name": "verdict", "schema": response_schema(),
-                                                               "strict": True}} if structured else None)
     if options.max_cost is not None and isinstance(backbone, LiteLLMBackbone) and not backbone.price_known():
         raise JudgeError(f"--max-cost needs the price of {options.model}, which litellm does not know; "
                          "give --price-in and --price-out (USD per million tokens)")
@@ -657,7 +714,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
     cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
     out = Path(options.out) if options.out else default_out_dir(options.model)
     out.mkdir(parents=True, exist_ok=True)
-    config = build_config(options, bench, prompt, backbone, structured, cache_dir)
+    config = build_config(options, bench, prompt, backbone, structured, cache_dir, rubric)
     kept = _resume(out, config, {p.id for p in pairs})
     done = {r["id"] for r in kept}
     write_json(out / runfolder.CONFIG, config)
@@ -667,24 +724,24 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
 
     writer = runfolder.ResultsWriter(out / runfolder.RESULTS)
     try:
-        for pair_id, reason in unusable.items():
-            if pair_id not in done:
-                writer.append(_unusable_record(pair_id, reason, options.fusion))
+        for pair in pairs:
+            if pair.id in unusable and pair.id not in done:
+                writer.append(_unusable_record(pair, unusable[pair.id], options.fusion, rubric))
         work = []
         for pair in pairs:
             if pair.id in done or pair.id not in cases:
                 continue
             original, swapped = cases[pair.id]
-            orders = (original, swapped) if options.swap else (original,)
+            orders = (original, swapped) if options.swap and swapped is not None else (original,)
             work.append((pair.id, [_Unit(case, sample) for case in orders for sample in range(options.samples)]))
-        session = _Session(options, backbone, prompt, cache, response_format, writer, total=len(work))
+        session = _Session(options, backbone, prompt, cache, structured, writer, total=len(work), rubric=rubric)
         asyncio.run(session.run(work))
     finally:
         writer.close()
 
     # Final file: manifest order, one line per pair, overall under this run's policy.
     by_id = {r["id"]: r for r in runfolder.read_results(out / runfolder.RESULTS)}
-    records = [runfolder.set_overall(by_id[p.id], options.fusion) for p in pairs if p.id in by_id]
+    records = [runfolder.set_overall(by_id[p.id], options.fusion, rubric) for p in pairs if p.id in by_id]
     runfolder.write_results(out / runfolder.RESULTS, records)
     not_run = [p.id for p in pairs if p.id not in by_id]
     run_info = {
@@ -696,6 +753,6 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         "stopped": session.stop_reason,
         "not_run": not_run,
     }
-    summary = runfolder.summarize(records, config, run_info)
+    summary = runfolder.summarize(records, config, run_info, rubric)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=session.stop_reason)

@@ -1,0 +1,249 @@
+"""Evaluation of runs judged with a rubric other than TRACE: the metrics the rubric lists
+(trace_eval/evaluation/scores.py), per run and dimension, written as metrics.json,
+report.md and report.html."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trace_eval.io import atomic_write_text, write_json
+from trace_eval.rubrics import Rubric
+
+from . import report, scores
+from .analysis import EvaluationError
+from .records import read_run_folder, unique_names
+
+FORMAT_VERSION = 1
+FAILED_SHOWN = report.FAILED_SHOWN
+# Metrics shown as percentages; the others as plain numbers.
+_SHARES = {"accuracy", "agreement", "position_consistency", "self_consistency"}
+
+
+@dataclass
+class RubricRun:
+    """One run folder read for a rubric evaluation."""
+
+    name: str
+    path: Path
+    config: dict[str, Any]
+    raws: dict[str, dict[str, Any]]  # results.jsonl objects by id
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class HumanLabels:
+    labels: dict[str, dict[str, Any]]  # id -> dimension -> label in the rubric's space
+    systems: dict[str, str | None]  # id -> system that made the answer
+    problems: list[str]
+    manifest: Path
+
+
+def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
+    """Human labels of every item in the rubric's label spaces; unusable ones are listed in `problems`."""
+    from trace_eval.bench import load_benchmark
+
+    benchmark = load_benchmark(bench, check_audio=False)
+    labels: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for pair in benchmark.pairs:
+        item: dict[str, Any] = {}
+        for dimension in rubric.dimensions:
+            value = pair.label.get(dimension.name)
+            if value is None:
+                continue
+            label = dimension.labels.normalise_human(value)
+            if label is None:
+                problems.append(f"item {pair.id}: label.{dimension.name} = {value!r} is not in the "
+                                f"{dimension.labels.kind} space ({dimension.labels.describe()}); left out")
+            else:
+                item[dimension.name] = label
+        labels[pair.id] = item
+    systems = {p.id: (p.extra.get("model") or p.model_a) for p in benchmark.pairs}
+    return HumanLabels(labels, systems, problems, benchmark.manifest_path)
+
+
+def _verdicts(raw: dict[str, Any], rubric: Rubric) -> tuple[dict[str, Any] | None, str | None]:
+    """The run's labels of one item, or why they cannot be scored."""
+    status = str(raw.get("status") or "error")
+    if status != "ok":
+        return None, str(raw.get("reason") or f"status {status}")
+    verdicts = raw.get("verdicts")
+    if not isinstance(verdicts, dict) or not set(verdicts) & set(rubric.names):
+        return None, "status ok but no verdicts of this rubric's dimensions"
+    spaces = rubric.spaces()
+    bad = [f"{d}={v!r}" for d, v in verdicts.items() if d in spaces and v not in spaces[d].values]
+    if bad:
+        return None, "verdict not a label: " + ", ".join(bad)
+    return {d: v for d, v in verdicts.items() if d in spaces}, None
+
+
+def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s["verdicts"] for s in raw.get("samples") or []
+            if isinstance(s, dict) and s.get("status") == "ok" and s.get("order", "original") == "original"
+            and isinstance(s.get("verdicts"), dict)]
+
+
+def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str]) -> dict[str, Any]:
+    items, failed = [], []
+    by_status: dict[str, int] = {}
+    for item_id, raw in run.raws.items():
+        status = str(raw.get("status") or "error")
+        by_status[status] = by_status.get(status, 0) + 1
+    for item_id in ids:
+        raw = run.raws.get(item_id)
+        if raw is None:
+            continue
+        judged, reason = _verdicts(raw, rubric)
+        if judged is None:
+            failed.append({"id": item_id, "status": "invalid" if raw.get("status") == "ok" else raw.get("status"),
+                           "reason": reason})
+        orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
+        items.append(scores.ItemScores(item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}),
+                                       _samples(raw), orders))
+    return {
+        "name": run.name,
+        "path": str(run.path),
+        "model": run.config.get("model"),
+        "judge": run.config.get("judge"),
+        "prompt_version": run.config.get("prompt_version"),
+        "samples": run.config.get("samples"),
+        "swap": run.config.get("swap"),
+        "items": {
+            "in_run": len(run.raws),
+            "scored": sum(i.judged is not None for i in items),
+            "failed": len(failed),
+            "by_status": dict(sorted(by_status.items())),
+            "not_in_benchmark": sum(i not in human.labels for i in run.raws),
+            "not_judged": sum(i not in run.raws for i in ids),
+        },
+        "metrics": scores.compute(rubric, items),
+        "failed": failed,
+        "problems": list(run.problems),
+    }
+
+
+def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabels) -> dict[str, Any]:
+    """metrics.json of runs judged with `rubric` (any but TRACE) against the human labels."""
+    if not runs:
+        raise EvaluationError("no judge run to evaluate")
+    judged = set().union(*(run.raws for run in runs))
+    ids = [i for i in human.labels if i in judged]
+    if not ids:
+        raise EvaluationError("no id of the judge run(s) is in the benchmark's manifest; "
+                              "check --labels points at the benchmark that was judged")
+    return {
+        "format_version": FORMAT_VERSION,
+        "rubric": {"name": rubric.name, "version": rubric.id, "file": str(rubric.path) if rubric.path else None,
+                   "reference": rubric.reference,
+                   "dimensions": {d.name: d.labels.kind for d in rubric.dimensions}},
+        "items": {
+            "evaluated": len(ids),
+            "in_benchmark": len(human.labels),
+            "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in rubric.names},
+        },
+        "runs": [_run_block(run, rubric, human, ids) for run in runs],
+        "label_problems": human.problems,
+        "definitions": {name: scores.METRICS[name].description for name in rubric.metrics},
+    }
+
+
+@dataclass(frozen=True)
+class RubricEvaluationFiles:
+    metrics: dict[str, Any]
+    metrics_path: Path
+    markdown_path: Path
+    html_path: Path
+
+
+def evaluate_rubric_folders(run_dirs: list[str | Path], out: str | Path, rubric: Rubric,
+                            labels: str | Path | None = None) -> RubricEvaluationFiles:
+    """Evaluate run folders judged with `rubric` and write metrics.json, report.md and report.html into `out`."""
+    paths = [Path(p) for p in run_dirs]
+    runs = [RubricRun(name, path, *read_run_folder(path)) for path, name in zip(paths, unique_names(paths))]
+    bench = labels or _bench_of(runs)
+    human = load_human_labels(bench, rubric)
+    metrics = {"bench": str(Path(bench).resolve()), "labels_manifest": str(human.manifest),
+               **evaluate_rubric_runs(runs, rubric, human)}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks = build_blocks(metrics)
+    files = RubricEvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html")
+    write_json(files.metrics_path, metrics)
+    atomic_write_text(files.markdown_path, report.render_markdown(blocks))
+    atomic_write_text(files.html_path, report.render_html(blocks, {}))
+    return files
+
+
+def _bench_of(runs: list[RubricRun]) -> str:
+    benches = {run.config.get("bench") for run in runs}
+    if None in benches or len(benches) != 1:
+        raise EvaluationError("the runs do not name one benchmark in config.json; pass --labels BENCH")
+    return str(benches.pop())
+
+
+# -- report -----------------------------------------------------------------------------
+
+def _cell(metric: str, slot: dict[str, Any] | None) -> str:
+    if not slot:
+        return "—"
+    if slot.get("value") is None:
+        return f"n/a ({slot['reason']})" if slot.get("reason") else "n/a"
+    value = slot["value"]
+    text = f"{value:.1%}" if metric in _SHARES else f"{value:.3f}"
+    if "mean_std" in slot:
+        text += f", std {slot['mean_std']:.2f}"
+    return f"{text} (n={slot['n']})"
+
+
+def _mean(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
+    rubric = metrics["rubric"]
+    runs = metrics["runs"]
+    blocks: list[report.Block] = [
+        report.Heading(1, f"trace-eval evaluation: {rubric['name']} rubric"),
+        report.Paragraph(f"Benchmark `{metrics['bench']}` (labels from `{metrics['labels_manifest']}`): "
+                         f"{metrics['items']['evaluated']} items judged by at least one run. Rubric "
+                         f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}."),
+        report.Table(["run", "model", "prompt", "in run", "scored", "failed", "not in benchmark"],
+                     [[r["name"], str(r.get("model") or "—"), str(r.get("prompt_version") or "—"),
+                       str(r["items"]["in_run"]), str(r["items"]["scored"]), str(r["items"]["failed"]),
+                       str(r["items"]["not_in_benchmark"])] for r in runs]),
+    ]
+    for name, description in metrics["definitions"].items():
+        blocks += [report.Heading(2, name.replace("_", " ").capitalize()), report.Paragraph(description)]
+        if name == "system_means":
+            blocks += _system_blocks(runs)
+            continue
+        columns = list(dict.fromkeys(key for r in runs for key in r["metrics"][name]))
+        blocks.append(report.Table(["run", *columns],
+                                   [[r["name"], *[_cell(name, r["metrics"][name].get(c)) for c in columns]]
+                                    for r in runs]))
+    if metrics["label_problems"]:
+        blocks += [report.Heading(2, "Human labels left out")]
+        blocks += [report.Paragraph(problem) for problem in metrics["label_problems"][:FAILED_SHOWN]]
+    blocks.append(report.Heading(2, "Failed verdicts"))
+    for r in runs:
+        failed = r["failed"]
+        blocks.append(report.Paragraph(f"**{r['name']}**: {len(failed)} failed." if failed
+                                       else f"**{r['name']}**: none failed."))
+        if failed:
+            blocks.append(report.Table(["id", "status", "reason"],
+                                       [[f["id"], str(f["status"]), str(f["reason"] or "")]
+                                        for f in failed[:FAILED_SHOWN]]))
+        blocks += [report.Paragraph(f"Note: {problem}") for problem in r["problems"]]
+    return blocks
+
+
+def _system_blocks(runs: list[dict[str, Any]]) -> list[report.Block]:
+    blocks: list[report.Block] = []
+    for r in runs:
+        for dimension, slot in r["metrics"]["system_means"].items():
+            rows = [[system, _mean(v["judge"]), str(v["judge_n"]), _mean(v["human"]), str(v["human_n"])]
+                    for system, v in slot["systems"].items()]
+            blocks += [report.Paragraph(f"**{r['name']}**, {dimension}:"),
+                       report.Table(["system", "judge mean", "n", "human mean", "n"], rows)]
+    return blocks
