@@ -11,6 +11,7 @@ PROFILE ?=
 SET     ?=
 MODEL   ?=
 FUSION  ?= cap
+RUBRIC  ?= trace
 RUN     ?=
 DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
@@ -34,7 +35,7 @@ blueprints: install
 		$(foreach s,$(SET),--set $(s))
 
 judge: install
-	$(PY) -m trace_eval judge --bench $(BENCH) --fusion $(FUSION) $(if $(MODEL),--model $(MODEL)) \
+	$(PY) -m trace_eval judge --bench $(BENCH) --rubric $(RUBRIC) --fusion $(FUSION) $(if $(MODEL),--model $(MODEL)) \
 		$(if $(RUN),--out $(RUN))
 
 evaluate: install
@@ -53,6 +54,7 @@ demo: install
 
 example: install
 	$(PY) scripts/make_example.py
+	$(PY) scripts/make_example_style.py
 
 bench: install
 	$(PY) scripts/bench_extract.py --device $(DEVICE)
