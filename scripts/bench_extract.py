@@ -12,14 +12,17 @@ is faster). An extractor that cannot load is listed as unavailable with its reas
 Part 2, pitch + loudness + DNSMOS together:
 - straightforward: one file after the other; each extractor decodes the file
   itself; DNSMOS scores one 9.01 s window per ONNX run (the reference loop);
-- optimized: each file decoded once, in a process pool over all cores that also
-  runs pitch and loudness; DNSMOS scores the clips in stacked batches in this
-  process while the pool works.
+- optimized: the blueprint pipeline itself (`run_blueprints`, everything
+  recomputed, start-up included): each file decoded once in a process pool over
+  all cores that also runs pitch and loudness, while DNSMOS scores the clips of
+  the previous chunk in stacked batches in this process (its convolution
+  front-end computed once over overlapping windows).
 Both must give the same values; the script checks that.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import sys
@@ -155,6 +158,8 @@ def _in_dependency_order(names: list[str]) -> list[str]:
 
 
 def time_extractors(names: list[str], paths: list[Path], device: str, workers: int) -> list[Timing]:
+    from trace_eval.pipeline import runs_in_workers
+
     decoded = [load_audio(p) for p in paths]
     audio_s = sum(a.duration_s for a in decoded)
     values: dict[str, list[dict]] = {}  # extractor -> section values per clip, for dependants
@@ -165,7 +170,7 @@ def time_extractors(names: list[str], paths: list[Path], device: str, workers: i
         if missing:
             timings.append(Timing(name, "unavailable", reason=f"depends on {', '.join(missing)}, which did not run"))
             continue
-        per_clip = not cls.batched and cls.sample_rate and not cls.depends_on
+        per_clip = runs_in_workers(cls(device=device))  # placed as the pipeline places it
         try:
             if per_clip:
                 timing, sections = _time_per_clip(name, paths, workers)
@@ -262,31 +267,36 @@ def straightforward(paths: list[Path], signal: list[Extractor], dnsmos: Extracto
     return time.perf_counter() - start, results
 
 
-def optimized(
-    paths: list[Path], pool: ProcessPoolExecutor, names: list[str], dnsmos: Extractor
-) -> tuple[float, list[dict]]:
+def optimized(folder: Path, names: list[str], workers: int) -> tuple[float, list[dict]]:
+    """The pipeline itself, as `python -m trace_eval blueprints` runs it (everything recomputed)."""
+    from trace_eval.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.store import BlueprintStore, get_dotted, set_dotted
+
+    options = BlueprintOptions(only=names, device="cpu", workers=workers, force=True, progress=False)
     start = time.perf_counter()
-    futures = [pool.submit(_run_in_worker, str(p), names) for p in paths]
-    results: list[dict] = []
-    batch: list[Clip] = []
-    batch_s = 0.0
+    run_blueprints(folder, options)
+    elapsed = time.perf_counter() - start
+    store = BlueprintStore(folder)
+    results = []
+    for path in sorted(folder.glob("clip*.wav")):
+        blueprint = store.get_by_path(path.name)
+        values: dict[str, Section | ClipError] = {}
+        for name in names:
+            section: dict = {}
+            for key in REGISTRY[name].outputs:
+                if get_dotted(blueprint, key, _ABSENT) is not _ABSENT:
+                    set_dotted(section, key, get_dotted(blueprint, key))
+            values[name] = Section(section)
+        results.append(values)
+    return elapsed, results
 
-    def score_batch() -> None:
-        for clip, section in zip(batch, dnsmos.extract(batch)):
-            results[int(clip.sha256)]["dnsmos"] = section
 
-    # DNSMOS scores each batch as soon as its clips are decoded, while the pool goes on.
-    for i, future in enumerate(futures):
-        samples, values = future.result()
-        results.append(dict(values))
-        batch.append(Clip(str(i), Audio(samples, 16000)))
-        batch_s += len(samples) / 16000
-        if batch_s >= dnsmos.config.batch_seconds:
-            score_batch()
-            batch, batch_s = [], 0.0
-    if batch:
-        score_batch()
-    return time.perf_counter() - start, results
+_ABSENT = object()
+
+
+def _write_manifest(paths: list[Path], folder: Path) -> None:
+    items = [{"id": p.stem, "audio_path": p.name, "instruction_text": "(benchmark clip)"} for p in paths]
+    (folder / "manifest.json").write_text(json.dumps(items))
 
 
 def _differences(a: list[dict], b: list[dict]) -> list[str]:
@@ -307,7 +317,8 @@ def _differences(a: list[dict], b: list[dict]) -> list[str]:
 
 def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: int) -> None:
     names = [n for n in COMBINED if n in REGISTRY]
-    print(f"\n{' + '.join(names)}, {len(paths)} clips, {audio_s:.0f} s of audio, best of {repeat}")
+    print(f"\n{' + '.join(names)}, {len(paths)} clips, {audio_s:.0f} s of audio, best of {repeat}: "
+          "a plain per-file loop against the pipeline")
     if "dnsmos" not in names:
         print("  dnsmos is not registered: nothing to compare")
         return
@@ -322,14 +333,15 @@ def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: in
         extractor.extract(warm_up)
     times: dict[str, list[float]] = {"straightforward": [], "optimized": []}
     problems: list[str] = []
-    with _pool(workers, signal_names) as pool:
-        # Alternating the two ways and keeping each one's best run evens out other load on the machine.
-        for _ in range(repeat):
-            plain_s, plain = straightforward(paths, signal, dnsmos)
-            fast_s, fast = optimized(paths, pool, signal_names, dnsmos)
-            times["straightforward"].append(plain_s)
-            times["optimized"].append(fast_s)
-            problems += _differences(plain, fast)
+    folder = paths[0].parent
+    _write_manifest(paths, folder)
+    # Alternating the two ways and keeping each one's best run evens out other load on the machine.
+    for _ in range(repeat):
+        plain_s, plain = straightforward(paths, signal, dnsmos)
+        fast_s, fast = optimized(folder, names, workers)
+        times["straightforward"].append(plain_s)
+        times["optimized"].append(fast_s)
+        problems += _differences(plain, fast)
     print(f"  {'way':<16} {'seconds':>8} {'clips/s':>8} {'RTF':>7}  all runs (s)")
     for way, runs in times.items():
         best = min(runs)

@@ -33,11 +33,21 @@ from trace_eval.bench import Benchmark, load_benchmark
 from trace_eval.io import write_json
 from trace_eval.store import BlueprintStore, apply_section, new_blueprint
 
-__all__ = ["BlueprintOptions", "RunSummary", "run_blueprints", "run_one_model_at_a_time", "build_extractors", "resolve_device"]
+__all__ = [
+    "BlueprintOptions",
+    "RunSummary",
+    "build_extractors",
+    "resolve_device",
+    "run_blueprints",
+    "run_one_model_at_a_time",
+    "runs_in_workers",
+]
 
-# Chunks bound memory (decoded audio of one chunk is held at a time, plus one prefetched).
+# Chunks bound memory (decoded audio of one chunk is held at a time, plus one prefetched) and
+# let the models work on one chunk while the workers decode the next. A chunk holds about one
+# full batch of the largest batched extractor, and at least this much audio:
 CHUNK_CLIPS = 64
-CHUNK_SECONDS = 1800.0
+CHUNK_SECONDS = 60.0
 
 
 @dataclass
@@ -181,6 +191,11 @@ _WORKER_EXTRACTORS: dict[str, Extractor] = {}
 _WORKER_UNAVAILABLE: dict[str, str] = {}
 
 
+def runs_in_workers(ext: Extractor) -> bool:
+    """Per-clip extractors that need audio and nothing else run in the worker processes."""
+    return not ext.batched and bool(ext.sample_rate) and not ext.depends_on
+
+
 def _worker_init(specs: list[tuple[str, Any]]) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # one process per core already
     for name, config in specs:
@@ -228,6 +243,22 @@ def _from_blueprint(index: int, job: _Job) -> Future:
     future: Future = Future()
     future.set_result(_Decoded(index, None, None, {}))
     return future
+
+
+def _start_pool(workers: int, specs: list[tuple[str, Any]]):
+    """Worker processes, started before any model is loaded here.
+
+    They are forked, so they inherit this process's registry and need no importable
+    __main__ (scripts, notebooks and stdin work), and forked now, while this process
+    holds none of the thread pools that torch and onnxruntime start with a model.
+    """
+    if workers <= 0:
+        return _InlineExecutor(specs)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(specs,))
+    pool.submit(int).result()  # with fork, the first task starts every worker
+    return pool
 
 
 class _InlineExecutor:
@@ -286,13 +317,13 @@ def _probe_duration(path: Path) -> float:
         return 10.0
 
 
-def _chunks(jobs: list[_Job], durations: dict[str, float]) -> list[list[_Job]]:
+def _chunks(jobs: list[_Job], durations: dict[str, float], chunk_seconds: float) -> list[list[_Job]]:
     chunks: list[list[_Job]] = []
     current: list[_Job] = []
     seconds = 0.0
     for job in jobs:
         d = durations.get(job.sha, 10.0)
-        if current and (len(current) >= CHUNK_CLIPS or seconds + d > CHUNK_SECONDS):
+        if current and (len(current) >= CHUNK_CLIPS or seconds + d > chunk_seconds):
             chunks.append(current)
             current, seconds = [], 0.0
         current.append(job)
@@ -339,17 +370,24 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
 
     # 2. Load what has work to do; a model that cannot load makes its sections unavailable.
     active = {n for j in jobs.values() for n in j.needed}
-    in_workers = [e for e in extractors if e.name in active and not e.batched and e.sample_rate and not e.depends_on]
+    in_workers = [e for e in extractors if e.name in active and runs_in_workers(e)]
     in_main = [e for e in extractors if e.name in active and e not in in_workers]
-    for ext in in_main:
-        missing = [d for d in ext.depends_on if d in unavailable]
-        if missing:
-            unavailable[ext.name] = f"depends on {', '.join(missing)}, which is unavailable"
-            continue
-        try:
-            ext.load()
-        except ExtractorUnavailable as e:
-            unavailable[ext.name] = str(e)
+    specs = [(e.name, e.config) for e in in_workers]
+    workers = options.workers if options.workers is not None else (os.cpu_count() or 1)
+    pool = _start_pool(workers, specs) if in_workers or in_main else _InlineExecutor([])
+    try:
+        for ext in in_main:
+            missing = [d for d in ext.depends_on if d in unavailable]
+            if missing:
+                unavailable[ext.name] = f"depends on {', '.join(missing)}, which is unavailable"
+                continue
+            try:
+                ext.load()
+            except ExtractorUnavailable as e:
+                unavailable[ext.name] = str(e)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     # A section already recorded as unavailable, for the same reason, stays as it is: nothing to redo.
     for job in jobs.values():
         stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {})
@@ -367,19 +405,13 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
                 sections[name]["cached"] += 1
 
     rates = sorted({e.sample_rate for e in in_main if e.sample_rate and e.name not in unavailable})
-    specs = [(e.name, e.config) for e in in_workers]
-    workers = options.workers if options.workers is not None else (os.cpu_count() or 1)
     durations = {sha: float((j.blueprint or {}).get("duration_s") or _probe_duration(bench.resolve(j.path)))
                  for sha, j in jobs.items()}
     # Sorting by length keeps clips of similar duration in one batch (less padding).
     todo.sort(key=lambda j: durations[j.sha])
-    chunks = _chunks(todo, durations)
+    chunk_seconds = max([CHUNK_SECONDS] + [getattr(e.config, "batch_seconds", 0.0) for e in in_main])
+    chunks = _chunks(todo, durations, chunk_seconds)
 
-    # forkserver: workers start from a clean process, not a fork of this one, whose model runtimes
-    # (torch, onnxruntime) hold thread pools that do not survive a fork.
-    pool = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                                initializer=_worker_init, initargs=(specs,))
-            if workers > 0 else _InlineExecutor(specs))
     progress = _progress(len(todo), options.progress)
     computed = failed = 0
     try:
