@@ -380,6 +380,8 @@ class DnsmosScorer:
         options.intra_op_num_threads = num_threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle ONNX threads sleep instead of spinning: the decode workers need those cores meanwhile.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.device = "cpu"
         providers: list = ["CPUExecutionProvider"]
         if device.startswith("cuda") and "CUDAExecutionProvider" in ort.get_available_providers():
