@@ -289,24 +289,30 @@ def check(committed: Path, make: Callable[[Path], list[Path]] = generate, script
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="benchmark folder to write (default: %(default)s)")
+def run_cli(argv: list[str] | None, description: str, default_out: Path,
+            make: Callable[[Path], list[Path]], script: str) -> int:
+    """The command line shared by the example generators: write the example, or --check it."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=default_out, help="benchmark folder to write (default: %(default)s)")
     parser.add_argument("--check", action="store_true",
                         help="regenerate in a temp dir and compare hashes with the files in --out; write nothing")
     args = parser.parse_args(argv)
     try:
         if args.check:
-            check(args.out)
+            check(args.out, make, script)
             print(f"{args.out}: all generated files match")
             return 0
-        files = generate(args.out)
+        files = make(args.out)
     except (SynthesisUnavailable, ExampleMismatch) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     size = sum((args.out / rel).stat().st_size for rel in files)
     print(f"wrote {len(files)} files ({size / 1e6:.2f} MB) to {args.out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(argv, __doc__.splitlines()[0], DEFAULT_OUT, generate, "make_example.py")
 
 
 if __name__ == "__main__":

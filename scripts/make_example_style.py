@@ -19,7 +19,6 @@ Output is byte-identical from run to run on the same espeak-ng and sox versions
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -32,11 +31,10 @@ from make_example import (
     LOW,
     QUIET,
     SLOW,
-    ExampleMismatch,
     Segment,
-    check,
     render,
     reproducible_sox,
+    run_cli,
     said,
 )
 from trace_eval.synth import SynthesisUnavailable, have_tools
@@ -170,23 +168,7 @@ def generate(out_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="benchmark folder to write (default: %(default)s)")
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in a temp dir and compare hashes with the files in --out; write nothing")
-    args = parser.parse_args(argv)
-    try:
-        if args.check:
-            check(args.out, generate, "make_example_style.py")
-            print(f"{args.out}: all generated files match")
-            return 0
-        files = generate(args.out)
-    except (SynthesisUnavailable, ExampleMismatch) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    size = sum((args.out / rel).stat().st_size for rel in files)
-    print(f"wrote {len(files)} files ({size / 1e6:.2f} MB) to {args.out}")
-    return 0
+    return run_cli(argv, __doc__.splitlines()[0], DEFAULT_OUT, generate, "make_example_style.py")
 
 
 if __name__ == "__main__":
