@@ -36,7 +36,7 @@ def test_every_prompt_file_loads_with_a_version():
         assert prompt.id == f"{prompt.name}-v{prompt.version}"
 
 
-def test_trace_prompt_shows_instruction_transcript_and_both_blueprints(tmp_path):
+def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
     bench, pair = _bench(
         tmp_path,
         instruction=blueprint("say hello there slowly"),
@@ -49,7 +49,8 @@ def test_trace_prompt_shows_instruction_transcript_and_both_blueprints(tmp_path)
     for words in ("Content", "Voice Quality", "Paralinguistics", "both_bad", "both_good", "order in which", "longer"):
         assert words in system["content"]
     text = user["content"]
-    assert "say hello there slowly" in text  # the instruction blueprint's transcript, not instruction_text
+    # the manifest's instruction_text, exact, rather than the recogniser's transcript
+    assert 'User instruction (text):\nSay "hello there" please.' in text and "say hello there slowly" not in text
     first, second = _blueprint_json(text, 1), _blueprint_json(text, 2)
     assert first["agent_response"] == "hello there" and second["agent_response"] == "hi"
     assert first["agent_audio_properties"]["Speech_Rate_WPM"] == 95.1  # three significant digits

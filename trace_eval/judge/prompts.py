@@ -6,7 +6,8 @@ Templates use `string.Template` (`$name`), so the JSON braces in the text need n
 escaping. What a backbone sees about one item is a `Case`; `Prompt.render(case)`
 turns it into the OpenAI-style message list every litellm backbone accepts.
 
-Variables: $instruction; pairwise $blueprint_1, $blueprint_2, $transcript_1,
+Variables: $instruction, $instruction_source ("text" or "transcript of the spoken
+instruction"); pairwise $blueprint_1, $blueprint_2, $transcript_1,
 $transcript_2; pointwise $blueprint, $transcript; and whatever the rubric adds
 to the case (`Case.variables`): the item's own fields ($character,
 $dialogue_history, $style_elements, ...), $dimensions and $answer_format.
@@ -86,9 +87,15 @@ class Case:
 
     @property
     def instruction(self) -> str | None:
-        """The instruction as the judge reads it: the transcript of the spoken instruction, else its text."""
-        transcript = (self.instruction_transcript or "").strip()
-        return transcript or (self.instruction_text or "").strip() or None
+        """The instruction as the judge reads it: its text when the manifest gives one (exact, where a
+        recogniser may mishear the spoken instruction), else the transcript of the spoken instruction."""
+        text = (self.instruction_text or "").strip()
+        return text or (self.instruction_transcript or "").strip() or None
+
+    @property
+    def instruction_source(self) -> str:
+        """Where `instruction` comes from, in words for the prompt."""
+        return "text" if (self.instruction_text or "").strip() else "transcript of the spoken instruction"
 
 
 def _compact_number(value: float) -> float | int:
@@ -159,7 +166,7 @@ class Prompt:
 
     @property
     def id(self) -> str:
-        """What runs and cache keys record, e.g. "trace-v1"."""
+        """What runs and cache keys record, e.g. "trace-v2"."""
         return f"{self.name}-v{self.version}"
 
     @property
@@ -170,7 +177,8 @@ class Prompt:
         spoken_instruction = self.needs_audio and case.audio[0] is not None
         if case.instruction is None and not spoken_instruction:
             raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
-        variables = {**case.variables, "instruction": case.instruction or ""}
+        variables = {**case.variables, "instruction": case.instruction or "",
+                     "instruction_source": case.instruction_source}
         for n, blueprint in enumerate(case.blueprints, start=1):
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
             transcript = (blueprint or {}).get("agent_response")
