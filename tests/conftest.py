@@ -6,20 +6,31 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mini"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.fixture(scope="session")
-def example_with_blueprints(tmp_path_factory) -> Path:
-    """A copy of the bundled example with its blueprints made by the real Stage 1 (CPU profile).
+def _with_blueprints(tmp_path_factory, name: str) -> Path:
+    """A copy of a bundled example with its blueprints made by the real Stage 1 (CPU profile).
 
     Models that cannot be had offline (emotion2vec, ECAPA) are recorded as unavailable,
     exactly as on a user's machine without them.
     """
     from trace_eval.pipeline import BlueprintOptions, run_blueprints
 
-    root = tmp_path_factory.mktemp("example") / "mini"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("blueprints"))
+    root = tmp_path_factory.mktemp("example") / name
+    shutil.copytree(EXAMPLES / name, root, ignore=shutil.ignore_patterns("blueprints"))
     summary = run_blueprints(root, BlueprintOptions(device="cpu", progress=False))
     assert summary.ok, summary.failures
     return root
+
+
+@pytest.fixture(scope="session")
+def example_with_blueprints(tmp_path_factory) -> Path:
+    """examples/mini (pairs) with blueprints."""
+    return _with_blueprints(tmp_path_factory, "mini")
+
+
+@pytest.fixture(scope="session")
+def style_example_with_blueprints(tmp_path_factory) -> Path:
+    """examples/mini-style (single answers) with blueprints."""
+    return _with_blueprints(tmp_path_factory, "mini-style")

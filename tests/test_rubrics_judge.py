@@ -312,15 +312,14 @@ def test_mini_style_through_an_audio_judge(tmp_path, server, capsys):
     assert metrics["system_means"]["style_following"]["systems"]["charlie-s2s"]["judge"] == 2.5
 
 
-def test_mini_style_blueprints_reach_the_prompt(tmp_path, server):
+def test_mini_style_blueprints_reach_the_prompt(tmp_path, server, style_example_with_blueprints):
     from trace_eval.bench import load_benchmark
 
-    bench = load_benchmark(MINI_STYLE)
+    bench = load_benchmark(style_example_with_blueprints)
     blueprints = [bench.blueprints_for(pair)[1] for pair in bench.pairs]
-    if any(bp is None for bp in blueprints):
-        pytest.skip(f"no blueprints in {MINI_STYLE}: run `python -m trace_eval blueprints {MINI_STYLE}`")
+    assert all(bp is not None for bp in blueprints)
     server.default = Reply(scores_json(style_following=3, style=3, realism=0))
-    outcome = judge(MINI_STYLE, server, tmp_path, rubric="style")
+    outcome = judge(style_example_with_blueprints, server, tmp_path, rubric="style")
     assert outcome.summary["status"]["ok"] == len(bench.pairs)
     keys = load_rubric("style").prompt().blueprint_keys
     texts = [prompt_text(body) for body in server.requests]
