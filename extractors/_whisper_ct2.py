@@ -7,6 +7,7 @@ fallback), so a re-run gives the same transcript.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,9 @@ class FasterWhisper:
     ):
         from faster_whisper import WhisperModel
 
+        # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
+        # another library (funasr) has configured the root logger.
+        logging.getLogger("faster_whisper").setLevel(logging.WARNING)
         kind, _, index = device.partition(":")
         self.model = WhisperModel(
             str(directory),
