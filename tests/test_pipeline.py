@@ -256,3 +256,10 @@ def test_show_prints_the_stored_blueprint(tmp_path, capsys):
     assert cli(["show", str(root / "audio" / "a.wav")]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["duration_s"] == pytest.approx(0.6) and "peak" in shown["test"]
+
+
+def test_list_names_every_registered_extractor(capsys):
+    assert cli(["blueprints", "--list"]) == 0
+    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    assert listed == set(REGISTRY)
+    assert cli(["blueprints"]) == 2  # no folder and no --list

@@ -8,7 +8,7 @@ HELP = "extract the audio cues of every clip of a benchmark folder into cached b
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bench", metavar="DIR", help="benchmark folder holding manifest.json or manifest.jsonl")
+    p.add_argument("bench", metavar="DIR", nargs="?", help="benchmark folder holding manifest.json or manifest.jsonl")
     p.add_argument("--only", metavar="NAMES", help="comma-separated extractors (their dependencies are added)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
     p.add_argument("--workers", type=int, default=None, help="decode/signal worker processes (default: all cores; 0: inline)")
@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         list_extractors()
         return 0
+    if not args.bench:
+        print("error: which benchmark folder? python -m trace_eval blueprints DIR (or --list)", file=sys.stderr)
+        return 2
     options = BlueprintOptions(
         only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
         device=args.device,
