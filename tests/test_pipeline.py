@@ -263,3 +263,18 @@ def test_list_names_every_registered_extractor(capsys):
     listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
     assert listed == set(REGISTRY)
     assert cli(["blueprints"]) == 2  # no folder and no --list
+
+
+def test_one_model_at_a_time_adds_up_its_passes(tmp_path, monkeypatch):
+    from trace_eval.pipeline import run_one_model_at_a_time
+
+    monkeypatch.setattr(Peak, "uses_gpu", True)  # a "GPU model" with a dependant, beside a CPU extractor
+    root = bench(tmp_path, {"q.wav": tone(0.6), "a.wav": tone(0.8), "b.wav": tone(1.0)})
+    summary = run_one_model_at_a_time(root, opts(only=["pitch"] + ONLY))
+    assert summary.computed == 3 and summary.cached == 0 and summary.ok
+    assert {name: counts["ok"] for name, counts in summary.sections.items()} == {
+        "pitch": 3, "test_peak": 3, "test_peak_db": 3}
+    blueprint = BlueprintStore(root).get_by_path("audio/a.wav")
+    assert {"pitch", "test_peak", "test_peak_db"} <= set(blueprint["provenance"]["extractors"])
+    again = run_one_model_at_a_time(root, opts(only=["pitch"] + ONLY))
+    assert again.computed == 0 and again.cached == 3

@@ -544,21 +544,46 @@ def _progress(total: int, enabled: bool):
 def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) -> RunSummary:
     """For small GPUs: one pass per GPU model (its dependants ride along), freeing it before the next.
 
-    Each pass is an ordinary resumable run restricted to some extractors, so
-    sections done by an earlier pass are simply cached in the later ones.
+    Each pass is an ordinary resumable run restricted to some extractors, so a pass
+    interrupted or repeated redoes nothing already stored. The summary adds the passes up.
     """
     device = resolve_device(options.device)
     extractors, _ = build_extractors(options, device)
     gpu = [e.name for e in extractors if e.uses_gpu]
     others = [e.name for e in extractors if not e.uses_gpu and not set(e.depends_on) & set(gpu)]
     passes = [others] + [[g] + [e.name for e in extractors if g in e.depends_on] for g in gpu]
-    summary = None
+    summaries = []
     for names in passes:
         if names:
-            summary = run_blueprints(bench_dir, dataclasses.replace(options, only=names, force=options.force))
+            summaries.append(run_blueprints(bench_dir, dataclasses.replace(options, only=names)))
             _free_gpu()
-    # The last pass reports on its own extractors; a final cached pass gives the full picture.
-    return run_blueprints(bench_dir, dataclasses.replace(options, force=False)) if summary else summary
+    return _combine(summaries, passes=[p for p in passes if p])
+
+
+def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary:
+    """One summary of several passes, each extractor counted in the pass that ran it."""
+    last = summaries[-1]
+    sections = {name: s.sections[name] for s, names in zip(summaries, passes) for name in names if name in s.sections}
+    seconds: dict[str, float] = defaultdict(float)
+    failures: dict[tuple, ClipFailure] = {}
+    for s in summaries:
+        for name, secs in s.seconds_per_extractor.items():
+            seconds[name] += secs
+        for f in s.failures:
+            failures[(f.path, f.stage)] = f
+    computed = max(s.computed for s in summaries)
+    combined = dataclasses.replace(
+        last,
+        computed=computed,
+        cached=last.unique_audio - last.failed - computed,
+        seconds_per_extractor={k: round(v, 3) for k, v in sorted(seconds.items())},
+        sections=sections,
+        failures=list(failures.values()),
+        unavailable={k: v for s in summaries for k, v in s.unavailable.items()},
+        wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
+    )
+    write_json(Path(last.bench) / "blueprints" / "summary.json", combined.to_json())
+    return combined
 
 
 def _free_gpu() -> None:
