@@ -62,3 +62,28 @@ def test_repeat_to_length_tiles_short_clips():
     assert repeat_to_length(x, 7).tolist() == [0, 1, 2, 0, 1, 2, 0]
     long = np.ones(10, dtype=np.float32)
     assert repeat_to_length(long, 5) is long
+
+
+@pytest.mark.parametrize("codec, suffix", [("pcm_s16le", ".mka"), ("aac", ".m4a")])
+def test_containers_libsndfile_cannot_read_decode_through_pyav(tmp_path, codec, suffix):
+    import av
+
+    path = tmp_path / f"stereo{suffix}"
+    t = np.arange(16000) / 16000
+    tone = (0.3 * np.sin(2 * np.pi * 330 * t)).astype(np.float32)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=16000, layout="stereo")
+        fmt = "s16" if codec == "pcm_s16le" else "fltp"
+        planes = np.stack([tone, tone])
+        if fmt == "s16":  # packed: interleaved samples in one plane
+            planes = (planes.T.reshape(1, -1) * 32767).astype(np.int16)
+        frame = av.AudioFrame.from_ndarray(planes, format=fmt, layout="stereo")
+        frame.sample_rate = 16000
+        for packet in stream.encode(frame):
+            container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    audio = load_audio(path)
+    assert audio.channels == 2 and audio.sample_rate == 16000
+    assert audio.duration_s == pytest.approx(1.0, abs=0.1)
+    assert np.abs(audio.samples).max() == pytest.approx(0.3, abs=0.05)

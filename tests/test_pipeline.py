@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from extractors import REGISTRY, ClipError, Extractor, Section, register
+from extractors import REGISTRY, ClipError, Extractor, ExtractorUnavailable, Section, register
 from trace_eval import pipeline
 from trace_eval.cli import main as cli
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
@@ -33,7 +33,11 @@ class Peak(Extractor):
     class Config:
         scale: float = 1.0
 
+    fail = False  # set by a test: every clip fails
+
     def extract_one(self, clip):
+        if Peak.fail:
+            raise ClipError("asked to fail")
         x = clip.samples(self.sample_rate)
         return Section({"test": {"peak": float(np.abs(x).max()) * self.config.scale}})
 
@@ -55,7 +59,9 @@ class PeakDb(Extractor):
             if PeakDb.interrupt_after is not None and PeakDb.calls > PeakDb.interrupt_after:
                 raise KeyboardInterrupt
             peak = clip.blueprint.get("test", {}).get("peak")
-            if not peak:
+            if peak is None:  # like speaking rate without words: null, with the reason
+                out.append(Section({"test": {"peak_db": None}}, {"test.peak_db": "no peak measured"}))
+            elif not peak:
                 out.append(ClipError("no peak to convert"))
             else:
                 out.append(Section({"test": {"peak_db": round(20 * np.log10(peak), 3)}}))
@@ -70,8 +76,9 @@ def test_extractors():
     register(Peak)
     register(PeakDb)
     yield
-    for name in ONLY:
+    for name in ONLY + ["test_broken", "test_unloadable"]:
         REGISTRY.pop(name, None)
+    Peak.fail = False
 
 
 def bench(tmp_path, files: dict[str, object], pairs=None):
@@ -278,3 +285,68 @@ def test_one_model_at_a_time_adds_up_its_passes(tmp_path, monkeypatch):
     assert {"pitch", "test_peak", "test_peak_db"} <= set(blueprint["provenance"]["extractors"])
     again = run_one_model_at_a_time(root, opts(only=["pitch"] + ONLY))
     assert again.computed == 0 and again.cached == 3
+
+
+def test_a_redone_section_takes_its_dependants_along(tmp_path):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    Peak.fail = True
+    first = run_blueprints(root, opts())
+    assert first.sections["test_peak"]["failed"] == 3 and first.sections["test_peak_db"]["ok"] == 3
+    Peak.fail = False
+    second = run_blueprints(root, opts())  # the failed peak is retried; peak_db must follow it
+    assert second.sections["test_peak"]["ok"] == 3 and second.sections["test_peak_db"]["ok"] == 3
+    assert BlueprintStore(root).get_by_path("audio/a.wav")["test"]["peak_db"] is not None
+
+
+class Unloadable(Extractor):
+    name = "test_unloadable"
+    version = "1"
+    outputs = ("test.unloadable",)
+
+    def load(self):
+        raise ExtractorUnavailable("no weights; pass --set test_unloadable.model_path=DIR")
+
+    def extract_one(self, clip):
+        raise AssertionError("never called")
+
+
+class Broken(Extractor):
+    name = "test_broken"
+    version = "1"
+    outputs = ("agent_audio_properties.Mean_Pitch_Hz",)
+
+    def extract_one(self, clip):
+        return Section({"agent_audio_properties": {"Mean_Pitch_Hz": "n/a"}})
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_per_clip_extractor_that_cannot_load_is_unavailable_once(tmp_path, workers):
+    register(Unloadable)
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    first = run_blueprints(root, opts(only=["test_unloadable", "test_peak"], workers=workers))
+    assert "--set test_unloadable.model_path=DIR" in first.unavailable["test_unloadable"]
+    assert first.sections["test_unloadable"]["unavailable"] == 3 and first.ok
+    again = run_blueprints(root, opts(only=["test_unloadable", "test_peak"], workers=workers))
+    assert again.computed == 0 and again.cached == 3  # nothing to redo for the same reason
+
+
+def test_values_the_schema_forbids_fail_that_section_only(tmp_path):
+    register(Broken)
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    summary = run_blueprints(root, opts(only=["test_broken", "test_peak"]))
+    assert summary.ok and summary.sections["test_broken"]["failed"] == 3
+    assert "schema does not allow" in summary.failures[0].reason
+    blueprint = BlueprintStore(root).get_by_path("audio/a.wav")
+    assert "Mean_Pitch_Hz" not in blueprint.get("agent_audio_properties", {}) and "peak" in blueprint["test"]
+
+
+def test_one_model_at_a_time_keeps_the_failures_of_every_pass(tmp_path, monkeypatch):
+    from trace_eval.pipeline import run_one_model_at_a_time
+
+    monkeypatch.setattr(PeakDb, "uses_gpu", True)  # passes: [test_peak], then [test_peak_db]
+    Peak.fail = True
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    summary = run_one_model_at_a_time(root, opts())
+    lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
+    assert {(f["path"], f["stage"]) for f in lines} == {(f"audio/{n}", "test_peak") for n in ("q.wav", "a.wav", "b.wav")}
+    assert len(summary.failures) == 3

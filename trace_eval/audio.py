@@ -68,11 +68,16 @@ def _decode_av(path: Path) -> tuple[np.ndarray, int]:
         stream = next((s for s in container.streams if s.type == "audio"), None)
         if stream is None:
             raise AudioLoadingError(f"{path}: no audio stream")
-        frames = [f.to_ndarray() for f in container.decode(stream)]
+        frames = []
+        for frame in container.decode(stream):
+            array = frame.to_ndarray()  # planar: (channels, n); packed: (1, n * channels), interleaved
+            if not frame.format.is_planar:
+                array = array.reshape(-1, len(frame.layout.channels)).T
+            frames.append(array)
         sr = stream.rate
     if not frames:
         raise AudioLoadingError(f"{path}: no audio frames")
-    data = np.concatenate(frames, axis=1).T.astype(np.float32)  # (samples, channels) after planar decode
+    data = np.concatenate(frames, axis=1).T.astype(np.float32)  # (samples, channels)
     if np.issubdtype(frames[0].dtype, np.integer):
         data /= float(np.iinfo(frames[0].dtype).max)
     return data, sr

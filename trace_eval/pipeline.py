@@ -31,7 +31,7 @@ from extractors import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailabl
 from trace_eval.audio import Audio, AudioLoadingError, load_audio
 from trace_eval.bench import Benchmark, load_benchmark
 from trace_eval.io import write_json
-from trace_eval.store import BlueprintStore, apply_section, new_blueprint
+from trace_eval.store import BlueprintStore, apply_section, new_blueprint, section_errors
 
 __all__ = [
     "BlueprintOptions",
@@ -360,23 +360,32 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
             continue
         blueprint = store.get(sha)
         current = (blueprint or {}).get("provenance", {}).get("extractors", {})
-        needed = [
-            e.name for e in extractors
-            if options.force or current.get(e.name, {}).get("fingerprint") != fps[e.name]
-            or current.get(e.name, {}).get("status") != "ok"
-        ]
+        needed: list[str] = []
+        for e in extractors:  # dependencies come first, so a redone one takes its dependants along
+            entry = current.get(e.name, {})
+            if (options.force or entry.get("fingerprint") != fps[e.name] or entry.get("status") != "ok"
+                    or any(d in needed for d in e.depends_on)):
+                needed.append(e.name)
         jobs[sha] = _Job(rel, sha, blueprint, needed)
     store.save_index()
 
     # 2. Load what has work to do; a model that cannot load makes its sections unavailable.
     active = {n for j in jobs.values() for n in j.needed}
     in_workers = [e for e in extractors if e.name in active and runs_in_workers(e)]
+    for ext in in_workers:  # light by design; loaded here too, so that one that cannot load is known here
+        try:
+            ext.load()
+        except ExtractorUnavailable as e:
+            unavailable[ext.name] = str(e)
+    in_workers = [e for e in in_workers if e.name not in unavailable]
     in_main = [e for e in extractors if e.name in active and e not in in_workers]
     specs = [(e.name, e.config) for e in in_workers]
     workers = options.workers if options.workers is not None else (os.cpu_count() or 1)
     pool = _start_pool(workers, specs) if in_workers or in_main else _InlineExecutor([])
     try:
         for ext in in_main:
+            if ext.name in unavailable:
+                continue
             missing = [d for d in ext.depends_on if d in unavailable]
             if missing:
                 unavailable[ext.name] = f"depends on {', '.join(missing)}, which is unavailable"
@@ -502,6 +511,9 @@ def _record(bp: dict, ext: Extractor, fingerprint: str, result: Any, secs: float
     if isinstance(result, Section):
         try:
             result = Section(_plain(result.values), result.null_reasons)
+            problems = section_errors(result.values)
+            if problems:
+                raise ValueError(f"values the blueprint schema does not allow: {'; '.join(problems[:3])}")
         except ValueError as e:
             result = ClipError(f"{ext.name} returned {e}")
     if isinstance(result, Section):
@@ -582,7 +594,9 @@ def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary
         unavailable={k: v for s in summaries for k, v in s.unavailable.items()},
         wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
     )
-    write_json(Path(last.bench) / "blueprints" / "summary.json", combined.to_json())
+    store_dir = BlueprintStore(last.bench).dir
+    write_json(store_dir / "summary.json", combined.to_json())
+    _write_failures(store_dir / "failures.jsonl", combined.failures)
     return combined
 
 

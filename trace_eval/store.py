@@ -23,7 +23,7 @@ from trace_eval.audio import sha256_file
 from trace_eval.io import read_json, write_json
 from trace_eval.schemas import validation_errors
 
-__all__ = ["BlueprintStore", "FORMAT_VERSION", "new_blueprint", "apply_section", "get_dotted", "set_dotted"]
+__all__ = ["BlueprintStore", "FORMAT_VERSION", "new_blueprint", "apply_section", "section_errors", "get_dotted", "set_dotted"]
 
 FORMAT_VERSION = 1
 STORE_DIRNAME = "blueprints"
@@ -64,6 +64,12 @@ def new_blueprint(sha256: str, duration_s: float | None, sample_rate: int | None
         "channels": channels,
         "provenance": {"audio_sha256": sha256, "extractors": {}},
     }
+
+
+def section_errors(values: dict) -> list[str]:
+    """Schema problems of one extractor's values, checked before they enter a blueprint."""
+    skeleton = new_blueprint("0" * 64, 0.0, None, None)
+    return validation_errors("blueprint", {**skeleton, **{k: v for k, v in values.items() if k not in skeleton}})
 
 
 def apply_section(blueprint: dict, outputs: tuple[str, ...], entry: dict, values: dict | None) -> None:
