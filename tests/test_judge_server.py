@@ -210,6 +210,21 @@ def test_samples_majority_and_sample_index_in_the_cache_key(tmp_path, server):
     assert server.request_count == 4  # samples 0-2 are cached, only sample 3 is new
 
 
+def test_samples_majority_is_over_the_usable_answers(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 2)
+    # pair 0: one of three answers is garbage; pair 1: every answer is garbage
+    server.push(Reply(verdict_json("2", "1", "both_bad")), Reply("no verdict here"),
+                Reply(verdict_json("2", "both_good", "both_bad")),
+                Reply("nothing"), Reply("still nothing"), Reply("no"))
+    outcome = judge(bench, server, tmp_path, samples=3, temperature=0.7, repair_attempts=0, concurrency=1)
+    records = _by_id(outcome)
+    usable = records["p0000"]
+    assert usable["status"] == "ok" and "1 of 3 answers unusable" in usable["reason"]
+    assert usable["verdicts"] == {"content": "2", "voice_quality": "1", "paralinguistics": "both_bad"}
+    assert [s["status"] for s in sorted(usable["samples"], key=lambda s: s["sample"])] == ["ok", "invalid", "ok"]
+    assert records["p0001"]["status"] == "invalid" and records["p0001"]["verdicts"]["content"] is None
+
+
 def test_drop_hides_blueprint_groups_from_the_request(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
     judge(bench, server, tmp_path, drop=("emotion", "quality"))

@@ -614,18 +614,19 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
     """The results.jsonl line of one item from its answers (see runfolder for the fields)."""
     rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     failing = [u for u in units if u.status != "ok"]
-    first = units[0]
     verdicts: dict[str, Any] = {dim: None for dim in dimensions or rubric.names}
+    # The majority is over the usable answers: one unusable sample of several does not sink the
+    # item, as long as every order judged has at least one usable answer (each stays in `samples`).
+    usable = {order: [u.verdicts for u in units if u.order == order and u.status == "ok" and u.verdicts]
+              for order in (("original", "swapped") if options.swap else ("original",))}
     orders: dict[str, dict[str, Any]] = {}
-    if not failing:
-        for order in ("original", "swapped"):
-            samples = [u.verdicts for u in units if u.order == order and u.verdicts]
-            if samples:
-                orders[order] = majority(samples)
+    if all(usable.values()):
+        orders = {order: majority(samples) for order, samples in usable.items()}
         verdicts = (resolve_orders(orders["original"], orders["swapped"], rubric.spaces()) if options.swap
                     else dict(orders["original"]))
-        status, reason = "ok", None
-        shown = first
+        status = "ok"
+        reason = f"{len(failing)} of {len(units)} answers unusable; majority of the rest" if failing else None
+        shown = next(u for u in units if u.status == "ok")
     else:
         status = next(s for s in STATUS_PRECEDENCE if any(u.status == s for u in failing))
         shown = next(u for u in failing if u.status == status)
