@@ -57,7 +57,7 @@ CUES_MODEL = "cues"
 STRUCTURED_CHOICES = ("auto", "on", "off")
 # Settings that change answers: a run folder is resumed only with the same ones.
 RESUME_KEYS = ("bench", "model", "api_base", "rubric", "rubric_version", "judge", "prompt_version", "drop",
-               "samples", "swap", "temperature", "max_tokens", "structured", "repair_attempts")
+               "samples", "swap", "temperature", "max_tokens", "structured", "repair_attempts", "cues")
 # What a run folder written before a setting existed was made with.
 _BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1"}
 
