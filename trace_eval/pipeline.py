@@ -397,13 +397,14 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    # A section already recorded as unavailable, for the same reason, stays as it is: nothing to redo.
+    # A section already recorded as unavailable stays as it is while the extractor still cannot
+    # run: nothing to redo (the reason's wording, e.g. a network error, may differ between runs).
     for job in jobs.values():
         stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {})
         job.needed = [
             n for n in job.needed
             if not (n in unavailable and stored.get(n, {}).get("status") == "unavailable"
-                    and stored[n].get("fingerprint") == fps[n] and stored[n].get("reason") == unavailable[n])
+                    and stored[n].get("fingerprint") == fps[n])
         ]
 
     todo = [j for j in jobs.values() if j.needed]
