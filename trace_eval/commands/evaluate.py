@@ -110,7 +110,7 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         return 2
     rubric = _rubric_of_runs(args.runs, args.rubric)
     if not rubric.trace_report:
-        return _evaluate_rubric(args, out, rubric)
+        return _evaluate_rubric(args, out, rubric, settings)
     files = evaluate_folders(args.runs, out, labels=args.labels, policy=args.fusion, settings=settings)
     from trace_eval.evaluation.report import percent
 
@@ -123,14 +123,14 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     return 0
 
 
-def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric) -> int:
+def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric, settings: BootstrapSettings) -> int:
     from trace_eval.evaluation import evaluate_rubric_folders
 
     if args.fusion:
         print(f"error: --fusion re-fuses TRACE verdicts; the {rubric.name} rubric has no overall label",
               file=sys.stderr)
         return 2
-    files = evaluate_rubric_folders(args.runs, out, rubric, labels=args.labels)
+    files = evaluate_rubric_folders(args.runs, out, rubric, labels=args.labels, settings=settings)
     for run in files.metrics["runs"]:
         shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
         print(f"{run['name']} ({rubric.name}): {'; '.join(shown) or 'no metric computable'}; "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -78,6 +79,20 @@ class PairedBootstrap:
                 onehot[item, index[a] * k + index[b]] = 1.0
         self.add(key, list(onehot.T), metrics.kappa_statistic)
 
+    def add_mean(self, key: Hashable, sums: np.ndarray, counts: np.ndarray) -> None:
+        """A mean of values that items carry: sum(sums) / sum(counts) over the items.
+
+        An item may carry several values (counts above 1, e.g. one per rubric
+        dimension); they stay together in every resample.
+        """
+        self.add(key, [sums, counts], metrics.ratio)
+
+    def add_pearson(self, key: Hashable, x: np.ndarray, y: np.ndarray, present: np.ndarray, min_items: int = 3) -> None:
+        """Pearson correlation of x and y over the items where `present` is 1; undefined below `min_items` of them."""
+        x, y, present = (np.asarray(a, dtype=float) for a in (x, y, present))
+        x, y = x * present, y * present
+        self.add(key, [present, x, y, x * x, y * y, x * y], partial(pearson_statistic, min_items=min_items))
+
     def estimate(self, settings: BootstrapSettings) -> dict[Hashable, Estimate]:
         """Point value (all items once) and percentile interval of every registered statistic."""
         if not self._entries:
@@ -99,3 +114,18 @@ class PairedBootstrap:
 class Estimate:
     value: float | None
     interval: tuple[float, float] | None
+
+
+# A spread this small next to the squares themselves is rounding: the scores are constant.
+_CONSTANT_SPREAD = 1e-12
+
+
+def pearson_statistic(totals: np.ndarray, min_items: int = 3) -> np.ndarray:
+    """Pearson's r from the last axis (n, sum x, sum y, sum x², sum y², sum xy); NaN where
+    fewer than `min_items` items or either side is constant."""
+    n, sx, sy, sxx, syy, sxy = np.moveaxis(np.asarray(totals, dtype=float), -1, 0)
+    spread_x, spread_y = n * sxx - sx**2, n * syy - sy**2
+    constant = (spread_x <= _CONSTANT_SPREAD * n * sxx) | (spread_y <= _CONSTANT_SPREAD * n * syy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (n * sxy - sx * sy) / np.sqrt(spread_x * spread_y)
+    return np.where((n < min_items) | constant, np.nan, np.clip(r, -1.0, 1.0))

@@ -1,17 +1,25 @@
 """Evaluation of runs judged with a rubric other than TRACE: the metrics the rubric lists
 (trace_eval/evaluation/scores.py), per run and dimension, written as metrics.json,
-report.md and report.html."""
+report.md and report.html.
+
+Every slot a metric gives columns for gets a bootstrap interval, beside the metrics
+in the run's "intervals" (same keys): one PairedBootstrap over the evaluated items
+serves every run, so the intervals of different runs are paired, as in the TRACE report.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from trace_eval.io import atomic_write_text, write_json
 from trace_eval.rubrics import Rubric
 
 from . import report, scores
 from .analysis import EvaluationError
+from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
 from .records import read_run_folder, unique_names
 
 FORMAT_VERSION = 1
@@ -84,7 +92,88 @@ def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
             and isinstance(s.get("verdicts"), dict)]
 
 
-def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str]) -> dict[str, Any]:
+_MISSING = object()
+
+
+def _at(slots: dict[str, Any], path: scores.SlotPath) -> Any:
+    """What `path` leads to in a metric's result, or _MISSING where the metric reports no such slot."""
+    node: Any = slots
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+def _put(tree: dict[str, Any], path: scores.SlotPath, leaf: dict[str, Any]) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = leaf
+
+
+@dataclass
+class _Intervals:
+    """Registers the columns of every run's slots with one bootstrap; `fill` then writes the intervals."""
+
+    ids: list[str]  # every evaluated item, in the order of the bootstrap's rows
+    boot: PairedBootstrap = field(init=False)
+    _row: dict[str, int] = field(init=False)
+    _leaves: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # filled in by `fill`
+
+    def __post_init__(self) -> None:
+        self.boot = PairedBootstrap(len(self.ids))
+        self._row = {item: row for row, item in enumerate(self.ids)}
+
+    def of_metric(self, key: tuple, slots: dict[str, Any],
+                  columns: dict[scores.SlotPath, scores.Columns]) -> dict[str, Any]:
+        """One metric's intervals, keyed like its slots: {"ci95": [low, high]} or {"ci95": None, "reason": ...}.
+
+        `key` (run, metric) keeps the statistics of different runs and metrics apart.
+        """
+        intervals: dict[str, Any] = {}
+        for path, spec in columns.items():
+            node = _at(slots, path)
+            if node is _MISSING:
+                continue
+            value, reason = (node.get("value"), node.get("reason")) if isinstance(node, dict) else (node, None)
+            if value is None:
+                _put(intervals, path, {"ci95": None, "reason": reason or "no value on these items"})
+                continue
+            if len(spec.pairs if isinstance(spec, scores.PairColumns) else spec.counts) < 2:
+                # Resampling one item always gives its own value back: a zero-width interval would mislead.
+                _put(intervals, path, {"ci95": None, "reason": "one item: nothing to resample"})
+                continue
+            leaf: dict[str, Any] = {}
+            _put(intervals, path, leaf)
+            self._leaves[(*key, *path)] = leaf
+            self._register((*key, *path), spec)
+        return intervals
+
+    def _register(self, key: tuple, spec: scores.Columns) -> None:
+        if isinstance(spec, scores.MeanColumns):
+            self.boot.add_mean(key, self._column(spec.sums), self._column(spec.counts))
+        else:
+            judge = self._column({item: j for item, (j, _) in spec.pairs.items()})
+            human = self._column({item: h for item, (_, h) in spec.pairs.items()})
+            present = self._column(dict.fromkeys(spec.pairs, 1.0))
+            self.boot.add_pearson(key, judge, human, present, min_items=scores.PEARSON_MIN_ITEMS)
+
+    def _column(self, by_item: dict[str, float]) -> np.ndarray:
+        column = np.zeros(len(self.ids))
+        for item, value in by_item.items():
+            column[self._row[item]] = value
+        return column
+
+    def fill(self, settings: BootstrapSettings) -> None:
+        for key, estimate in self.boot.estimate(settings).items():
+            leaf = self._leaves[key]
+            leaf["ci95"] = list(estimate.interval) if estimate.interval else None
+            if estimate.interval is None:
+                leaf["reason"] = "undefined in every bootstrap resample"
+
+
+def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
+               intervals: _Intervals) -> dict[str, Any]:
     items, failed = [], []
     by_status: dict[str, int] = {}
     for item_id, raw in run.raws.items():
@@ -101,6 +190,8 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
         orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
         items.append(scores.ItemScores(item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}),
                                        _samples(raw), orders))
+    metrics = scores.compute(rubric, items)
+    columns = scores.compute_columns(rubric, items)
     return {
         "name": run.name,
         "path": str(run.path),
@@ -117,13 +208,15 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
             "not_in_benchmark": sum(i not in human.labels for i in run.raws),
             "not_judged": sum(i not in run.raws for i in ids),
         },
-        "metrics": scores.compute(rubric, items),
+        "metrics": metrics,
+        "intervals": {name: intervals.of_metric((index, name), metrics[name], columns[name]) for name in columns},
         "failed": failed,
         "problems": list(run.problems),
     }
 
 
-def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabels) -> dict[str, Any]:
+def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabels,
+                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
     """metrics.json of runs judged with `rubric` (any but TRACE) against the human labels."""
     if not runs:
         raise EvaluationError("no judge run to evaluate")
@@ -132,6 +225,9 @@ def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabe
     if not ids:
         raise EvaluationError("no id of the judge run(s) is in the benchmark's manifest; "
                               "check --labels points at the benchmark that was judged")
+    intervals = _Intervals(ids)
+    blocks = [_run_block(run, rubric, human, ids, index, intervals) for index, run in enumerate(runs)]
+    intervals.fill(settings)
     return {
         "format_version": FORMAT_VERSION,
         "rubric": {"name": rubric.name, "version": rubric.id, "file": str(rubric.path) if rubric.path else None,
@@ -142,7 +238,8 @@ def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabe
             "in_benchmark": len(human.labels),
             "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in rubric.names},
         },
-        "runs": [_run_block(run, rubric, human, ids) for run in runs],
+        "bootstrap": settings.describe(),
+        "runs": blocks,
         "label_problems": human.problems,
         "definitions": {name: scores.METRICS[name].description for name in rubric.metrics},
     }
@@ -157,14 +254,15 @@ class RubricEvaluationFiles:
 
 
 def evaluate_rubric_folders(run_dirs: list[str | Path], out: str | Path, rubric: Rubric,
-                            labels: str | Path | None = None) -> RubricEvaluationFiles:
+                            labels: str | Path | None = None,
+                            settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> RubricEvaluationFiles:
     """Evaluate run folders judged with `rubric` and write metrics.json, report.md and report.html into `out`."""
     paths = [Path(p) for p in run_dirs]
     runs = [RubricRun(name, path, *read_run_folder(path)) for path, name in zip(paths, unique_names(paths))]
     bench = labels or _bench_of(runs)
     human = load_human_labels(bench, rubric)
     metrics = {"bench": str(Path(bench).resolve()), "labels_manifest": str(human.manifest),
-               **evaluate_rubric_runs(runs, rubric, human)}
+               **evaluate_rubric_runs(runs, rubric, human, settings)}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     blocks = build_blocks(metrics)
@@ -184,13 +282,23 @@ def _bench_of(runs: list[RubricRun]) -> str:
 
 # -- report -----------------------------------------------------------------------------
 
-def _cell(metric: str, slot: dict[str, Any] | None) -> str:
+def _bounds(interval: dict[str, Any] | None, share: bool = False, digits: int = 3) -> str:
+    """" [65.0–77.1]" for a share, " [0.412, 0.730]" otherwise; "" without an interval."""
+    ci95 = (interval or {}).get("ci95")
+    if not ci95:
+        return ""
+    low, high = ci95
+    return f" [{low * 100:.1f}–{high * 100:.1f}]" if share else f" [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _cell(metric: str, slot: dict[str, Any] | None, interval: dict[str, Any] | None = None) -> str:
     if not slot:
         return "—"
     if slot.get("value") is None:
         return f"n/a ({slot['reason']})" if slot.get("reason") else "n/a"
     value = slot["value"]
-    text = f"{value:.1%}" if metric in _SHARES else f"{value:.3f}"
+    share = metric in _SHARES
+    text = (f"{value:.1%}" if share else f"{value:.3f}") + _bounds(interval, share)
     if "mean_std" in slot:
         text += f", std {slot['mean_std']:.2f}"
     return f"{text} (n={slot['n']})"
@@ -200,14 +308,21 @@ def _mean(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+def _mean_interval(interval: dict[str, Any] | None) -> str:
+    return _bounds(interval, digits=2).strip() or "—"
+
+
 def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
     rubric = metrics["rubric"]
     runs = metrics["runs"]
+    boot = metrics["bootstrap"]
     blocks: list[report.Block] = [
         report.Heading(1, f"trace-eval evaluation: {rubric['name']} rubric"),
         report.Paragraph(f"Benchmark `{metrics['bench']}` (labels from `{metrics['labels_manifest']}`): "
                          f"{metrics['items']['evaluated']} items judged by at least one run. Rubric "
-                         f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}."),
+                         f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}. Intervals are "
+                         f"{boot['confidence']:.0%} {boot['method']}, {boot['resamples']} resamples, "
+                         f"seed {boot['seed']}."),
         report.Table(["run", "model", "prompt", "in run", "scored", "failed", "not in benchmark"],
                      [[r["name"], str(r.get("model") or "—"), str(r.get("prompt_version") or "—"),
                        str(r["items"]["in_run"]), str(r["items"]["scored"]), str(r["items"]["failed"]),
@@ -220,7 +335,8 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
             continue
         columns = list(dict.fromkeys(key for r in runs for key in r["metrics"][name]))
         blocks.append(report.Table(["run", *columns],
-                                   [[r["name"], *[_cell(name, r["metrics"][name].get(c)) for c in columns]]
+                                   [[r["name"], *[_cell(name, r["metrics"][name].get(c),
+                                                        r["intervals"].get(name, {}).get(c)) for c in columns]]
                                     for r in runs]))
     if metrics["label_problems"]:
         blocks += [report.Heading(2, "Human labels left out")]
@@ -242,8 +358,12 @@ def _system_blocks(runs: list[dict[str, Any]]) -> list[report.Block]:
     blocks: list[report.Block] = []
     for r in runs:
         for dimension, slot in r["metrics"]["system_means"].items():
-            rows = [[system, _mean(v["judge"]), str(v["judge_n"]), _mean(v["human"]), str(v["human_n"])]
+            intervals = r["intervals"].get("system_means", {}).get(dimension, {}).get("systems", {})
+            rows = [[system, _mean(v["judge"]), str(v["judge_n"]), _mean(v["human"]), str(v["human_n"]),
+                     _mean_interval(intervals.get(system, {}).get("judge")),
+                     _mean_interval(intervals.get(system, {}).get("human"))]
                     for system, v in slot["systems"].items()]
             blocks += [report.Paragraph(f"**{r['name']}**, {dimension}:"),
-                       report.Table(["system", "judge mean", "n", "human mean", "n"], rows)]
+                       report.Table(["system", "judge mean", "n", "human mean", "n", "judge 95% CI", "human 95% CI"],
+                                    rows)]
     return blocks

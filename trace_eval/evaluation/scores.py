@@ -6,8 +6,12 @@ dimension it applies to, plus "all" where pooling the dimensions means
 something. A slot is {"value": number or None, "n": items, ...}; a None value
 comes with its "reason", never a NaN.
 
-    @register("accuracy", "judge label equals the human label")
+    @register("accuracy", "judge label equals the human label", columns=_resampled_means(_hits))
     def accuracy(rubric, items): ...
+
+A metric's `columns` gives, for the slots that get a bootstrap interval, the
+per-item values the slot is computed from (`MeanColumns`, `PairColumns`), keyed
+by the slot's path; the evaluation resamples the items of every run together.
 
 The whole TRACE report (4-, 3-, 2-way accuracy, kappa, fusion table, probes,
 McNemar) is not one of these: a rubric asks for it with `metrics: [trace]`.
@@ -22,7 +26,8 @@ from typing import Any
 
 from trace_eval.rubrics import Rubric
 
-__all__ = ["METRICS", "ItemScores", "Metric", "UnknownMetric", "agreement_credit", "compute", "register"]
+__all__ = ["METRICS", "ItemScores", "MeanColumns", "Metric", "PairColumns", "UnknownMetric", "agreement_credit",
+           "compute", "compute_columns", "register"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,34 @@ Compute = Callable[[Rubric, list[ItemScores]], dict[str, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
+class MeanColumns:
+    """A slot that is a mean of values carried by items: each item's sum of values and how many it has.
+
+    An item with values on several dimensions (a pooled "all") keeps them together when resampled.
+    """
+
+    sums: dict[str, float]  # item id -> sum of the item's values
+    counts: dict[str, int]  # item id -> how many values the item has
+
+
+@dataclass(frozen=True)
+class PairColumns:
+    """A correlation slot: each item's (judge, human) scores."""
+
+    pairs: dict[str, tuple[float, float]]  # item id -> (judge score, human score)
+
+
+Columns = MeanColumns | PairColumns
+SlotPath = tuple[str, ...]  # keys from a metric's result down to a value: ("all",), ("style", "systems", "a", "judge")
+ColumnsOf = Callable[[Rubric, list[ItemScores]], dict[SlotPath, Columns]]
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     description: str  # one line, written to metrics.json and the report
     compute: Compute
+    columns: ColumnsOf | None = None  # what the bootstrap intervals of its slots are computed from
 
 
 METRICS: dict[str, Metric] = {}
@@ -54,11 +83,11 @@ class UnknownMetric(ValueError):
     """A rubric names a metric that is not registered."""
 
 
-def register(name: str, description: str) -> Callable[[Compute], Compute]:
+def register(name: str, description: str, columns: ColumnsOf | None = None) -> Callable[[Compute], Compute]:
     def decorate(function: Compute) -> Compute:
         if name in METRICS:
             raise ValueError(f"metric {name!r} is registered twice")
-        METRICS[name] = Metric(name, description, function)
+        METRICS[name] = Metric(name, description, function, columns)
         return function
 
     return decorate
@@ -73,18 +102,50 @@ def compute(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict
     return {name: METRICS[name].compute(rubric, items) for name in rubric.metrics}
 
 
+def compute_columns(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[SlotPath, Columns]]:
+    """The bootstrap columns of every metric the rubric lists that has them, by name."""
+    return {name: columns(rubric, items) for name in rubric.metrics
+            if name in METRICS and (columns := METRICS[name].columns)}
+
+
 # -- helpers ----------------------------------------------------------------------------
+
+PerItem = dict[str, float]  # item id -> the item's value on one dimension
+
+
+def _both_by_id(items: list[ItemScores], dim: str) -> dict[str, tuple[Any, Any]]:
+    """(judge, human) labels of the items that have both on `dim`, by item id."""
+    return {i.id: (i.judged[dim], i.human[dim]) for i in items
+            if i.judged is not None and i.judged.get(dim) is not None and i.human.get(dim) is not None}
+
 
 def _both(items: list[ItemScores], dim: str) -> list[tuple[Any, Any]]:
     """(judge, human) labels of the items that have both on `dim`."""
-    return [(i.judged[dim], i.human[dim]) for i in items
-            if i.judged is not None and i.judged.get(dim) is not None and i.human.get(dim) is not None]
+    return list(_both_by_id(items, dim).values())
 
 
 def _mean_slot(values: list[float], empty: str, **extra: Any) -> dict[str, Any]:
     if not values:
         return {"value": None, "n": 0, "reason": empty}
     return {"value": sum(values) / len(values), "n": len(values), **extra}
+
+
+def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, PerItem]]) -> ColumnsOf:
+    """Columns of a metric whose slots are means of `values_of`: one slot per dimension, and "all" pooled."""
+    def columns(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
+        per_dim = values_of(rubric, items)
+        result: dict[SlotPath, Columns] = {
+            (dim,): MeanColumns(values, dict.fromkeys(values, 1)) for dim, values in per_dim.items()}
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for values in per_dim.values():
+            for item, value in values.items():
+                sums[item] = sums.get(item, 0.0) + value
+                counts[item] = counts.get(item, 0) + 1
+        result[("all",)] = MeanColumns(sums, counts)  # used only where the metric reports "all"
+        return result
+
+    return columns
 
 
 def _dims(rubric: Rubric, numeric: bool | None = None) -> list[str]:
@@ -103,11 +164,16 @@ NO_LABELS = "no item has both a judge label and a human label on this dimension"
 
 # -- metrics ----------------------------------------------------------------------------
 
-@register("accuracy", "judge label equals the human label (exact match; human means such as 3.5 never match)")
+def _hits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
+    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()} for dim in _dims(rubric)}
+
+
+@register("accuracy", "judge label equals the human label (exact match; human means such as 3.5 never match)",
+          columns=_resampled_means(_hits))
 def accuracy(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots, pooled = {}, []
-    for dim in _dims(rubric):
-        hits = [float(j == h) for j, h in _both(items, dim)]
+    for dim, by_item in _hits(rubric, items).items():
+        hits = list(by_item.values())
         slots[dim] = _mean_slot(hits, NO_LABELS, correct=int(sum(hits)))
         pooled += hits
     if len(slots) > 1:
@@ -123,37 +189,52 @@ def agreement_credit(judge: Any, human: Any, ties: frozenset) -> float:
     return 0.5 if judge_tie != human_tie else 0.0
 
 
+def _credits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
+    return {dim: {i: agreement_credit(j, h, rubric.dimension(dim).labels.ties)
+                  for i, (j, h) in _both_by_id(items, dim).items()}
+            for dim in _dims(rubric, numeric=False)}
+
+
 @register("agreement", "pairwise agreement with humans: 1 for the same label, 0.5 when one side says tie "
-                       "(the other names a winner), 0 for opposite winners")
+                       "(the other names a winner), 0 for opposite winners", columns=_resampled_means(_credits))
 def agreement(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots, pooled = {}, []
-    for dim in _dims(rubric, numeric=False):
-        ties = rubric.dimension(dim).labels.ties
-        credits = [agreement_credit(j, h, ties) for j, h in _both(items, dim)]
+    for dim, by_item in _credits(rubric, items).items():
+        credits = list(by_item.values())
         slots[dim] = _mean_slot(credits, NO_LABELS, credit=sum(credits))
         pooled += credits
     return _pool(slots, pooled, NO_LABELS)
 
 
-@register("position_consistency", "share of items whose label stays the same when the two responses are shown "
-                                  "in the other order (judge --swap)")
-def position_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
+def _same_in_both_orders(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
     swapped = [i for i in items if i.orders and i.orders.get("original") and i.orders.get("swapped")]
+    return {dim: {i.id: float(i.orders["original"][dim] == i.orders["swapped"][dim])  # type: ignore[index]
+                  for i in swapped if dim in i.orders["original"]}  # type: ignore[index]
+            for dim in _dims(rubric, numeric=False)}
+
+
+@register("position_consistency", "share of items whose label stays the same when the two responses are shown "
+                                  "in the other order (judge --swap)", columns=_resampled_means(_same_in_both_orders))
+def position_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     empty = "judged without --swap: run the judge with --swap to measure it"
     slots, pooled = {}, []
-    for dim in _dims(rubric, numeric=False):
-        same = [float(i.orders["original"][dim] == i.orders["swapped"][dim])  # type: ignore[index]
-                for i in swapped if dim in i.orders["original"]]  # type: ignore[index]
+    for dim, by_item in _same_in_both_orders(rubric, items).items():
+        same = list(by_item.values())
         slots[dim] = _mean_slot(same, empty)
         pooled += same
     return _pool(slots, pooled, empty)
 
 
-@register("mae", "mean absolute difference between the judge's and the human score")
+def _errors(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
+    return {dim: {i: abs(float(j) - float(h)) for i, (j, h) in _both_by_id(items, dim).items()}
+            for dim in _dims(rubric, numeric=True)}
+
+
+@register("mae", "mean absolute difference between the judge's and the human score", columns=_resampled_means(_errors))
 def mae(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots, pooled = {}, []
-    for dim in _dims(rubric, numeric=True):
-        errors = [abs(float(j) - float(h)) for j, h in _both(items, dim)]
+    for dim, by_item in _errors(rubric, items).items():
+        errors = list(by_item.values())
         slots[dim] = _mean_slot(errors, NO_LABELS)
         pooled += errors
     scales = {rubric.dimension(d).labels.values for d in slots}
@@ -163,8 +244,13 @@ def mae(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
 PEARSON_MIN_ITEMS = 3  # with two items the correlation is always +1 or -1
 
 
+def _score_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
+    return {(dim,): PairColumns({i: (float(j), float(h)) for i, (j, h) in _both_by_id(items, dim).items()})
+            for dim in _dims(rubric, numeric=True)}
+
+
 @register("pearson", "Pearson correlation between the judge's and the human scores over the items "
-                     f"(at least {PEARSON_MIN_ITEMS})")
+                     f"(at least {PEARSON_MIN_ITEMS})", columns=_score_pairs)
 def pearson(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from scipy import stats
 
@@ -186,18 +272,34 @@ def pearson(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]
     return slots
 
 
+def _system_scores(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict[str, PerItem]]]:
+    """dimension -> system -> "judge" or "human" -> the scores of that system's items, by item id."""
+    result = {}
+    for dim in _dims(rubric, numeric=True):
+        systems: dict[str, dict[str, PerItem]] = {}
+        for item in items:
+            entry = systems.setdefault(item.system or "(unnamed)", {"judge": {}, "human": {}})
+            if item.judged is not None and item.judged.get(dim) is not None:
+                entry["judge"][item.id] = float(item.judged[dim])
+            if item.human.get(dim) is not None:
+                entry["human"][item.id] = float(item.human[dim])
+        result[dim] = systems
+    return result
+
+
+def _system_columns(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
+    return {(dim, "systems", system, side): MeanColumns(by_item, dict.fromkeys(by_item, 1))
+            for dim, systems in _system_scores(rubric, items).items()
+            for system, sides in sorted(systems.items()) for side, by_item in sides.items()}
+
+
 @register("system_means", "mean judge score and mean human score of each system's answers "
-                          "(system: the manifest item's `model`)")
+                          "(system: the manifest item's `model`)", columns=_system_columns)
 def system_means(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots = {}
-    for dim in _dims(rubric, numeric=True):
-        systems: dict[str, dict[str, list[float]]] = {}
-        for item in items:
-            entry = systems.setdefault(item.system or "(unnamed)", {"judge": [], "human": []})
-            if item.judged is not None and item.judged.get(dim) is not None:
-                entry["judge"].append(float(item.judged[dim]))
-            if item.human.get(dim) is not None:
-                entry["human"].append(float(item.human[dim]))
+    for dim, scored in _system_scores(rubric, items).items():
+        systems = {name: {side: list(by_item.values()) for side, by_item in sides.items()}
+                   for name, sides in scored.items()}
         table = {
             name: {"judge": sum(v["judge"]) / len(v["judge"]) if v["judge"] else None, "judge_n": len(v["judge"]),
                    "human": sum(v["human"]) / len(v["human"]) if v["human"] else None, "human_n": len(v["human"])}
@@ -207,22 +309,39 @@ def system_means(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str,
     return slots
 
 
+def _repeated_answers(items: list[ItemScores], dim: str) -> dict[str, list[Any]]:
+    """The answers on `dim` of each item answered at least twice, by item id."""
+    answers = {i.id: [s[dim] for s in i.samples if s.get(dim) is not None] for i in items}
+    return {item: given for item, given in answers.items() if len(given) >= 2}
+
+
+def _modal_share(answers: list[Any]) -> float:
+    return Counter(answers).most_common(1)[0][1] / len(answers)
+
+
+def _spread(answers: list[float]) -> float:
+    """Population standard deviation of one item's answers."""
+    mean = sum(answers) / len(answers)
+    return math.sqrt(sum((a - mean) ** 2 for a in answers) / len(answers))
+
+
+def _modal_shares(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
+    return {dim: {item: _modal_share(answers) for item, answers in _repeated_answers(items, dim).items()}
+            for dim in _dims(rubric)}
+
+
 @register("self_consistency", "over items answered several times (judge --samples N): the share of answers "
                               "equal to the item's most frequent answer, averaged over items; numeric scales "
-                              "also give the mean standard deviation of an item's answers")
+                              "also give the mean standard deviation of an item's answers",
+          columns=_resampled_means(_modal_shares))
 def self_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     empty = "one answer per item: run the judge with --samples N (N >= 2) and a temperature above 0"
     slots = {}
     for dim in _dims(rubric):
-        shares, spreads = [], []
-        for item in items:
-            answers = [s[dim] for s in item.samples if s.get(dim) is not None]
-            if len(answers) < 2:
-                continue
-            shares.append(Counter(answers).most_common(1)[0][1] / len(answers))
-            if rubric.dimension(dim).labels.numeric:
-                mean = sum(answers) / len(answers)
-                spreads.append(math.sqrt(sum((a - mean) ** 2 for a in answers) / len(answers)))
+        repeated = list(_repeated_answers(items, dim).values())
+        shares = [_modal_share(answers) for answers in repeated]
+        spreads = [_spread(answers) for answers in repeated] if rubric.dimension(dim).labels.numeric else []
         extra = {"mean_std": sum(spreads) / len(spreads)} if spreads else {}
         slots[dim] = _mean_slot(shares, empty, **extra)
     return slots
+
