@@ -246,13 +246,17 @@ def _generate(out_dir: Path) -> list[Path]:
             path = audio_dir / f"{recipe.index}_{side}.wav"
             render(segments, path)
             written.append(path)
+    return finish(out_dir, written, [_item(r) for r in RECIPES])
+
+
+def finish(out_dir: Path, written: list[Path], items: list[dict]) -> list[Path]:
+    """Write the manifest, remove audio no recipe made; the files written, relative to out_dir."""
     # Leftovers of an older recipe list would otherwise linger beside the new files.
-    for stale in set(audio_dir.glob("*.wav")) - set(written):
+    for stale in set((out_dir / AUDIO_DIR).glob("*.wav")) - set(written):
         stale.unlink()
     manifest = out_dir / "manifest.json"
-    manifest.write_text(json.dumps([_item(r) for r in RECIPES], indent=2) + "\n", encoding="utf-8")
-    written.append(manifest)
-    return sorted(p.relative_to(out_dir) for p in written)
+    manifest.write_text(json.dumps(items, indent=2) + "\n", encoding="utf-8")
+    return sorted(p.relative_to(out_dir) for p in [*written, manifest])
 
 
 def _sha256(path: Path) -> str:

@@ -19,7 +19,6 @@ Output is byte-identical from run to run on the same espeak-ng and sox versions
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from make_example import (
     QUIET,
     SLOW,
     Segment,
+    finish,
     render,
     reproducible_sox,
     run_cli,
@@ -159,12 +159,7 @@ def generate(out_dir: Path) -> list[Path]:
             path = audio_dir / f"{recipe.index}.wav"
             render(recipe.answer, path)
             written.append(path)
-    for stale in set(audio_dir.glob("*.wav")) - set(written):
-        stale.unlink()
-    manifest = out_dir / "manifest.json"
-    manifest.write_text(json.dumps([_item(r) for r in RECIPES], indent=2) + "\n", encoding="utf-8")
-    written.append(manifest)
-    return sorted(p.relative_to(out_dir) for p in written)
+    return finish(out_dir, written, [_item(r) for r in RECIPES])
 
 
 def main(argv: list[str] | None = None) -> int:
