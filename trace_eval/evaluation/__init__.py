@@ -4,7 +4,6 @@ for TRACE runs; `evaluate_rubric_folders` reports the metrics other rubrics list
 (registered by name in `scores`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from .analysis import EvaluationError, evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .oracle import oracle
 from .records import JudgeRun, RunFolderError, load_human_labels, load_run, unique_names
+from .report import EvaluationFiles
 from .rubric_report import evaluate_rubric_folders, evaluate_rubric_runs
 from .scores import METRICS, UnknownMetric
 
@@ -34,15 +34,6 @@ __all__ = [
     "oracle",
     "run_oracle",
 ]
-
-
-@dataclass(frozen=True)
-class EvaluationFiles:
-    metrics: dict[str, Any]
-    metrics_path: Path
-    markdown_path: Path
-    html_path: Path
-    pictures: dict[str, Path]
 
 
 def _bench_of(runs: list[JudgeRun], labels: str | Path | None) -> Path:

@@ -7,13 +7,24 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fusion import DIMENSIONS, POLICIES
 
 FAILED_SHOWN = 50  # failed items listed in the report; metrics.json lists all
+
+
+@dataclass(frozen=True)
+class EvaluationFiles:
+    """What `evaluate` wrote, and the metrics it wrote."""
+
+    metrics: dict[str, Any]
+    metrics_path: Path
+    markdown_path: Path
+    html_path: Path
+    pictures: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -245,17 +245,9 @@ def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabe
     }
 
 
-@dataclass(frozen=True)
-class RubricEvaluationFiles:
-    metrics: dict[str, Any]
-    metrics_path: Path
-    markdown_path: Path
-    html_path: Path
-
-
 def evaluate_rubric_folders(run_dirs: list[str | Path], out: str | Path, rubric: Rubric,
                             labels: str | Path | None = None,
-                            settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> RubricEvaluationFiles:
+                            settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> report.EvaluationFiles:
     """Evaluate run folders judged with `rubric` and write metrics.json, report.md and report.html into `out`."""
     paths = [Path(p) for p in run_dirs]
     runs = [RubricRun(name, path, *read_run_folder(path)) for path, name in zip(paths, unique_names(paths))]
@@ -266,7 +258,7 @@ def evaluate_rubric_folders(run_dirs: list[str | Path], out: str | Path, rubric:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     blocks = build_blocks(metrics)
-    files = RubricEvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html")
+    files = report.EvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html")
     write_json(files.metrics_path, metrics)
     atomic_write_text(files.markdown_path, report.render_markdown(blocks))
     atomic_write_text(files.html_path, report.render_html(blocks, {}))
