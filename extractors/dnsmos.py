@@ -476,7 +476,7 @@ class Config:
 @register
 class DnsmosExtractor(Extractor):
     name = "dnsmos"
-    version = "1"
+    version = "2"
     description = "DNSMOS P.835 personalized signal/background/overall and P.808 overall quality (MOS 1-5)"
     sample_rate = SAMPLE_RATE
     uses_gpu = True  # with onnxruntime-gpu installed; otherwise it runs on the CPU and says so
@@ -555,6 +555,12 @@ class DnsmosExtractor(Extractor):
                 samples[i] = _checked_samples(clip)
             except ClipError as e:
                 results[i] = e
+                continue
+            if not samples[i].any():
+                # The networks do score digital silence (about 3 for signal quality), but a
+                # quality score of no speech would read as a real one: null, with the reason.
+                del samples[i]
+                results[i] = self._nothing_to_rate()
         for batch in self._batches(samples):
             try:
                 scored = self.scorer.score([samples[i] for i in batch])
@@ -563,6 +569,11 @@ class DnsmosExtractor(Extractor):
             for i, scores in zip(batch, scored):
                 results[i] = scores if isinstance(scores, ClipError) else to_section(scores)
         return results
+
+    def _nothing_to_rate(self) -> Section:
+        keys = list(_KEYS.values()) + (list(_PLAIN_KEYS.values()) if self.config.non_personalized else [])
+        return Section({_SECTION: {key: None for key in keys}},
+                       {f"{_SECTION}.{key}": "digital silence: no speech to rate" for key in keys})
 
     def _score_alone(self, samples: np.ndarray) -> DnsmosScores | ClipError:
         try:

@@ -153,9 +153,16 @@ def test_white_noise_lowers_background_quality(extractor, tmp_path):
     assert clean_q["P808_Overall_Quality"] - noisy_q["P808_Overall_Quality"] > 0.5, (clean_q, noisy_q)
 
 
-def test_silence_and_tiny_clips_give_finite_scores(extractor, speech):
+def test_digital_silence_is_not_rated(extractor, speech):
+    silence, spoken = extractor.extract([_clip(np.zeros(2 * SAMPLE_RATE, np.float32), "silence"),
+                                         _clip(speech[: 2 * SAMPLE_RATE], "speech")])
+    assert set(silence.values["agent_audio_quality"].values()) == {None}
+    assert set(silence.null_reasons.values()) == {"digital silence: no speech to rate"}
+    assert None not in spoken.values["agent_audio_quality"].values()
+
+
+def test_tiny_clips_give_finite_scores(extractor, speech):
     clips = [
-        _clip(np.zeros(2 * SAMPLE_RATE, np.float32), "silence"),
         _clip(speech[SAMPLE_RATE : SAMPLE_RATE + SAMPLE_RATE // 10], "100 ms"),
         _clip(speech[SAMPLE_RATE : SAMPLE_RATE + 320], "20 ms"),
     ]
