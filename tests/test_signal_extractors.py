@@ -14,17 +14,12 @@ import pytest
 
 from extractors import REGISTRY, Clip, Section
 from trace_eval.audio import Audio, load_audio
-from trace_eval.synth import Voice, have_tools, speak
+from trace_eval.synth import Voice, speak
 
 RATE = 16000
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 SECOND_SENTENCE = "Then it runs far away into the green forest."
 SIGNAL_EXTRACTORS = ("pitch", "loudness", "voicing")
-
-needs_speech_tools = pytest.mark.skipif(
-    not have_tools(), reason="needs espeak-ng and sox: apt-get install espeak-ng sox"
-)
-
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -75,9 +70,7 @@ def sox_pitch(src: Path, dst: Path, cents: int) -> Path:
 
 @pytest.fixture(scope="module")
 def speech(tmp_path_factory) -> dict[str, Audio]:
-    """Every spoken clip the tests use, made once."""
-    if not have_tools():
-        pytest.skip("needs espeak-ng and sox: apt-get install espeak-ng sox")
+    """Every spoken clip the tests use, made once (speak() says what to install when espeak-ng is missing)."""
     folder = tmp_path_factory.mktemp("speech")
     voices = {
         "plain": Voice(),
