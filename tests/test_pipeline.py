@@ -350,3 +350,29 @@ def test_one_model_at_a_time_keeps_the_failures_of_every_pass(tmp_path, monkeypa
     lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
     assert {(f["path"], f["stage"]) for f in lines} == {(f"audio/{n}", "test_peak") for n in ("q.wav", "a.wav", "b.wav")}
     assert len(summary.failures) == 3
+
+
+def test_an_extractor_that_cannot_run_keeps_what_was_stored(tmp_path, monkeypatch):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    run_blueprints(root, opts())
+    before = BlueprintStore(root).get_by_path("audio/a.wav")
+
+    def cannot_load(self):
+        raise ExtractorUnavailable("weights gone; pass --set test_peak_db.model_path=DIR")
+
+    monkeypatch.setattr(PeakDb, "load", cannot_load)
+    summary = run_blueprints(root, opts(force=True))
+    after = BlueprintStore(root).get_by_path("audio/a.wav")
+    assert "test_peak_db" in summary.unavailable
+    assert after["test"]["peak_db"] == before["test"]["peak_db"]  # kept, not wiped
+    assert after["provenance"]["extractors"]["test_peak_db"]["status"] == "ok"
+
+
+def test_a_cuda_device_that_is_not_there_is_refused(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here")
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    with pytest.raises(ValueError, match="no CUDA device"):
+        run_blueprints(root, opts(device="cuda"))

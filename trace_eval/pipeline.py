@@ -99,14 +99,20 @@ class RunSummary:
 
 
 def resolve_device(device: str) -> str:
-    if device != "auto":
+    """auto -> cuda when a GPU is visible, else cpu; a CUDA device asked for must exist."""
+    if device == "cpu":
         return device
     try:
         import torch
 
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        has_cuda = torch.cuda.is_available()
     except ImportError:
-        return "cpu"
+        has_cuda = False
+    if device == "auto":
+        return "cuda" if has_cuda else "cpu"
+    if device.startswith("cuda") and not has_cuda:
+        raise ValueError(f"--device {device}, but torch sees no CUDA device here; use --device auto or cpu")
+    return device
 
 
 def _coerce(value: Any, default: Any) -> Any:
@@ -397,14 +403,16 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    # A section already recorded as unavailable stays as it is while the extractor still cannot
-    # run: nothing to redo (the reason's wording, e.g. a network error, may differ between runs).
+    # An extractor that cannot run leaves what is stored as it is: a section made earlier (its
+    # provenance says by what) is kept rather than wiped, and one already recorded as unavailable
+    # is not rewritten (the reason's wording, e.g. a network error, may differ between runs).
     for job in jobs.values():
         stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {})
         job.needed = [
             n for n in job.needed
-            if not (n in unavailable and stored.get(n, {}).get("status") == "unavailable"
-                    and stored[n].get("fingerprint") == fps[n])
+            if not (n in unavailable and (stored.get(n, {}).get("status") == "ok"
+                                          or (stored.get(n, {}).get("status") == "unavailable"
+                                              and stored[n].get("fingerprint") == fps[n])))
         ]
 
     todo = [j for j in jobs.values() if j.needed]
