@@ -22,7 +22,7 @@ from extractors.accent import Config as AccentConfig
 from extractors.emotion import EmotionExtractor
 from extractors.emotion import Config as EmotionConfig
 from extractors.emotion import english_label
-from tiny_neural_models import ACCENT_LABELS, EMOTION_TOKENS, build_tiny_ecapa, build_tiny_emotion2vec
+from tiny_neural_models import ACCENT_LABELS, build_tiny_ecapa, build_tiny_emotion2vec
 from trace_eval.audio import Audio, load_audio
 from trace_eval.synth import Voice, speak
 

@@ -368,11 +368,14 @@ def test_an_extractor_that_cannot_run_keeps_what_was_stored(tmp_path, monkeypatc
     assert after["provenance"]["extractors"]["test_peak_db"]["status"] == "ok"
 
 
-def test_a_cuda_device_that_is_not_there_is_refused(tmp_path):
+def _cuda_visible() -> bool:
     import torch
 
-    if torch.cuda.is_available():
-        pytest.skip("a GPU is visible here")
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(_cuda_visible(), reason="a GPU is visible here")
+def test_a_cuda_device_that_is_not_there_is_refused(tmp_path):
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
     with pytest.raises(ValueError, match="no CUDA device"):
         run_blueprints(root, opts(device="cuda"))

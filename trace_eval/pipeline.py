@@ -29,7 +29,7 @@ import numpy as np
 
 from extractors import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailable, Section
 from trace_eval.audio import Audio, AudioLoadingError, load_audio
-from trace_eval.bench import Benchmark, load_benchmark
+from trace_eval.bench import load_benchmark
 from trace_eval.io import write_json
 from trace_eval.store import BlueprintStore, apply_section, new_blueprint, section_errors
 
