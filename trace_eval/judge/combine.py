@@ -62,10 +62,8 @@ def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], space
 
 
 def fuse_all(verdicts: dict[str, str | None] | None) -> dict[str, str | None]:
-    """The overall label under every registered policy; None for every policy when a verdict is missing."""
-    if not verdicts or any(verdicts.get(dim) is None for dim in DIMENSIONS):
+    """The overall label under every registered policy; None for every policy when a verdict is missing
+    (no verdicts, or a dimension left undetermined)."""
+    if not verdicts:
         return {name: None for name in fusion.POLICIES}
-    return {
-        name: fusion.fuse(name, verdicts["content"], verdicts["voice_quality"], verdicts["paralinguistics"])
-        for name in fusion.POLICIES
-    }
+    return {name: fusion.fuse(name, *(verdicts.get(dim) for dim in DIMENSIONS)) for name in fusion.POLICIES}

@@ -21,7 +21,8 @@ from typing import Any, Iterable
 
 from trace_eval.judge.cues import transcript_doubt
 
-__all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "load_run_cues"]
+__all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "load_run_cues", "rows",
+           "summary_lines"]
 
 WARN_ABOVE = 0.1  # share of clips missing a used cue group beyond which the run is warned about
 
@@ -101,18 +102,23 @@ def _short(reason: str) -> str:
     return reason.split(";")[0].split(". To fix")[0].strip()
 
 
-def describe(cues: dict[str, Any]) -> list[str]:
-    """One line per cue group: "emotion: 0 of 23 clips: weights for emotion2vec_plus_large not found"."""
-    lines = []
+def rows(cues: dict[str, Any]) -> list[tuple[str, str]]:
+    """(cue group, "0 of 23 clips: weights for emotion2vec_plus_large not found") per group."""
+    found = []
     for name, group in cues.get("groups", {}).items():
-        line = f"{name}: {group['measured']} of {cues['clips']} clips"
+        text = f"{group['measured']} of {cues['clips']} clips"
         if group["missing"]:
-            line += ": " + "; ".join(f"{_short(reason)}" + (f" ({n})" if n != group["missing"] else "")
+            text += ": " + "; ".join(_short(reason) + (f" ({n})" if n != group["missing"] else "")
                                      for reason, n in group["reasons"].items())
         if not group.get("used"):
-            line += " (not shown to this judge)"
-        lines.append(line)
-    return lines
+            text += " (not shown to this judge)"
+        found.append((name, text))
+    return found
+
+
+def describe(cues: dict[str, Any]) -> list[str]:
+    """One line per cue group: "emotion: 0 of 23 clips: weights for emotion2vec_plus_large not found"."""
+    return [f"{name}: {text}" for name, text in rows(cues)]
 
 
 def load_run_cues(bench: Any, pairs: Iterable[Any], shown_keys: Iterable[str],
