@@ -125,7 +125,7 @@ def build_blocks(metrics: dict[str, Any], bench: str, manifest: str) -> list[Blo
              for r in runs],
         ),
     ]
-    blocks += _cue_blocks(runs)
+    blocks += cue_blocks(runs)
     if metrics["comparisons"]:
         blocks += [
             Heading(2, "Run comparisons (McNemar, two-sided)"),
@@ -187,7 +187,7 @@ def build_blocks(metrics: dict[str, Any], bench: str, manifest: str) -> list[Blo
     return blocks
 
 
-def _cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
+def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
     """Per run, which cue groups its response clips had (from the judge's summary.json)."""
     from trace_eval.judge.evidence import rows
 
