@@ -78,7 +78,7 @@ def test_no_speech_is_evidence_even_without_quoted_words():
 def test_single_quoted_words_decide_content():
     said = "Say the phrase 'The system is malfunctioning' like a robot."
     answer = verdict(said, blueprint("The system is malfunctioning."), blueprint("I am a robot."))
-    assert answer["content"] == "1" and "undetermined" not in answer
+    assert answer["content"] == "1" and "content" not in answer["undetermined"]  # (a robot voice is not measured)
 
 
 @pytest.mark.parametrize("drop", [(), ("emotion",)])
@@ -94,6 +94,23 @@ def test_an_emotion_asked_for_but_unmeasured_leaves_paralinguistics_undetermined
     assert answer["content"] == "both_good"
     assert answer["paralinguistics"] is None
     assert answer["undetermined"]["paralinguistics"].startswith("happy: emotion unmeasured for response 1")
+
+
+@pytest.mark.parametrize("instruction, manner", [
+    ("Pronounce the word 'potato' in a British accent and then in an American accent.", "accent"),
+    ("Say the phrase 'The system is malfunctioning' like a robot.", "robotic voice"),
+    ("Say 'I never said she stole my money' with emphasis on a different word each time.", "emphasis"),
+])
+def test_a_manner_no_rule_measures_is_undetermined_not_passed(instruction, manner):
+    answer = verdict(instruction, blueprint(), blueprint())
+    assert answer["paralinguistics"] is None
+    assert f"{manner} is not measured by these rules" in answer["undetermined"]["paralinguistics"]
+
+
+def test_a_measured_failure_decides_beside_an_unmeasured_manner():
+    asked = "Say 'hello there' slowly in a British accent."
+    assert verdict(asked, blueprint(wpm=240), blueprint(wpm=250))["paralinguistics"] == "both_bad"
+    assert verdict(asked, blueprint(wpm=100), blueprint(wpm=250))["paralinguistics"] is None
 
 
 def test_a_bracketed_emotion_is_checked_against_the_emotion_scores():

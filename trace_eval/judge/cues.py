@@ -49,7 +49,8 @@ Rules, per dimension:
   meet every cue found; with no cue word both are acceptable. Unknown: a cue
   asked for that is null, dropped with --drop, or derived from a transcript
   marked unreliable (the signal-only syllable rate still stands in for the
-  speaking rate).
+  speaking rate), and a manner no rule measures (`UNMEASURED_MANNERS`: an
+  accent, singing, a robotic voice, intonation, emphasis, pauses, imitation).
 
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.
@@ -119,6 +120,17 @@ _HIGH_PITCH = re.compile(r"\bhigh[- ]?pitch(?:ed)?\b|\bhigh(?:er)? voice\b|\bsqu
 _LOW_PITCH = re.compile(r"\bdeep\b|\blow[- ]?pitch(?:ed)?\b|\blow(?:er)?,? voice\b|\bdeeper\b")
 _SPEED_UP = re.compile(r"\bspeed(?:ing)? up\b|\baccelerat\w*|\bfaster and faster\b")
 _SLOW_DOWN = re.compile(r"\bslow(?:ing)? down\b|\bdecelerat\w*|\bslower and slower\b")
+# Manners an instruction may ask for that no rule here measures: asked for, they leave Paralinguistics
+# undetermined rather than passed by default.
+UNMEASURED_MANNERS = {
+    "accent": re.compile(r"\baccents?\b|\bdialect\b"),
+    "singing": re.compile(r"\bsing(?:ing|s)?\b|\bsung\b|\bmelod\w*"),
+    "robotic voice": re.compile(r"\brobot(?:ic)?\b"),
+    "intonation": re.compile(r"\bintonation\b"),
+    "emphasis": re.compile(r"\bemphasi[sz]\w*|\bstress(?:es|ing)? (?:on|the)\b"),
+    "pauses": re.compile(r"\bpauses?\b|\bpausing\b"),
+    "imitation": re.compile(r"\bimitat\w*|\bmimic\w*|\bimpression of\b"),
+}
 
 
 def _words(text: str) -> list[str]:
@@ -405,7 +417,12 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         cues.append(_Cue("low pitch", _pitch_check(False, t)))
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
+    cues.extend(_Cue(manner, _unmeasured(manner)) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
     return cues
+
+
+def _unmeasured(manner: str) -> Callable[[dict | None], tuple[bool | None, str]]:
+    return lambda bp: (None, f"{manner} is not measured by these rules")
 
 
 # Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.

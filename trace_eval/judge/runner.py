@@ -667,7 +667,7 @@ def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric) -> di
     verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
     record = {"id": pair.id, "status": "error", "reason": reason, "verdicts": verdicts,
               "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
-              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0}
+              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0, "undetermined": {}}
     return runfolder.set_overall(record, policy, rubric)
 
 
