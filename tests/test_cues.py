@@ -93,7 +93,8 @@ def test_an_emotion_asked_for_but_unmeasured_leaves_paralinguistics_undetermined
     answer = verdict("Say 'have a lovely day' cheerfully.", bp1, bp2, drop=drop)
     assert answer["content"] == "both_good"
     assert answer["paralinguistics"] is None
-    assert answer["undetermined"]["paralinguistics"].startswith("happy: emotion unmeasured for response 1")
+    which = "both responses" if drop else "response 1"
+    assert answer["undetermined"]["paralinguistics"] == f"happy: emotion unmeasured for {which}"
 
 
 @pytest.mark.parametrize("instruction, manner", [
@@ -104,7 +105,7 @@ def test_an_emotion_asked_for_but_unmeasured_leaves_paralinguistics_undetermined
 def test_a_manner_no_rule_measures_is_undetermined_not_passed(instruction, manner):
     answer = verdict(instruction, blueprint(), blueprint())
     assert answer["paralinguistics"] is None
-    assert f"{manner} is not measured by these rules" in answer["undetermined"]["paralinguistics"]
+    assert answer["undetermined"]["paralinguistics"] == f"{manner}: not measured by these rules for both responses"
 
 
 def test_a_measured_failure_decides_beside_an_unmeasured_manner():

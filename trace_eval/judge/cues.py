@@ -422,7 +422,7 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
 
 
 def _unmeasured(manner: str) -> Callable[[dict | None], tuple[bool | None, str]]:
-    return lambda bp: (None, f"{manner} is not measured by these rules")
+    return lambda bp: (None, "not measured by these rules")
 
 
 # Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.
@@ -447,18 +447,21 @@ def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, 
     oks: list[bool | None] = [True, True]
     notes, missing = [], []
     for cue in cues:
-        readings = []
+        readings, unknown = [], {}
         for n, bp in enumerate(bps):
             ok, reading = cue.check(bp)
             if ok is None:
-                missing.append(f"{cue.name}: {reading} for response {n + 1}"
-                               + (f" ({doubts[n]})" if doubts[n] else ""))
+                unknown[n + 1] = reading + (f" ({doubts[n]})" if doubts[n] else "")
                 if oks[n] is True:
                     oks[n] = None
             elif not ok:
                 oks[n] = False  # a measured failure is evidence whatever else is missing
             readings.append(f"{reading}{'' if ok is None else (' ok' if ok else ' not ok')}")
         notes.append(f"{cue.name}: {readings[0]} vs {readings[1]}")
+        if len(set(unknown.values())) == 1 and len(unknown) == 2:
+            missing.append(f"{cue.name}: {unknown[1]} for both responses")
+        else:
+            missing += [f"{cue.name}: {reading} for response {n}" for n, reading in unknown.items()]
     label, why = decide(oks, missing)
     return label, "; ".join(notes), why
 
