@@ -221,11 +221,11 @@ def _recall(quoted: list[str], said: list[str]) -> float:
     return best / len(target)
 
 
-def decide(oks: list[bool | None], missing: list[str], better: str | None = None) -> tuple[str | None, str | None]:
+def decide(oks: list[bool | None], missing: list[str]) -> tuple[str | None, str | None]:
     """(label, None) when both responses are known acceptable or not; else (None, what was missing)."""
     if None in oks:
         return None, "; ".join(dict.fromkeys(missing)) or "a deciding cue is missing"
-    return typed_tie(*oks, better), None
+    return typed_tie(*oks), None
 
 
 Judgement = tuple[str | None, str, str | None]  # (label or None, what was read, why undetermined)
@@ -417,12 +417,12 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         cues.append(_Cue("low pitch", _pitch_check(False, t)))
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
-    cues.extend(_Cue(manner, _unmeasured(manner)) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
+    cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
     return cues
 
 
-def _unmeasured(manner: str) -> Callable[[dict | None], tuple[bool | None, str]]:
-    return lambda bp: (None, "not measured by these rules")
+def _not_measured(bp: dict | None) -> tuple[bool | None, str]:
+    return None, "not measured by these rules"
 
 
 # Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.
