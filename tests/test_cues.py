@@ -210,6 +210,13 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     assert refused["question"]["overall"] is None and refused["plain"]["overall"] == fusion.fuse("vote", "1", "both_good", "both_good")
     assert json.loads((out / "summary.json").read_text())["cues"] == summary["cues"]  # kept by re-fusing
 
+    # Both presentation orders: undetermined in either order stays undetermined.
+    swapped = tmp_path / "swapped"
+    assert main(["judge", "--bench", str(bench), "--model", "cues", "--swap", "--out", str(swapped), "--quiet"]) == 0
+    both = {r["id"]: r for r in read_results(swapped / "results.jsonl")}
+    assert both["question"]["verdicts"]["content"] is None and set(both["question"]["undetermined"]) == {"content"}
+    assert both["plain"]["verdicts"] == plain["verdicts"] and both["plain"]["undetermined"] == {}
+
 
 # -- which cues the clips had -------------------------------------------------------------------
 
