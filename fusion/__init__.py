@@ -3,6 +3,8 @@
     >>> import fusion
     >>> fusion.fuse("content-first", "both_good", "1", "2")
     '2'
+    >>> fusion.fuse("content-first", None, "1", "2") is None  # an undetermined dimension
+    True
 
 A policy is a pure function registered by name with `@fusion.register(name, description)`;
 `fusion.POLICIES` maps names to `Policy` objects (callable, with `.name` and `.description`).

@@ -53,13 +53,20 @@ def get_policy(name: str) -> Policy:
         ) from None
 
 
-def fuse(policy_name: str, content: str, voice_quality: str, paralinguistics: str) -> str:
+def fuse(policy_name: str, content: str | None, voice_quality: str | None, paralinguistics: str | None) -> str | None:
     """Overall label of (content, voice_quality, paralinguistics) under `policy_name`.
 
-    Raises UnknownPolicy for an unregistered name and InvalidLabel when a verdict
-    is not a label (a failed verdict must be handled by the caller, never fused).
+    An undetermined verdict (None: the judge lacked the evidence) gives None under
+    every policy: fusion over a missing label has no answer, and guessing one
+    would hide the gap. Raises UnknownPolicy for an unregistered name and
+    InvalidLabel when a verdict is neither a label nor None (a failed verdict
+    must be handled by the caller, never fused).
     """
     policy = get_policy(policy_name)
-    for dimension, label in zip(DIMENSIONS, (content, voice_quality, paralinguistics)):
-        check_label(label, what=f"{dimension} verdict")
-    return policy(content, voice_quality, paralinguistics)
+    verdicts = (content, voice_quality, paralinguistics)
+    for dimension, label in zip(DIMENSIONS, verdicts):
+        if label is not None:
+            check_label(label, what=f"{dimension} verdict")
+    if None in verdicts:
+        return None
+    return policy(content, voice_quality, paralinguistics)  # type: ignore[arg-type]

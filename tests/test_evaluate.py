@@ -374,3 +374,66 @@ def test_oracle_counts_by_policy(tmp_path: Path, capsys) -> None:
         policy = written["policies"][name]
         assert (policy["correct"], policy["n"]) == (count, 10)
         assert policy["accuracy"] == pytest.approx(count / 10)
+
+
+# ---------------------------------------------------------------- undetermined verdicts and coverage
+
+
+def test_coverage_and_accuracy_on_the_decided_items(tmp_path: Path) -> None:
+    bench = write_bench(tmp_path / "bench")
+    run = write_run(tmp_path / "run", bench, {i: RUN_A[i] for i in map(str, range(6))})
+    undetermined = [  # answered, but a deciding cue was missing
+        {"id": "6", "status": "ok", "verdicts": _v(None, "1", B), "undetermined": {"content": "no quoted words"},
+         "fused": {}, "overall": None},
+        {"id": "7", "status": "ok", "verdicts": _v("2", "2", None),
+         "undetermined": {"paralinguistics": "sad: emotion unmeasured for response 1"}, "fused": {}, "overall": None},
+    ]
+    with open(run / "results.jsonl", "a") as f:
+        f.writelines(json.dumps(line) + "\n" for line in undetermined)
+    block = evaluate_runs([load_run(run)], human_labels())["runs"][0]
+
+    assert block["coverage"]["overall"] == {"decided": 6, "of": 8, "value": 0.75, "undetermined": 2, "no_verdict": 0}
+    assert block["coverage"]["content"] == {"decided": 7, "of": 8, "value": 7 / 8, "undetermined": 1, "no_verdict": 0}
+    assert block["coverage"]["paralinguistics"]["decided"] == 7
+    assert block["coverage"]["voice_quality"]["value"] == 1.0
+    # Accuracy over the decided items only: 4-way 3 of the 6 fused; content 5 of 7 (item 7 says "2", as humans).
+    assert (block["accuracy"]["4way"]["correct"], block["accuracy"]["4way"]["n"]) == (3, 6)
+    assert (block["per_dimension"]["content"]["correct"], block["per_dimension"]["content"]["n"]) == (5, 7)
+    assert block["items"]["undetermined"] == 2 and block["items"]["failed"] == 0 and block["failed"] == []
+    assert block["undetermined"][0] == {"id": "6", "dimensions": {"content": "no quoted words"}}
+    assert block["probes"]["flip_rates"]["content"]["flipped"]["n"] == 6  # probes need all three labels
+
+    assert main(["evaluate", str(run), "--out", str(tmp_path / "report")]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| coverage |" in markdown and "75.0% (6/8)" in markdown and "87.5% (7/8)" in markdown
+    assert "computed on the decided items only" in markdown
+    assert "| 7 | paralinguistics | sad: emotion unmeasured for response 1 |" in markdown
+    assert "75.0% (6/8)" in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_a_null_label_without_its_reason_is_invalid_not_undetermined(tmp_path: Path) -> None:
+    bench = write_bench(tmp_path / "bench")
+    run = write_run(tmp_path / "run", bench, {"0": ("1", "1", "1")})
+    with open(run / "results.jsonl", "a") as f:
+        f.write(json.dumps({"id": "1", "status": "ok", "verdicts": _v(None, "1", "1"), "overall": None}) + "\n")
+    block = evaluate_runs([load_run(run)], human_labels())["runs"][0]
+    assert block["items"]["undetermined"] == 0 and block["failed"][0]["status"] == "invalid"
+
+
+def test_run_folders_without_undetermined_fields_give_the_same_numbers(two_runs) -> None:
+    _, run_a, run_b = two_runs
+    settings = BootstrapSettings(resamples=500)
+    before = evaluate_runs([load_run(run_a), load_run(run_b)], human_labels(), settings=settings)
+    for run in (run_a, run_b):  # as the judge writes them now: every line says what was undetermined
+        lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()
+                 if line.startswith("{")]
+        (run / "results.jsonl").write_text("".join(json.dumps({**line, "undetermined": {}}) + "\n" for line in lines))
+        (run / "summary.json").write_text(json.dumps({"undetermined": {}, "cues": {"clips": 0, "groups": {}, "warnings": []}}))
+    after = evaluate_runs([load_run(run_a), load_run(run_b)], human_labels(), settings=settings)
+    for block in (*before["runs"], *after["runs"]):
+        block.pop("cues")
+        block["problems"] = [p for p in block["problems"] if "not JSON" not in p]
+    assert after == before
+    a = after["runs"][0]
+    assert (a["accuracy"]["4way"]["correct"], a["accuracy"]["4way"]["n"]) == (3, 7)  # the hand-computed value
+    assert a["coverage"]["overall"] == {"decided": 7, "of": 8, "value": 7 / 8, "undetermined": 0, "no_verdict": 1}

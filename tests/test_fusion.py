@@ -113,7 +113,22 @@ def test_unknown_policy_lists_the_choices() -> None:
     assert isinstance(caught.value, fusion.UnknownPolicy)
 
 
-@pytest.mark.parametrize("bad", [None, "tie", "both good", 1])
+@pytest.mark.parametrize("name", sorted(fusion.POLICIES))
+@pytest.mark.parametrize("position", range(3))
+def test_fusion_over_an_undetermined_verdict_is_undetermined(name: str, position: int) -> None:
+    for combo in itertools.product(fusion.LABELS, repeat=2):
+        verdicts = list(combo)
+        verdicts.insert(position, None)
+        assert fusion.fuse(name, *verdicts) is None
+    assert fusion.fuse(name, None, None, None) is None
+
+
+def test_an_undetermined_verdict_does_not_excuse_an_invalid_one() -> None:
+    with pytest.raises(fusion.InvalidLabel, match="paralinguistics"):
+        fusion.fuse("cap", None, "1", "tie")
+
+
+@pytest.mark.parametrize("bad", ["tie", "both good", 1])
 def test_fuse_refuses_values_that_are_not_labels(bad: object) -> None:
     with pytest.raises(fusion.InvalidLabel, match="voice_quality"):
         fusion.fuse("vote", "1", bad, "1")  # type: ignore[arg-type]

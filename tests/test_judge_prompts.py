@@ -124,7 +124,7 @@ def _cues(instruction: str, bp1: dict, bp2: dict) -> dict:
     keys = load_prompt("trace").blueprint_keys
     case = Case("x", None, instruction, (blueprint_view(bp1, keys), blueprint_view(bp2, keys)))
     verdict = judge_case(case)
-    assert parse_verdict(json.dumps(verdict)).ok  # the same path as an LLM answer
+    assert parse_verdict(json.dumps(verdict), allow_undetermined=True).ok  # the same path as an LLM answer
     return verdict
 
 
@@ -152,7 +152,9 @@ def test_cues_content_from_quoted_words_and_speech_presence():
     full = blueprint("The quick brown fox jumps over the lazy dog.")
     assert _cues(said, full, blueprint("The quick brown fox."))["content"] == "1"
     assert _cues(said, blueprint("Sure! The quick brown fox jumps over a lazy dog."), full)["content"] == "both_good"
-    assert _cues("Tell me a joke.", blueprint(""), blueprint("Why did the chicken"))["content"] == "2"
+    # Nothing quoted: no speech is evidence of failure, speech alone is no evidence of success.
+    assert _cues("Tell me a joke.", blueprint(""), blueprint("Why did the chicken"))["content"] is None
+    assert _cues("Tell me a joke.", blueprint(""), blueprint(" "))["content"] == "both_bad"
     assert _cues(said, blueprint("no"), blueprint("nope"))["content"] == "both_bad"
 
 
@@ -176,13 +178,17 @@ def test_cues_paralinguistics(instruction, bp1, bp2, label):
     assert _cues(instruction, bp1, bp2)["paralinguistics"] == label
 
 
-def test_unmeasured_cues_are_not_held_against_a_response():
-    unmeasured = blueprint(wpm=None, p808=None)
+def test_an_unmeasured_cue_asked_for_leaves_paralinguistics_undetermined():
+    unmeasured = blueprint(wpm=None, p808=None, lufs=-20)
     unmeasured["agent_voicing"]["Syllable_Rate_Per_S"] = None
     unmeasured["agent_audio_quality"]["DNSMOS_Personalized_Overall_Quality"] = None
-    verdict = _cues("Say it slowly.", unmeasured, blueprint(wpm=240, p808=3.5))
-    assert verdict["paralinguistics"] == "1" and verdict["voice_quality"] == "both_good"
-    assert "rate unmeasured" in verdict["reasoning"]
+    verdict = _cues("Say it slowly.", unmeasured, blueprint(wpm=100, p808=3.5))
+    assert verdict["paralinguistics"] is None and verdict["voice_quality"] == "both_good"
+    assert verdict["undetermined"]["paralinguistics"] == "slow: rate unmeasured for response 1"
+    # Response 2 fails, but whether 1 passes is unknown: "1" or both_bad, so undetermined.
+    assert _cues("Say it slowly.", unmeasured, blueprint(wpm=240))["paralinguistics"] is None
+    # A measured failure is evidence whatever else is missing: response 1 is too loud.
+    assert _cues("Say it slowly and quietly.", unmeasured, blueprint(wpm=240, lufs=-40))["paralinguistics"] == "both_bad"
 
 
 def test_syllable_rate_stands_in_for_a_missing_transcript_rate():

@@ -112,10 +112,11 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     if not rubric.trace_report:
         return _evaluate_rubric(args, out, rubric, settings)
     files = evaluate_folders(args.runs, out, labels=args.labels, policy=args.fusion, settings=settings)
-    from trace_eval.evaluation.report import percent
+    from trace_eval.evaluation.report import coverage, percent
 
     for run in files.metrics["runs"]:
-        print(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])}, "
+        print(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
+              f"coverage {coverage(run['coverage']['overall'])}, {run['items']['undetermined']} undetermined, "
               f"{run['items']['failed']} failed ({run['fusion']})")
     for comparison in files.metrics["comparisons"]:
         print(f"{comparison['a']} vs {comparison['b']}: McNemar p = {comparison['p_value']:.3g} (n={comparison['n']})")

@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     overall = ", ".join(f"{label} {n}" for label, n in summary["labels"]["overall"].items())
+    undetermined = (summary.get("undetermined") or {}).get("overall")
+    if undetermined:
+        overall += f", undetermined {undetermined} (a dimension lacked evidence: null under every policy)"
     print(f"{args.run_dir}: overall under {args.fusion}: {overall}")
     if args.table:
         print_table(Path(args.run_dir))
@@ -42,6 +45,10 @@ def print_table(run_dir: Path) -> None:
     print(f"{'pair':16s} {'C':>10s} {'VQ':>10s} {'P':>10s} {'overall':>10s}  status")
     for record in read_results(run_dir / "results.jsonl"):
         verdicts = record.get("verdicts") or {}
-        cells = [str(verdicts.get(d) or "-") for d in short]
+        # "?" marks an undetermined label (the judge lacked the evidence); "-" no verdict at all.
+        blank = "?" if record.get("status") == "ok" else "-"
+        cells = [str(verdicts.get(d) or blank) for d in short]
+        missing = "; ".join(f"{short.get(d, d)}: {why}" for d, why in (record.get("undetermined") or {}).items())
         print(f"{record['id'][:16]:16s} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>10s} "
-              f"{str(record.get('overall') or '-'):>10s}  {record.get('status')}")
+              f"{str(record.get('overall') or blank):>10s}  {record.get('status')}"
+              + (f"  undetermined: {missing}" if missing else ""))

@@ -168,6 +168,13 @@ def print_summary(outcome) -> None:
     else:  # rubrics without fusion: every dimension on its own
         for dimension, counts_of in s["labels"].items():
             print(f"  {dimension}: " + ", ".join(f"{label} {n}" for label, n in counts_of.items()))
+    from trace_eval.judge.evidence import summary_lines
+
+    lines, warnings = summary_lines(s)
+    for line in lines:
+        print(line)
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")

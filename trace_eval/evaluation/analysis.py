@@ -37,6 +37,12 @@ DEFINITIONS = {
     "probes.winner_on_bad": "of items humans rated both_bad overall, share where the run names a winner",
     "probes.winner_slice_accuracy": "of items where the run names a winner, share where humans chose the same response",
     "failed": "items whose verdict failed (status other than ok, or a verdict that is not a label): counted and listed, never scored",
+    "coverage": "decided items over items with the human label, per dimension and overall: an item is decided on a "
+    "dimension when the run gave it a label, and overall when it gave all three (an undetermined dimension, left "
+    "null for want of evidence, gives no overall label under any policy). Every accuracy, kappa and probe is "
+    "computed on the decided items only; undetermined and failed items are counted here, never scored",
+    "undetermined": "items the judge answered but left one or more dimensions null because a deciding cue was "
+    "missing (unmeasured, dropped, or from an unreliable transcript), with the reason per dimension",
 }
 
 
@@ -117,6 +123,16 @@ def resolve_policy(run: JudgeRun, override: str | None) -> str:
     return name
 
 
+def _coverage(said: list[str | None], truth: list[str | None], undetermined: np.ndarray) -> dict[str, Any]:
+    """Decided items over the items with a human label; the rest split into undetermined and no verdict."""
+    labelled = _present(truth)
+    decided = int((_present(said) & labelled).sum())
+    left = int((undetermined & labelled).sum())
+    n = int(labelled.sum())
+    return {"decided": decided, "of": n, "value": decided / n if n else None,
+            "undetermined": left, "no_verdict": n - decided - left}
+
+
 def _agreement(pending: _Pending, key: tuple, predicted: list[str | None], human_overall: list[str | None], valid: np.ndarray) -> dict[str, Any]:
     """4-, 3- and 2-way accuracy and kappa of `predicted` against the human overall labels."""
     scored = valid & _present(human_overall)
@@ -136,7 +152,9 @@ def _run_metrics(
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     """The run's block of metrics.json, and its item-wise (4-way correct, scored) masks for comparisons."""
     records = [run.records.get(i) for i in ids]
-    verdicts = [r.verdicts if r is not None else None for r in records]
+    answered = [r.verdicts if r is not None else None for r in records]
+    # Probes and fusion need all three labels: an item with an undetermined dimension is not scored there.
+    verdicts = [v if r is not None and r.decided else None for r, v in zip(records, answered)]
     valid = _present(verdicts)
     human_overall = [human[i].get("overall") for i in ids]
     labelled = _present(human_overall)
@@ -144,12 +162,15 @@ def _run_metrics(
     key = ("run", index)
 
     agreement = _agreement(pending, (*key, "overall"), predicted, human_overall, valid)
+    undetermined_any = np.array([r is not None and bool(r.undetermined) for r in records], dtype=bool)
+    coverage = {"overall": _coverage(predicted, human_overall, undetermined_any)}
     per_dimension = {}
     dimension_kappa = {}
     for d in DIMENSIONS:
-        said = [v[d] if v else None for v in verdicts]
+        said = [v[d] if v else None for v in answered]
         truth = [human[i].get(d) for i in ids]
-        both = valid & _present(truth)
+        both = _present(said) & _present(truth)  # decided on this dimension, whatever the others
+        coverage[d] = _coverage(said, truth, np.array([r is not None and d in r.undetermined for r in records], dtype=bool))
         per_dimension[d] = pending.proportion((*key, "dim", d), _equal(said, truth), both, f"no item has a verdict and a human {d} label")
         dimension_kappa[d] = pending.kappa((*key, "dim-kappa", d), [t if b else None for t, b in zip(truth, both)], [s if b else None for s, b in zip(said, both)])
 
@@ -207,12 +228,14 @@ def _run_metrics(
         "items": {
             "in_run": len(run.records),
             "scored": int(valid.sum()),
+            "undetermined": int(undetermined_any.sum()),
             "scored_with_overall_label": int(scored.sum()),
             "failed": len(failed),
             "by_status": dict(sorted(by_status.items())),
             "not_in_benchmark": sum(i not in in_bench for i in run.records),
             "not_judged": sum(i not in run.records for i in ids),
         },
+        "coverage": coverage,
         "accuracy": {k: agreement[k] for k in ("4way", "3way", "2way")},
         "kappa": {"overall": agreement["kappa"], **dimension_kappa},
         "per_dimension": per_dimension,
@@ -226,11 +249,14 @@ def _run_metrics(
         },
         "distribution": {
             "overall": _distribution(predicted),
-            **{d: _distribution(v[d] if v else None for v in verdicts) for d in DIMENSIONS},
+            **{d: _distribution(v[d] if v else None for v in answered) for d in DIMENSIONS},
         },
         "fusion_table": fusion_table,
         "probes": probe_block,
         "failed": failed,
+        "undetermined": [{"id": run_id, "dimensions": dict(r.undetermined)}
+                         for run_id, r in run.records.items() if r.undetermined],
+        "cues": run.summary.get("cues"),
         "problems": list(run.problems)
         + ([f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"] if mismatched else []),
     }

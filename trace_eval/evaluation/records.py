@@ -22,8 +22,16 @@ class RunRecord:
     id: str
     status: str  # ok | invalid | error | skipped
     reason: str | None
-    verdicts: dict[str, str] | None  # all three dimensions, or None when the item cannot be scored
+    # All three dimensions, or None when the verdict failed; with status ok a dimension's label is None
+    # when the judge left it undetermined (it lacked the evidence), and `undetermined` says why.
+    verdicts: dict[str, str | None] | None
     overall: str | None  # the label the run itself recorded under its policy
+    undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is None
+
+    @property
+    def decided(self) -> bool:
+        """Every dimension has a label, so the item has an overall label under every policy."""
+        return self.verdicts is not None and all(v is not None for v in self.verdicts.values())
 
 
 @dataclass
@@ -33,6 +41,7 @@ class JudgeRun:
     config: dict[str, Any]
     records: dict[str, RunRecord]  # by id, in file order
     problems: list[str] = field(default_factory=list)  # lines that could not be read, duplicates
+    summary: dict[str, Any] = field(default_factory=dict)  # summary.json as the judge wrote it ({} if absent)
 
     @property
     def policy(self) -> str | None:
@@ -58,7 +67,11 @@ class JudgeRun:
 
 
 def _record(raw: dict[str, Any]) -> RunRecord:
-    """Validate one results.jsonl object; anything unusable becomes an unscored record with its reason."""
+    """Validate one results.jsonl object; anything unusable becomes an unscored record with its reason.
+
+    Run folders written before undetermined verdicts existed have no `undetermined` field and no null
+    label in an ok record, so they read exactly as they always did.
+    """
     item_id = str(raw["id"])
     status = str(raw.get("status") or "error")
     reason = raw.get("reason")
@@ -68,10 +81,14 @@ def _record(raw: dict[str, Any]) -> RunRecord:
         return RunRecord(item_id, status, str(reason) if reason else f"status {status}", None, overall)
     if not isinstance(verdicts, dict):
         return RunRecord(item_id, "invalid", "status ok but no verdicts object", None, overall)
-    bad = [f"{d}={verdicts.get(d)!r}" for d in DIMENSIONS if verdicts.get(d) not in LABELS]
+    reasons = raw.get("undetermined") if isinstance(raw.get("undetermined"), dict) else {}
+    # A null label is undetermined when the record says why; a missing key or any other value is invalid.
+    bad = [f"{d}={verdicts.get(d)!r}" for d in DIMENSIONS
+           if verdicts.get(d) not in LABELS and not (verdicts.get(d) is None and reasons.get(d))]
     if bad:
         return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, overall)
-    return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in DIMENSIONS}, overall)
+    undetermined = {d: str(reasons[d]) for d in DIMENSIONS if verdicts[d] is None}
+    return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in DIMENSIONS}, overall, undetermined)
 
 
 def read_run_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
@@ -120,7 +137,16 @@ def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
     path = Path(path)
     config, raws, problems = read_run_folder(path)
     records = {item_id: _record(raw) for item_id, raw in raws.items()}
-    return JudgeRun(name or path.resolve().name, path, config, records, problems)
+    return JudgeRun(name or path.resolve().name, path, config, records, problems, read_summary(path))
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """RUNDIR/summary.json, or {} when it is absent or unreadable (it only adds to the report)."""
+    try:
+        summary = json.loads((Path(path) / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def unique_names(paths: list[Path]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from fusion import DIMENSIONS, POLICIES
 
-FAILED_SHOWN = 50  # failed items listed in the report; metrics.json lists all
+FAILED_SHOWN = 50  # failed and undetermined items listed in the report; metrics.json lists all
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,13 @@ def number(slot: dict[str, Any] | None) -> str:
     return text
 
 
+def coverage(slot: dict[str, Any] | None) -> str:
+    """"87.5% (7/8)": decided items over items with the human label."""
+    if not slot or slot.get("value") is None:
+        return "n/a"
+    return f"{slot['value']:.1%} ({slot['decided']}/{slot['of']})"
+
+
 def _p_value(p: float) -> str:
     return f"{p:.2e}" if p < 1e-3 else f"{p:.3f}"
 
@@ -92,25 +99,33 @@ def build_blocks(metrics: dict[str, Any], bench: str, manifest: str) -> list[Blo
             f"{boot['resamples']} resamples, seed {boot['seed']}."
         ),
         Table(
-            ["run", "model", "fusion", "in run", "scored", "failed", "not in benchmark"],
+            ["run", "model", "fusion", "in run", "scored", "undetermined", "failed", "not in benchmark"],
             [[r["name"], str(r.get("model") or "—"), r["fusion"], str(r["items"]["in_run"]), str(r["items"]["scored"]),
-              str(r["items"]["failed"]), str(r["items"]["not_in_benchmark"])] for r in runs],
+              str(r["items"].get("undetermined", 0)), str(r["items"]["failed"]), str(r["items"]["not_in_benchmark"])]
+             for r in runs],
         ),
         Heading(2, "Overall agreement with humans"),
         Table(
-            ["run", "4-way (primary)", "3-way", "2-way", "Cohen's κ"],
-            [[r["name"], percent(r["accuracy"]["4way"]), percent(r["accuracy"]["3way"]), percent(r["accuracy"]["2way"]),
-              number(r["kappa"]["overall"])] for r in runs],
+            ["run", "coverage", "4-way (primary)", "3-way", "2-way", "Cohen's κ"],
+            [[r["name"], coverage(r["coverage"]["overall"]), percent(r["accuracy"]["4way"]),
+              percent(r["accuracy"]["3way"]), percent(r["accuracy"]["2way"]), number(r["kappa"]["overall"])]
+             for r in runs],
         ),
-        Paragraph("3-way collapses both_good and both_bad into one tie; 2-way is over items whose human label is a winner."),
+        Paragraph("Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
+                  "on the decided items only; an item left undetermined (a deciding cue missing) or failed is "
+                  "counted in coverage, never scored. 3-way collapses both_good and both_bad into one tie; 2-way is "
+                  "over items whose human label is a winner."),
         Image("accuracy.png", "Accuracy with 95% intervals"),
         Heading(2, "Per-dimension agreement"),
         Table(
-            ["run", *[f"{d} acc." for d in DIMENSIONS], *[f"{d} κ" for d in DIMENSIONS]],
-            [[r["name"], *[percent(r["per_dimension"][d]) for d in DIMENSIONS], *[number(r["kappa"][d]) for d in DIMENSIONS]]
+            ["run", *[f"{d} coverage" for d in DIMENSIONS], *[f"{d} acc." for d in DIMENSIONS],
+             *[f"{d} κ" for d in DIMENSIONS]],
+            [[r["name"], *[coverage(r["coverage"][d]) for d in DIMENSIONS],
+              *[percent(r["per_dimension"][d]) for d in DIMENSIONS], *[number(r["kappa"][d]) for d in DIMENSIONS]]
              for r in runs],
         ),
     ]
+    blocks += cue_blocks(runs)
     if metrics["comparisons"]:
         blocks += [
             Heading(2, "Run comparisons (McNemar, two-sided)"),
@@ -168,6 +183,40 @@ def build_blocks(metrics: dict[str, Any], bench: str, manifest: str) -> list[Blo
                 blocks.append(Paragraph(f"… and {len(failed) - FAILED_SHOWN} more, listed in metrics.json."))
         for problem in r["problems"]:
             blocks.append(Paragraph(f"Note: {problem}"))
+    blocks += _undetermined_blocks(runs)
+    return blocks
+
+
+def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
+    """Per run, which cue groups its response clips had (from the judge's summary.json)."""
+    from trace_eval.judge.evidence import rows
+
+    shown = [r for r in runs if r.get("cues")]
+    if not shown:
+        return []
+    blocks: list[Block] = [Heading(2, "Cues measured"), Paragraph(
+        "Per cue group, how many of the judged response clips had it measured, and why not (from the blueprints' "
+        "provenance). A judge cannot use a missing cue: the cues backbone leaves the dimensions it decides "
+        "undetermined.")]
+    for r in shown:
+        cues = r["cues"]
+        table = Table(["cue group", "measured"], [list(row) for row in rows(cues)])
+        blocks += [Paragraph(f"**{r['name']}**: {cues['clips']} response clips."), table]
+        blocks += [Paragraph(f"Warning: {w}") for w in cues.get("warnings", [])]
+    return blocks
+
+
+def _undetermined_blocks(runs: list[dict[str, Any]]) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Undetermined verdicts")]
+    for r in runs:
+        items = r.get("undetermined") or []
+        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} item(s) with a dimension left undetermined."
+                                if items else f"**{r['name']}**: none undetermined."))
+        if items:
+            rows = [[u["id"], dim, why] for u in items[:FAILED_SHOWN] for dim, why in u["dimensions"].items()]
+            blocks.append(Table(["id", "dimension", "missing evidence"], rows))
+            if len(items) > FAILED_SHOWN:
+                blocks.append(Paragraph(f"… and {len(items) - FAILED_SHOWN} more, listed in metrics.json."))
     return blocks
 
 

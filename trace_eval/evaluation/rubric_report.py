@@ -20,7 +20,7 @@ from trace_eval.rubrics import Rubric
 from . import report, scores
 from .analysis import EvaluationError
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
-from .records import read_run_folder, unique_names
+from .records import read_run_folder, read_summary, unique_names
 
 FORMAT_VERSION = 1
 FAILED_SHOWN = report.FAILED_SHOWN
@@ -192,6 +192,12 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
                                        _samples(raw), orders))
     metrics = scores.compute(rubric, items)
     columns = scores.compute_columns(rubric, items)
+    judged_by_id = {item.id: item.judged or {} for item in items}
+    coverage = {}
+    for d in rubric.names:
+        labelled = [i for i in ids if d in human.labels.get(i, {})]
+        decided = sum(judged_by_id.get(i, {}).get(d) is not None for i in labelled)
+        coverage[d] = {"decided": decided, "of": len(labelled), "value": decided / len(labelled) if labelled else None}
     return {
         "name": run.name,
         "path": str(run.path),
@@ -208,9 +214,11 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
             "not_in_benchmark": sum(i not in human.labels for i in run.raws),
             "not_judged": sum(i not in run.raws for i in ids),
         },
+        "coverage": coverage,
         "metrics": metrics,
         "intervals": {name: intervals.of_metric((index, name), metrics[name], columns[name]) for name in columns},
         "failed": failed,
+        "cues": read_summary(run.path).get("cues"),
         "problems": list(run.problems),
     }
 
@@ -319,7 +327,14 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
                      [[r["name"], str(r.get("model") or "—"), str(r.get("prompt_version") or "—"),
                        str(r["items"]["in_run"]), str(r["items"]["scored"]), str(r["items"]["failed"]),
                        str(r["items"]["not_in_benchmark"])] for r in runs]),
+        report.Heading(2, "Coverage"),
+        report.Paragraph("Decided items over items with the human label, per dimension. Every metric below is "
+                         "computed on the decided items only; failed items lower coverage and are never scored."),
+        report.Table(["run", *metrics["rubric"]["dimensions"]],
+                     [[r["name"], *[report.coverage(r["coverage"].get(d)) for d in metrics["rubric"]["dimensions"]]]
+                      for r in runs]),
     ]
+    blocks += report.cue_blocks(runs)
     for name, description in metrics["definitions"].items():
         blocks += [report.Heading(2, name.replace("_", " ").capitalize()), report.Paragraph(description)]
         if name == "system_means":

@@ -56,14 +56,14 @@ def majority(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], spaces: Spaces = None) -> dict[str, Any]:
     """One label per dimension from both presentation orders (see the module docstring)."""
-    return {dim: _space(spaces, dim).resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
+    # An undetermined label in either order leaves the dimension undetermined.
+    return {dim: None if label is None or swapped_back[dim] is None
+            else _space(spaces, dim).resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
 
 
 def fuse_all(verdicts: dict[str, str | None] | None) -> dict[str, str | None]:
-    """The overall label under every registered policy; None for every policy when a verdict is missing."""
-    if not verdicts or any(verdicts.get(dim) is None for dim in DIMENSIONS):
+    """The overall label under every registered policy; None for every policy when a verdict is missing
+    (no verdicts, or a dimension left undetermined)."""
+    if not verdicts:
         return {name: None for name in fusion.POLICIES}
-    return {
-        name: fusion.fuse(name, verdicts["content"], verdicts["voice_quality"], verdicts["paralinguistics"])
-        for name in fusion.POLICIES
-    }
+    return {name: fusion.fuse(name, *(verdicts.get(dim) for dim in DIMENSIONS)) for name in fusion.POLICIES}

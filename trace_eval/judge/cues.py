@@ -4,16 +4,38 @@ A transparent baseline and the default when no model is configured. It answers
 with the same verdict JSON as an LLM (its reasoning lists every cue it used) and
 goes through the same parser, so a run folder looks the same whoever judged.
 
-Rules, per dimension (each response is first found acceptable or not, then the
-typed-tie label follows as for any judge):
+Each response is first found acceptable, not acceptable, or *unknown* on a
+dimension (the cue that decides it is missing); the typed-tie label follows as
+for any judge when both are known. When either is unknown the dimension is
+**undetermined**: its label is null and the verdict's `undetermined` object
+says which cue was missing, e.g.
+
+    {"content": null, "undetermined": {"content": "no quoted words in the instruction: ..."}, ...}
+
+The item's fused labels are then null under every policy, and evaluation counts
+it against coverage, never as a guessed label. A measured failure is evidence
+even when another cue is missing: a response that fails one measured cue is not
+acceptable whatever the unmeasured ones say.
+
+Reading the instruction (`read_instruction`): words to say are quoted in
+straight or curly double quotes ("...", “...”), curly single quotes (‘...’) or
+straight single quotes ('potato', as SpeakBench writes them; an apostrophe
+inside a word, "don't", "the speaker's", is not a quote). Bracketed directives
+(S2S-Arena: "[emotion: sad]What should I do now?") are part of the manner
+asked for, so their cue words count as paralinguistic cues.
+
+Rules, per dimension:
 
 - Content: a response with no recognised speech is not acceptable. When the
-  instruction quotes words to say ("..."), a response is acceptable when the
+  instruction quotes words to say, a response is acceptable when the
   best-matching stretch of its transcript holds at least 35% of the quoted
   letters in order and the transcript is at least 60% as long as the quote (a
   fragment is not the sentence). Letters rather than words, because recognisers
   mishear unusual or noisy speech into other words with similar sounds
   ("run-fog stumps" for "brown fox jumps"); an unrelated sentence keeps about 15-30%.
+  Unknown: a response that has speech when nothing is quoted (whether it
+  answers a free-form question is beyond these rules), and a transcript that
+  is missing or that the blueprint marks unreliable.
 - Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.6
   (DNSMOS personalised overall quality at least 2.0 when P.808 is missing). Of
   two acceptable responses one wins only by 1.5 MOS or more.
@@ -24,13 +46,14 @@ typed-tie label follows as for any judge):
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
   speaking rate of the later half of the words against the earlier half (word
   timings, else the pace contour), changed 1.8 times or more. A response must
-  meet every cue found; with no cue word both are acceptable.
+  meet every cue found; with no cue word both are acceptable. Unknown: a cue
+  asked for that is null, dropped with --drop, or derived from a transcript
+  marked unreliable (the signal-only syllable rate still stands in for the
+  speaking rate), and a manner no rule measures (`UNMEASURED_MANNERS`: an
+  accent, singing, a robotic voice, intonation, emphasis, pauses, imitation).
 
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.
-
-A cue that could not be measured (null, or dropped with --drop) is not held
-against a response; the reasoning says so.
 """
 from __future__ import annotations
 
@@ -44,9 +67,10 @@ from typing import Callable
 from trace_eval.judge.backbones import Completion
 from trace_eval.judge.prompts import Case
 
-__all__ = ["CUES_VERSION", "CuesBackbone", "Thresholds", "judge_case"]
+__all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_case", "read_instruction",
+           "transcript_doubt"]
 
-CUES_VERSION = "1"
+CUES_VERSION = "2"  # 2: undetermined dimensions; single quotes and bracketed directives
 
 
 @dataclass(frozen=True)
@@ -72,7 +96,10 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS = Thresholds()
 
-_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+# Words to say: "...", “...”, ‘...’, or '...' where the marks stand outside words (so "don't" and "the
+# speaker's" are not quotes, while 'I don't know' is one).
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|‘(.+?)’(?!\w)|(?<![\w\'’])\'(?=\S)(.+?)(?<=\S)\'(?!\w)')
+_DIRECTIVE = re.compile(r"\[([^\[\]]+)\]")
 _WORD = re.compile(r"[a-z0-9']+")
 
 SLOW_WORDS = {"slow", "slowly", "slower", "leisurely", "unhurried"}
@@ -93,16 +120,61 @@ _HIGH_PITCH = re.compile(r"\bhigh[- ]?pitch(?:ed)?\b|\bhigh(?:er)? voice\b|\bsqu
 _LOW_PITCH = re.compile(r"\bdeep\b|\blow[- ]?pitch(?:ed)?\b|\blow(?:er)?,? voice\b|\bdeeper\b")
 _SPEED_UP = re.compile(r"\bspeed(?:ing)? up\b|\baccelerat\w*|\bfaster and faster\b")
 _SLOW_DOWN = re.compile(r"\bslow(?:ing)? down\b|\bdecelerat\w*|\bslower and slower\b")
+# Manners an instruction may ask for that no rule here measures: asked for, they leave Paralinguistics
+# undetermined rather than passed by default.
+UNMEASURED_MANNERS = {
+    "accent": re.compile(r"\baccents?\b|\bdialect\b"),
+    "singing": re.compile(r"\bsing(?:ing|s)?\b|\bsung\b|\bmelod\w*"),
+    "robotic voice": re.compile(r"\brobot(?:ic)?\b"),
+    "intonation": re.compile(r"\bintonation\b"),
+    "emphasis": re.compile(r"\bemphasi[sz]\w*|\bstress(?:es|ing)? (?:on|the)\b"),
+    "pauses": re.compile(r"\bpauses?\b|\bpausing\b"),
+    "imitation": re.compile(r"\bimitat\w*|\bmimic\w*|\bimpression of\b"),
+}
 
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("’", "'"))
 
 
+@dataclass(frozen=True)
+class Instruction:
+    """An instruction read the way benchmarks write them."""
+
+    quoted: str  # the words to say, every quote joined in order; "" when nothing is quoted
+    manner: str  # everything outside the quotes: how to say it (bracketed directives included)
+    directives: tuple[str, ...]  # bracketed directives, "[emotion: sad]" -> "emotion: sad"
+
+
+def read_instruction(text: str) -> Instruction:
+    """The quoted words to say, the manner asked for and the bracketed directives of an instruction."""
+    quoted = " ".join(next(g for g in groups if g) for groups in _QUOTED.findall(text))
+    manner = _QUOTED.sub(" ", text)
+    directives = tuple(d.strip() for d in _DIRECTIVE.findall(manner))
+    # A directive runs into the text after it ("[emotion: sad]What ..."): keep its words apart.
+    return Instruction(quoted, _DIRECTIVE.sub(lambda m: f" {m.group(1)} ", manner), directives)
+
+
 def split_instruction(text: str) -> tuple[str, str]:
     """(the quoted words to say, the rest of the instruction), quotes joined in order."""
-    quoted = " ".join(a or b for a, b in _QUOTED.findall(text))
-    return quoted, _QUOTED.sub(" ", text)
+    instruction = read_instruction(text)
+    return instruction.quoted, instruction.manner
+
+
+def transcript_doubt(blueprint: dict | None) -> str | None:
+    """Why the blueprint says not to trust its transcript (`reliable: false` and its reason), else None.
+
+    Read defensively: the flag may sit in the `asr` or `transcript` record, or in
+    a `reliability` record inside either.
+    """
+    records = [(blueprint or {}).get(key) for key in ("asr", "transcript")]
+    records += [r.get(k) for r in list(records) if isinstance(r, dict) for k in ("reliability", "trust")]
+    for record in records:
+        if isinstance(record, dict) and record.get("reliable") is False:
+            reason = next((record[k] for k in ("unreliable_reason", "reliability_reason", "reason", "why")
+                           if isinstance(record.get(k), str) and record[k]), "no reason given")
+            return f"transcript marked unreliable ({reason})"
+    return None
 
 
 def typed_tie(ok1: bool, ok2: bool, better: str | None = None) -> str:
@@ -149,15 +221,28 @@ def _recall(quoted: list[str], said: list[str]) -> float:
     return best / len(target)
 
 
-def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
-    quoted, _ = split_instruction(instruction)
-    quoted_words = _words(quoted)
-    oks, notes = [], []
-    for n, bp in enumerate((bp1, bp2), start=1):
+def decide(oks: list[bool | None], missing: list[str]) -> tuple[str | None, str | None]:
+    """(label, None) when both responses are known acceptable or not; else (None, what was missing)."""
+    if None in oks:
+        return None, "; ".join(dict.fromkeys(missing)) or "a deciding cue is missing"
+    return typed_tie(*oks), None
+
+
+Judgement = tuple[str | None, str, str | None]  # (label or None, what was read, why undetermined)
+
+
+def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds,
+                  doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
+    quoted_words = _words(read_instruction(instruction).quoted)
+    oks: list[bool | None] = []
+    notes, missing = [], []
+    for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
         transcript = (bp or {}).get("agent_response")
-        if transcript is None:
-            oks.append(True)
-            notes.append(f"response {n} transcript unmeasured (not held against it)")
+        if transcript is None or doubt:
+            oks.append(None)
+            what = doubt or "transcript unmeasured"
+            notes.append(f"response {n} {what}")
+            missing.append(f"response {n} {what}")
         elif not transcript.strip():
             oks.append(False)
             notes.append(f"response {n} has no recognised speech")
@@ -168,13 +253,15 @@ def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thres
             oks.append(recall >= t.content_min_recall and length >= t.content_min_length)
             notes.append(f"response {n} says {recall:.0%} of the quoted letters and is {length:.0%} as long")
         else:
-            oks.append(True)
+            oks.append(None)
             notes.append(f"response {n} has speech")
-    rule = "no quoted words: speech presence"
+            missing.append("no quoted words in the instruction: nothing to check what is said against")
+    rule = "no quoted words: only speech presence is evidence"
     if quoted_words:
         rule = (f"quoted words: {t.content_min_recall:.0%} of the letters and {t.content_min_length:.0%} "
                 "of the length needed")
-    return typed_tie(*oks), f"{rule}; " + ", ".join(notes)
+    label, why = decide(oks, missing)
+    return label, f"{rule}; " + ", ".join(notes), why
 
 
 # -- Voice Quality -----------------------------------------------------------------------
@@ -303,9 +390,8 @@ def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None],
 
 
 def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> list[_Cue]:
-    """The cues an instruction asks for, read from its words outside the quoted text."""
-    _, rest = split_instruction(instruction)
-    text = rest.lower()
+    """The cues an instruction asks for, read from its words outside the quoted text (directives included)."""
+    text = read_instruction(instruction).manner.lower()
     words = _words(text)
     cues: list[_Cue] = []
     slow_at = next((i for i, w in enumerate(words) if w in SLOW_WORDS), None)
@@ -331,40 +417,74 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         cues.append(_Cue("low pitch", _pitch_check(False, t)))
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
+    cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
     return cues
 
 
-def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
+def _not_measured(bp: dict | None) -> tuple[bool | None, str]:
+    return None, "not measured by these rules"
+
+
+# Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.
+TRANSCRIPT_DERIVED = ("Speech_Rate_WPM", "Articulation_Rate_WPM", "Pace_Contour_WPM")
+
+
+def _without_transcript_cues(bp: dict | None) -> dict | None:
+    if bp is None:
+        return None
+    properties = bp.get("agent_audio_properties")
+    if isinstance(properties, dict):
+        properties = {k: v for k, v in properties.items() if k not in TRANSCRIPT_DERIVED}
+    return {**bp, "agent_audio_properties": properties, "words": None}
+
+
+def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds,
+                          doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
     cues = paralinguistic_cues(instruction, t)
     if not cues:
-        return "both_good", "no paralinguistic cue words in the instruction"
-    oks = [True, True]
-    notes = []
+        return "both_good", "no paralinguistic cue words in the instruction", None
+    bps = [_without_transcript_cues(bp) if doubt else bp for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
+    oks: list[bool | None] = [True, True]
+    notes, missing = [], []
     for cue in cues:
-        readings = []
-        for n, bp in enumerate((bp1, bp2)):
+        readings, unknown = [], {}
+        for n, bp in enumerate(bps):
             ok, reading = cue.check(bp)
-            if ok is False:
-                oks[n] = False
+            if ok is None:
+                unknown[n + 1] = reading + (f" ({doubts[n]})" if doubts[n] else "")
+                if oks[n] is True:
+                    oks[n] = None
+            elif not ok:
+                oks[n] = False  # a measured failure is evidence whatever else is missing
             readings.append(f"{reading}{'' if ok is None else (' ok' if ok else ' not ok')}")
         notes.append(f"{cue.name}: {readings[0]} vs {readings[1]}")
-    return typed_tie(*oks), "; ".join(notes)
+        if len(set(unknown.values())) == 1 and len(unknown) == 2:
+            missing.append(f"{cue.name}: {unknown[1]} for both responses")
+        else:
+            missing += [f"{cue.name}: {reading} for response {n}" for n, reading in unknown.items()]
+    label, why = decide(oks, missing)
+    return label, "; ".join(notes), why
 
 
 # -- the backbone ----------------------------------------------------------------------
 
 def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
-    """The verdict document for one case, reasoning included."""
+    """The verdict document for one case, reasoning included; `undetermined` names each dimension left null."""
     # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
     instruction = (case.instruction_text or "").strip() or (case.instruction_transcript or "").strip()
     bp1, bp2 = (None if bp is None else {**bp, "words": words}
                 for bp, words in zip(case.blueprints, case.words, strict=True))
-    content, why_c = judge_content(instruction, bp1, bp2, thresholds)
+    doubts = case.transcript_doubts
+    content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
     quality, why_vq = judge_voice_quality(bp1, bp2, thresholds)
-    para, why_p = judge_paralinguistics(instruction, bp1, bp2, thresholds)
-    reasoning = (f"Content: {why_c} -> {content}. Voice quality: {why_vq} -> {quality}. "
-                 f"Paralinguistics: {why_p} -> {para}.")
-    return {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
+    para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
+    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. Voice quality: {why_vq} -> {quality}. "
+                 f"Paralinguistics: {why_p} -> {para or 'undetermined'}.")
+    verdict: dict = {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
+    undetermined = {dim: why for dim, why in (("content", missing_c), ("paralinguistics", missing_p)) if why}
+    if undetermined:
+        verdict["undetermined"] = undetermined
+    return verdict
 
 
 class CuesBackbone:
@@ -372,6 +492,8 @@ class CuesBackbone:
 
     name = "cues"
     cacheable = False
+    # Its answers may leave a dimension null with the reason; every other backbone must give labels.
+    may_leave_undetermined = True
 
     def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS):
         self.thresholds = thresholds

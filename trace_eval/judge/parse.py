@@ -9,6 +9,11 @@ dimension's aliases from the rubric (for TRACE, the release's key
 as "tie" where the rubric has typed ties, a score of 7 on a 1-5 scale, a missing
 key) makes the answer invalid: it is never guessed into a label.
 
+Undetermined dimensions (a null label explained in the answer's `undetermined`
+object) are accepted only with `allow_undetermined`, which the runner sets for
+backbones that declare `may_leave_undetermined` (the offline cues backbone); from
+any other backbone a null label is invalid like any other non-label.
+
 Without a rubric the TRACE rubric is used; its answers are checked against
 schemas/verdict.schema.json, every other rubric's against the schema it
 generates for the dimensions asked (`Rubric.verdict_schema`).
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
@@ -40,6 +45,7 @@ class ParsedVerdict:
     verdicts: dict[str, Any] | None
     reasoning: str | None
     error: str | None
+    undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
 
     @property
     def ok(self) -> bool:
@@ -82,7 +88,7 @@ def _schema_errors(rubric: Rubric, names: tuple[str, ...], doc: dict) -> list[st
 
 
 def parse_verdict(text: str | None, rubric: Rubric | None = None,
-                  dimensions: tuple[str, ...] | None = None) -> ParsedVerdict:
+                  dimensions: tuple[str, ...] | None = None, allow_undetermined: bool = False) -> ParsedVerdict:
     """Read `text` as an answer about `dimensions` (default: every dimension of `rubric`, default TRACE).
 
     `error` says what was wrong (suitable for the repair message and the run record).
@@ -107,7 +113,12 @@ def parse_verdict(text: str | None, rubric: Rubric | None = None,
     problems = _schema_errors(rubric, names, doc)
     if problems:
         return ParsedVerdict(None, None, "; ".join(problems))
-    return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None)
+    undetermined = {key: str(doc["undetermined"][key]) for key in names if doc[key] is None}
+    if undetermined and not allow_undetermined:
+        return ParsedVerdict(None, None, "; ".join(
+            f"{key}: null is not a label; expected one of: {', '.join(map(str, rubric.dimension(key).labels.values))}"
+            for key in undetermined))
+    return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined)
 
 
 def response_schema(rubric: Rubric | None = None, dimensions: tuple[str, ...] | None = None) -> dict:

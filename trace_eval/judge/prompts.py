@@ -84,6 +84,9 @@ class Case:
     dimensions: tuple[str, ...] = ()
     # Text the rubric adds to the template variables: item fields, $dimensions, $answer_format.
     variables: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # Why each response's transcript is not to be trusted (its blueprint says `reliable: false`), else None;
+    # for backbones that read cues directly (never rendered into prompts).
+    transcript_doubts: tuple[str | None, str | None] = (None, None)
 
     @property
     def instruction(self) -> str | None:

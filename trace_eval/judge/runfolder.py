@@ -2,16 +2,22 @@
 
     config.json     resolved settings (no API keys)
     results.jsonl   one JSON line per pair, appended and flushed as each pair finishes
-    summary.json    counts by status, tokens, cost, label distribution, settings
+    summary.json    counts by status, tokens, cost, label distribution, undetermined counts, which cue
+                    groups the clips had (`cues`, see trace_eval.judge.evidence), settings
 
 results.jsonl fields (one line per item):
     id            item id (str)
     status        "ok" | "invalid" (answer unusable after repair) | "error" (call failed) | "skipped"
     reason        why the status is not ok, else null
     verdicts      {dimension: label} for the dimensions of the run's rubric that apply to the item
-                  (trace: "content", "voice_quality", "paralinguistics"), all null unless ok
+                  (trace: "content", "voice_quality", "paralinguistics"), all null unless ok; with status
+                  ok a label is null only when the judge left that dimension undetermined
+    undetermined  {dimension: why} for each dimension left null for want of evidence (the cues backbone:
+                  the deciding cue was unmeasured, dropped, or from an unreliable transcript); {} otherwise.
+                  Absent in run folders written before it existed, which read as {}.
     reasoning     the judge's reasoning (first answer), raw: its raw answer text
-    fused         {policy: overall label} for every registered fusion policy (null unless ok);
+    fused         {policy: overall label} for every registered fusion policy (null unless ok, and null
+                  under every policy when a dimension is undetermined: fusion over a null is null);
                   {} for rubrics without fusion
     overall       fused label under the run's policy (config "fusion"); null for rubrics without fusion
     tokens        {"prompt", "completion"} over every answer used (cached ones included)
@@ -95,6 +101,16 @@ def _trace() -> Rubric:
     return load_rubric("trace")
 
 
+def undetermined_reasons(verdicts: dict[str, Any], answers: Iterable[Any]) -> dict[str, str]:
+    """{dimension: why} for the null labels of `verdicts`, from the first answer that explains each."""
+    reasons: dict[str, str] = {}
+    for dim, label in verdicts.items():
+        if label is None:
+            why = next((a.undetermined[dim] for a in answers if dim in (a.undetermined or {})), None)
+            reasons[dim] = why or "left undetermined by the judge"
+    return reasons
+
+
 def set_overall(record: dict, policy: str, rubric: Rubric | None = None) -> dict:
     """Recompute `fused` (every registered policy) and `overall` (under `policy`) from the verdicts.
 
@@ -151,15 +167,19 @@ def _label_key(label: object) -> str:
     return label if isinstance(label, str) else json.dumps(label)
 
 
-def summarize(records: list[dict], config: dict, run: dict | None = None, rubric: Rubric | None = None) -> dict:
-    """summary.json: what the records hold, the settings, and `run` (calls, spend, wall time, stop reason).
+def summarize(records: list[dict], config: dict, run: dict | None = None, rubric: Rubric | None = None,
+              cues: dict | None = None) -> dict:
+    """summary.json: what the records hold, the settings, `run` (calls, spend, wall time, stop reason)
+    and `cues` (which cue groups the clips had, from trace_eval.judge.evidence; null when not known).
 
-    `labels` counts every label of every dimension (and of `overall` when the rubric fuses).
+    `labels` counts every label of every dimension (and of `overall` when the rubric fuses);
+    `undetermined` counts the items of status ok left null on each (overall: on any dimension).
     """
     rubric = rubric or _trace()
     status = Counter(r.get("status") for r in records)
     keys = (*rubric.names, "overall") if rubric.fusion else rubric.names
     labels: dict[str, Counter] = {dim: Counter() for dim in keys}
+    undetermined: Counter[str] = Counter()
     tokens = {"prompt": 0, "completion": 0}
     cost = 0.0
     cost_known = False
@@ -173,8 +193,10 @@ def summarize(records: list[dict], config: dict, run: dict | None = None, rubric
             for dim, label in (r.get("verdicts") or {}).items():
                 if dim in labels:
                     labels[dim][_label_key(label)] += 1
+                    undetermined[dim] += label is None
             if rubric.fusion:
                 labels["overall"][r.get("overall")] += 1
+                undetermined["overall"] += r.get("overall") is None
     values = {dim: [_label_key(v) for v in space.values] for dim, space in rubric.spaces().items()}
     values["overall"] = list(fusion.LABELS)
     summary: dict[str, Any] = {
@@ -183,10 +205,12 @@ def summarize(records: list[dict], config: dict, run: dict | None = None, rubric
         "status": {s: status.get(s, 0) for s in STATUSES},
         "fusion": config.get("fusion"),
         "labels": {k: {label: c[label] for label in values[k]} for k, c in labels.items()},
+        "undetermined": {k: undetermined[k] for k in keys},
         "tokens": tokens,
         "cost_usd": cost if cost_known else None,
         "cache_hits": sum(1 for r in records if r.get("cache_hit")),
         "run": run or {},
+        "cues": cues,
         "settings": config,
     }
     if config.get("swap"):
@@ -218,6 +242,6 @@ def refuse(folder: str | Path, policy: str) -> dict:
     config["fusion"] = policy
     write_json(folder / CONFIG, config)
     previous = read_json(folder / SUMMARY) if (folder / SUMMARY).is_file() else {}
-    summary = summarize(records, config, previous.get("run"), rubric)
+    summary = summarize(records, config, previous.get("run"), rubric, previous.get("cues"))
     write_json(folder / SUMMARY, summary)
     return summary

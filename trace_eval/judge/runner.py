@@ -37,10 +37,10 @@ from trace_eval.judge.backbones import (
 )
 from trace_eval.judge.cache import AnswerCache, default_cache_dir, request_key
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
-from trace_eval.judge.cues import CUES_VERSION, CuesBackbone
+from trace_eval.judge.cues import CUES_VERSION, CuesBackbone, transcript_doubt
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
-from trace_eval.judge import runfolder
+from trace_eval.judge import evidence, runfolder
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
 from trace_eval.store import BlueprintStore
 
@@ -311,10 +311,11 @@ def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple
         words = tuple((bp or {}).get("words") if timed else None for bp in (bp1, bp2))
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
+        doubts = (transcript_doubt(bp1), transcript_doubt(bp2))
         original = Case(pair.id, transcript, pair.instruction_text, views, (instruction_audio, audio1, audio2), False,
-                        words, dimensions, variables)
+                        words, dimensions, variables, doubts)
         swapped = Case(pair.id, transcript, pair.instruction_text, views[::-1], (instruction_audio, audio2, audio1),
-                       True, words[::-1], dimensions, variables)
+                       True, words[::-1], dimensions, variables, doubts[::-1])
         cases[pair.id] = (original, swapped)
     if missing:
         raise MissingBlueprintsError(bench.root, list(missing))
@@ -371,7 +372,8 @@ class UnitResult:
     sample: int
     status: str = "ok"
     reason: str | None = None
-    verdicts: dict[str, str] | None = None  # in the manifest's numbering
+    verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
+    undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
     reasoning: str | None = None
     raw: str | None = None
     prompt_tokens: int = 0
@@ -549,12 +551,14 @@ class _Session:
                 return result
             result.add(completion, cache_hit)
             result.raw = completion.text
-            parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None)
+            parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None,
+                                   allow_undetermined=getattr(self.backbone, "may_leave_undetermined", False))
             if parsed.ok:
                 assert parsed.verdicts is not None
                 result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
                                    else parsed.verdicts)
                 result.reasoning = parsed.reasoning
+                result.undetermined = parsed.undetermined
                 result.status, result.reason = "ok", None
                 return result
             result.status, result.reason = "invalid", parsed.error
@@ -649,6 +653,7 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
         "latency_s": round(sum(u.latency_s for u in units), 4),
         "cache_hit": all(u.calls == 0 for u in units) and any(u.cache_hits for u in units),
         "repairs": sum(u.repairs for u in units),
+        "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
     }
     runfolder.set_overall(record, options.fusion, rubric)
     if options.swap and len(orders) == 2:
@@ -662,7 +667,7 @@ def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric) -> di
     verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
     record = {"id": pair.id, "status": "error", "reason": reason, "verdicts": verdicts,
               "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
-              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0}
+              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0, "undetermined": {}}
     return runfolder.set_overall(record, policy, rubric)
 
 
@@ -754,6 +759,8 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         "stopped": session.stop_reason,
         "not_run": not_run,
     }
-    summary = runfolder.summarize(records, config, run_info, rubric)
+    cues = (evidence.load_run_cues(bench, pairs, prompt.blueprint_keys, options.drop) if prompt.needs_blueprints
+            else None)
+    summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=session.stop_reason)
