@@ -175,8 +175,9 @@ def label_keys(rubric: Rubric | None = None) -> dict[str, str]:
 def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | None = None) -> Benchmark:
     """Load and validate a benchmark folder; raise ManifestError listing every problem.
 
-    Label keys must be dimensions of a bundled rubric or of `rubric` (a rubric file of one's own);
-    a field that looks like a misspelled manifest field is refused rather than kept as context.
+    A field that looks like a misspelled manifest field is refused rather than kept as context. Label
+    keys are dimensions of the bundled rubrics or of `rubric`: given the rubric the items are judged
+    with, any other key is refused; without one (Stage 1 has none), only near misses of those are.
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -208,7 +209,7 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
         if pid in seen:
             problems.append(f"{where}: duplicate id")
         seen.add(pid)
-        labels, label_problems, unknown = _read_labels(item, allowed_labels)
+        labels, label_problems, unknown = _read_labels(item, allowed_labels, strict=rubric is not None)
         problems += [f"{where}: {problem}" for problem in label_problems]
         unknown_labels = unknown_labels or unknown
         if check_audio:
@@ -282,9 +283,10 @@ def _misspelled_fields(item: dict) -> list[str]:
     return problems
 
 
-def _read_labels(item: dict, allowed: dict[str, str]) -> tuple[dict[str, Any], list[str], bool]:
+def _read_labels(item: dict, allowed: dict[str, str], strict: bool) -> tuple[dict[str, Any], list[str], bool]:
     """The item's human labels under their dimension names (typed-tie labels normalised), what is wrong
-    with them, and whether a key is unknown."""
+    with them, and whether a key was refused. Not `strict`, a key that is no near miss of an allowed
+    one is kept as it is (the dimension of a rubric file not known here)."""
     labels: dict[str, Any] = {}
     problems: list[str] = []
     given = item.get("label")
@@ -293,10 +295,13 @@ def _read_labels(item: dict, allowed: dict[str, str]) -> tuple[dict[str, Any], l
     unknown = False
     for key, value in given.items():
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), list(allowed), n=1, cutoff=0.6)
-            guess = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(f"label.{key} is not a label of any rubric{guess}")
-            unknown = True
+            close = difflib.get_close_matches(str(key).lower(), list(allowed), n=1, cutoff=0.6 if strict else _NEAR_MISS)
+            if close or strict:
+                guess = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(f"label.{key} is not a label of any rubric{guess}")
+                unknown = True
+            else:
+                labels[key] = value
             continue
         name = allowed[key]
         if name != key and name in given:
