@@ -43,7 +43,19 @@ def build_parser(verbs: tuple[str, ...] = VERBS) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        try:
+            return _run(sys.argv[1:] if argv is None else argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, inside the try, rather than at exit
+    except BrokenPipeError:
+        # The reader went away (`show FILE | head`): stop quietly, as the Python docs advise
+        # (signal module, "Note on SIGPIPE"); devnull takes the output Python still flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: list[str]) -> int:
     # Build only the parser of the verb asked for, to keep start-up fast.
     verb = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser((verb,) if verb in VERBS else VERBS)
@@ -51,12 +63,4 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     args = parser.parse_args(argv)
-    try:
-        status = int(_command(args.verb).run(args) or 0)
-        sys.stdout.flush()  # a closed pipe shows here, inside the try, rather than at exit
-    except BrokenPipeError:
-        # The reader went away (`show FILE | head`): stop quietly, as the Python docs advise
-        # (signal module, "Note on SIGPIPE"); devnull takes the output Python still flushes at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    return status
+    return int(_command(args.verb).run(args) or 0)
