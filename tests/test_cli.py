@@ -66,9 +66,9 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path):
         assert err == "" and code == expected, (args, err)
 
 
-def _run_folder(path: Path, bench: Path, records: list[dict]) -> Path:
+def _run_folder(path: Path, bench: Path, records: list[dict], rubric: str = "trace") -> Path:
     path.mkdir()
-    (path / "config.json").write_text(json.dumps({"bench": str(bench), "rubric": "trace", "fusion": "cap"}))
+    (path / "config.json").write_text(json.dumps({"bench": str(bench), "rubric": rubric, "fusion": "cap"}))
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
 
@@ -101,3 +101,19 @@ def test_evaluate_of_a_complete_run_says_every_item_was_scored(tmp_path, capsys)
     assert main(["evaluate", str(run)]) == 0
     out = capsys.readouterr().out
     assert f"  scored {len(items)} of {len(items)} judged item(s)\n" in out
+
+
+def test_evaluate_of_another_rubric_says_what_it_left_out(tmp_path, capsys):
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "examples" / "mini-style", bench, ignore=shutil.ignore_patterns("blueprints"))
+    items = json.loads((bench / "manifest.json").read_text())
+    single = [item for item in items if "style_following" in item["label"]]
+    records = [{"id": item["id"], "status": "ok", "verdicts": {"style_following": n}} for n, item in
+               enumerate(single[:4], start=2)]
+    records[0] = {"id": single[0]["id"], "status": "error", "reason": "timed out", "verdicts": None}
+    run = _run_folder(tmp_path / "run", bench, records, rubric="style")
+    assert main(["evaluate", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert (f"scored 3 of 4 judged item(s); excluded 1: 1 whose verdict failed; {len(items) - 4} manifest "
+            "item(s) have no result in this run") in out
+    assert "human labels among the 4 judged manifest item(s): style_following 4, style 0, realism 0" in out

@@ -140,10 +140,10 @@ def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric, settin
         print(f"{run['name']} ({rubric.name}): {'; '.join(shown) or 'no metric computable'}; "
               f"{run['items']['failed']} failed")
         print(f"  {_excluded(run['items'], items['in_benchmark'])}")
-    unlabelled = [f"{dim} {items['evaluated'] - n}" for dim, n in items.get("with_human_label", {}).items()
-                  if n < items["evaluated"]]
-    if unlabelled:
-        print(f"  items without a human label, left out of that dimension's metrics: {', '.join(unlabelled)}")
+    labelled = items.get("with_human_label", {})
+    if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
+        print(f"  human labels among the {items['evaluated']} judged manifest item(s): "
+              + ", ".join(f"{dim} {n}" for dim, n in labelled.items()))
     if files.metrics.get("label_problems"):
         print(f"  {len(files.metrics['label_problems'])} human label(s) outside their label space, left out "
               f"(listed in {files.markdown_path})")
