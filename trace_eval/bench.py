@@ -2,7 +2,9 @@
 
 The item layout is that of the released SpeakBench / S2S-Arena HCoT annotation
 files, which load unchanged. Problems are collected over the whole manifest and
-reported together with the item ids, never one at a time.
+reported together with the item ids, never one at a time. What would silently
+shrink the scored set is a problem: an empty manifest, a near miss of a manifest
+field ("lable"), a label key that is no dimension of a rubric ("overal").
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from trace_eval.schemas import load_schema, validator
 
