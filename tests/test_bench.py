@@ -86,3 +86,98 @@ def test_label_spellings_are_normalised():
 def test_missing_manifest_names_the_expected_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="manifest.json or manifest.jsonl"):
         load_benchmark(tmp_path)
+
+
+# -- strict manifests: what would silently shrink the scored set is refused -------------------
+
+@pytest.mark.parametrize("name, text", [("manifest.json", "[]"), ("manifest.jsonl", "\n"),
+                                        ("manifest.json", '{"items": []}')])
+def test_an_empty_manifest_is_an_error(folder, name, text):
+    (folder / name).write_text(text)
+    with pytest.raises(ManifestError, match="no items"):
+        load_benchmark(folder)
+
+
+def test_an_empty_manifest_stops_blueprints_with_the_cause(folder, capsys):
+    from trace_eval.cli import main
+
+    (folder / "manifest.json").write_text("[]")
+    assert main(["blueprints", str(folder), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json" in err and "no items" in err
+    assert not (folder / "blueprints").exists()
+
+
+def test_misspelled_fields_and_label_keys_are_errors_with_a_guess(folder):
+    spelled = hcot_item("spelled")
+    spelled["lable"] = spelled.pop("label")
+    one_path = hcot_item("one-path")
+    one_path["audio_1_path"] = one_path.pop("audio1_path")
+    text = hcot_item("text")
+    text["instrucion_text"] = text.pop("instruction_text")
+    overal = hcot_item("overal", label={"content": "1", "overal": "1"})
+    fine = hcot_item("fine")
+    (folder / "manifest.json").write_text(json.dumps([spelled, one_path, text, overal, fine]))
+    with pytest.raises(ManifestError) as err:
+        load_benchmark(folder)
+    problems = err.value.problems
+    assert "item spelled: field 'lable' is not a manifest field; did you mean 'label'?" in problems
+    assert "item one-path: field 'audio_1_path' is not a manifest field; did you mean 'audio1_path'?" in problems
+    assert "item one-path: needs audio1_path and audio2_path, or audio_path" in problems
+    assert "item text: field 'instrucion_text' is not a manifest field; did you mean 'instruction_text'?" in problems
+    assert "item overal: label.overal is not a label of any rubric; did you mean 'overall'?" in problems
+    assert not any(p.startswith("item fine") for p in problems)
+    assert len(problems) == 5
+    message = str(err.value)  # what is allowed is said once, below the problems
+    assert message.count("Kept as context: context, dialogue_history, character, style_elements, hcot") == 1
+    assert message.count("Label keys: content, voice_quality, paralinguistics") == 1
+
+
+def test_context_fields_stay_allowed(folder):
+    item = hcot_item(0, context="a quiz", dialogue_history=[{"speaker": "User", "text": "Hi"}],
+                     character={"name": "Holmes"}, style_elements=["slowly"], instruction_id=7,
+                     assistant_message={"label": "1"}, transcript1="hello", transcript2="hullo",
+                     instruction_transcript="say hello", uid="a-7", notes="re-recorded", category="pace")
+    (folder / "manifest.json").write_text(json.dumps([item]))
+    extra = load_benchmark(folder).pairs[0].extra
+    assert {"context", "dialogue_history", "character", "style_elements", "instruction_id", "uid", "notes",
+            "category", "hcot", "transcript1"} <= set(extra)
+
+
+def test_a_near_miss_of_a_field_the_item_carries_is_context(folder):
+    """`uid` beside `index` names nothing new; without an id it would be a misspelled `id`."""
+    (folder / "manifest.json").write_text(json.dumps([hcot_item(0, uid="x")]))
+    assert load_benchmark(folder).pairs[0].extra["uid"] == "x"
+
+
+def test_the_release_name_of_paralinguistics_is_read_as_paralinguistics(folder):
+    release = hcot_item(0, label={"content": "1", "voice_quality": "2", "instruction_following_audio": "Both Good"})
+    twice = hcot_item(1, label={"paralinguistics": "1", "instruction_following_audio": "2"})
+    (folder / "manifest.json").write_text(json.dumps([release]))
+    assert load_benchmark(folder).pairs[0].label == {"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}
+    (folder / "manifest.json").write_text(json.dumps([release, twice]))
+    with pytest.raises(ManifestError, match="item 1: label gives both paralinguistics and instruction_following_audio"):
+        load_benchmark(folder)
+
+
+def test_label_keys_of_a_rubric_file_need_that_rubric(folder):
+    from trace_eval.rubrics import load_rubric
+
+    (folder / "manifest.json").write_text(json.dumps([hcot_item(0, label={"warmth": 4})]))
+    assert load_benchmark(folder).pairs[0].label == {"warmth": 4}  # no rubric known: not a near miss, kept
+    with pytest.raises(ManifestError, match="label.warmth is not a label of any rubric"):
+        load_benchmark(folder, rubric=load_rubric("trace"))  # judged with trace: refused
+    styled = hcot_item(0, label={"style_following": 4, "overall": "1"})
+    (folder / "manifest.json").write_text(json.dumps([styled]))
+    assert load_benchmark(folder, rubric=load_rubric("trace")).pairs[0].label["style_following"] == 4
+
+
+def test_every_kind_of_problem_is_reported_at_once_with_its_item_id(folder):
+    misspelled = hcot_item("a")
+    misspelled["lable"] = misspelled.pop("label")
+    items = [misspelled, hcot_item("b", label={"overal": "1"}), hcot_item("c", audio1_path="audio/x.wav"),
+             hcot_item("a")]
+    (folder / "manifest.json").write_text(json.dumps(items))
+    with pytest.raises(ManifestError) as err:
+        load_benchmark(folder)
+    assert [p.split(":")[0] for p in err.value.problems] == ["item a", "item b", "item c", "item a"]

@@ -2,34 +2,58 @@
 
 The item layout is that of the released SpeakBench / S2S-Arena HCoT annotation
 files, which load unchanged. Problems are collected over the whole manifest and
-reported together with the item ids, never one at a time.
+reported together with the item ids, never one at a time. What would silently
+shrink the scored set is a problem: an empty manifest, a near miss of a manifest
+field ("lable"), a label key that is no dimension of a rubric ("overal").
 """
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from trace_eval.schemas import validator
+from trace_eval.schemas import load_schema, validator
 
-__all__ = ["Benchmark", "Pair", "ManifestError", "load_benchmark", "normalise_label", "LABELS", "LABEL_KEYS"]
+if TYPE_CHECKING:
+    from trace_eval.rubrics import Rubric
+
+__all__ = [
+    "Benchmark",
+    "Pair",
+    "ManifestError",
+    "load_benchmark",
+    "normalise_label",
+    "label_keys",
+    "LABELS",
+    "LABEL_KEYS",
+    "CONTEXT_FIELDS",
+    "RELEASE_FIELDS",
+]
 
 LABELS = ("1", "2", "both_good", "both_bad")
 LABEL_KEYS = ("content", "voice_quality", "paralinguistics", "overall")
 AUDIO_FIELDS = ("instruction_path", "audio1_path", "audio2_path", "audio_path")
 _KNOWN_FIELDS = {"index", "id", "instruction_text", "model_a", "model_b", "label", *AUDIO_FIELDS}
+# Free-form context the bundled rubrics' prompts show ($context, $dialogue_history, ...).
+CONTEXT_FIELDS = ("context", "dialogue_history", "character", "style_elements")
+# Fields the released SpeakBench / S2S-Arena annotation files carry beside the layout, kept as context.
+RELEASE_FIELDS = ("hcot", "instruction_id", "assistant_message", "instruction_transcript", "transcript1", "transcript2")
+# A field this close to a manifest field the item lacks is taken for a misspelling of it ("lable": 0.8).
+_NEAR_MISS = 0.8
 
 
 class ManifestError(ValueError):
     """The manifest has problems; `problems` lists every one as "item id: what is wrong"."""
 
-    def __init__(self, path: Path, problems: list[str]):
+    def __init__(self, path: Path, problems: list[str], hint: str | None = None):
         self.path = path
         self.problems = problems
         shown = "\n  ".join(problems[:50])
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
-        super().__init__(f"{path}: {len(problems)} problem(s):\n  {shown}{more}")
+        note = f"\n{hint}" if hint else ""
+        super().__init__(f"{path}: {len(problems)} problem(s):\n  {shown}{more}{note}")
 
 
 def normalise_label(value: Any) -> str | None:
@@ -132,14 +156,41 @@ def _read_items(path: Path) -> list[Any]:
     return data
 
 
-def load_benchmark(root: str | Path, check_audio: bool = True) -> Benchmark:
-    """Load and validate a benchmark folder; raise ManifestError listing every problem."""
+def label_keys(rubric: Rubric | None = None) -> dict[str, str]:
+    """The keys a manifest `label` may hold -> the dimension each is read as: every dimension of the
+    bundled rubrics (and of `rubric`), `overall`, and the dimensions' aliases (the TRACE release's
+    `instruction_following_audio` is paralinguistics)."""
+    from trace_eval.rubrics import DEFAULT_RUBRIC, available_rubrics, load_rubric
+
+    names = sorted(available_rubrics(), key=lambda name: name != DEFAULT_RUBRIC)  # the default first
+    rubrics = [load_rubric(name) for name in names] + ([rubric] if rubric is not None else [])
+    keys: dict[str, str] = {}
+    for r in rubrics:
+        for dimension in r.dimensions:
+            keys[dimension.name] = dimension.name
+            keys.update((alias, dimension.name) for alias in dimension.aliases)
+        if r.fusion:
+            keys["overall"] = "overall"  # the fused label
+    return keys
+
+
+def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | None = None) -> Benchmark:
+    """Load and validate a benchmark folder; raise ManifestError listing every problem.
+
+    A field that looks like a misspelled manifest field is refused rather than kept as context. Label
+    keys are dimensions of the bundled rubrics or of `rubric`: given the rubric the items are judged
+    with, any other key is refused; without one (Stage 1 has none), only near misses of those are.
+    """
     root = Path(root).resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: benchmark folder not found")
     path = find_manifest(root)
     items = _read_items(path)
+    if not items:
+        raise ManifestError(path, ["no items: a benchmark needs at least one"])
+    allowed_labels = label_keys(rubric)
     problems: list[str] = []
+    misspelled = unknown_labels = False
     pairs: list[Pair] = []
     seen: set[str] = set()
     check = validator("manifest")
@@ -147,11 +198,12 @@ def load_benchmark(root: str | Path, check_audio: bool = True) -> Benchmark:
         where = f"item {n}"
         if isinstance(item, dict) and (item.get("index") is not None or item.get("id") is not None):
             where = f"item {item.get('id', item.get('index'))}"
-        for err in check.iter_errors(item):
-            loc = "/".join(str(p) for p in err.absolute_path)
-            problems.append(f"{where}: {loc + ': ' if loc else ''}{err.message}")
+        problems += [f"{where}: {_schema_message(err)}" for err in check.iter_errors(item)]
         if not isinstance(item, dict):
             continue
+        near_misses = _misspelled_fields(item)
+        problems += [f"{where}: {problem}" for problem in near_misses]
+        misspelled = misspelled or bool(near_misses)
         pid = item.get("id", item.get("index"))
         if pid is None:
             continue
@@ -159,15 +211,9 @@ def load_benchmark(root: str | Path, check_audio: bool = True) -> Benchmark:
         if pid in seen:
             problems.append(f"{where}: duplicate id")
         seen.add(pid)
-        labels: dict[str, Any] = {}
-        for key, value in (item.get("label") or {}).items():
-            if key in LABEL_KEYS and value is not None and not _is_score(item, value):
-                norm = normalise_label(value)
-                if norm is None:
-                    problems.append(f"{where}: label.{key} = {value!r} is not one of {', '.join(LABELS)}")
-                labels[key] = norm
-            else:
-                labels[key] = value
+        labels, label_problems, unknown = _read_labels(item, allowed_labels, strict=rubric is not None)
+        problems += [f"{where}: {problem}" for problem in label_problems]
+        unknown_labels = unknown_labels or unknown
         if check_audio:
             for fld in AUDIO_FIELDS:
                 rel = item.get(fld)
@@ -188,8 +234,88 @@ def load_benchmark(root: str | Path, check_audio: bool = True) -> Benchmark:
             )
         )
     if problems:
-        raise ManifestError(path, problems)
+        raise ManifestError(path, problems, _hint(misspelled, unknown_labels, allowed_labels))
     return Benchmark(root=root, manifest_path=path, pairs=pairs)
+
+
+def _schema_message(err: Any) -> str:
+    """A schema error in words; "needs A and B, or C" for a missing alternative rather than the whole item."""
+    loc = "/".join(str(p) for p in err.absolute_path)
+    alternatives = err.validator_value if err.validator == "anyOf" else None
+    if alternatives and all(set(alt) == {"required"} for alt in alternatives):
+        message = "needs " + ", or ".join(" and ".join(alt["required"]) for alt in alternatives)
+    else:
+        message = err.message
+    return f"{loc}: {message}" if loc else message
+
+
+def _hint(misspelled: bool, unknown_labels: bool, allowed_labels: dict[str, str]) -> str | None:
+    """What is allowed, said once below the problems it explains."""
+    lines = []
+    if misspelled:
+        lines.append(f"Manifest fields: {', '.join(_manifest_fields())}. Kept as context: "
+                     f"{', '.join(CONTEXT_FIELDS + RELEASE_FIELDS)}, and any other field that is not a near miss of these.")
+    if unknown_labels:
+        lines.append(f"Label keys: {', '.join(allowed_labels)}; a rubric file of one's own adds its dimensions "
+                     "(--rubric FILE).")
+    return "\n".join(lines) or None
+
+
+def _manifest_fields() -> list[str]:
+    """The fields the manifest schema names, less the free-form context."""
+    context = set(CONTEXT_FIELDS + RELEASE_FIELDS)
+    return [name for name in load_schema("manifest")["properties"] if name not in context]
+
+
+def _misspelled_fields(item: dict) -> list[str]:
+    """Fields that are near misses of a manifest or context field the item lacks ("lable", "audio_1_path"):
+    kept as context they would silently drop a label, an answer or a prompt variable."""
+    named = set(_manifest_fields() + list(CONTEXT_FIELDS))
+    carried = set(item)
+    if carried & {"index", "id"}:
+        carried |= {"index", "id"}  # either names the item
+    lacking = sorted(named - carried)
+    problems = []
+    for key in item:
+        if not isinstance(key, str) or key in named or key in RELEASE_FIELDS:
+            continue
+        close = difflib.get_close_matches(key.lower(), lacking, n=1, cutoff=_NEAR_MISS)
+        if close:
+            problems.append(f"field {key!r} is not a manifest field; did you mean {close[0]!r}?")
+    return problems
+
+
+def _read_labels(item: dict, allowed: dict[str, str], strict: bool) -> tuple[dict[str, Any], list[str], bool]:
+    """The item's human labels under their dimension names (typed-tie labels normalised), what is wrong
+    with them, and whether a key was refused. Not `strict`, a key that is no near miss of an allowed
+    one is kept as it is (the dimension of a rubric file not known here)."""
+    labels: dict[str, Any] = {}
+    problems: list[str] = []
+    given = item.get("label")
+    if not isinstance(given, dict):
+        return labels, problems, False  # the schema check has said what is wrong
+    unknown = False
+    for key, value in given.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key).lower(), list(allowed), n=1, cutoff=0.6 if strict else _NEAR_MISS)
+            if close or strict:
+                guess = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(f"label.{key} is not a label of any rubric{guess}")
+                unknown = True
+            else:
+                labels[key] = value
+            continue
+        name = allowed[key]
+        if name != key and name in given:
+            problems.append(f"label gives both {name} and {key}, which is read as {name}")
+            continue
+        if name in LABEL_KEYS and value is not None and not _is_score(item, value):
+            norm = normalise_label(value)
+            if norm is None:
+                problems.append(f"label.{key} = {value!r} is not one of {', '.join(LABELS)}")
+            value = norm
+        labels[name] = value
+    return labels, problems, unknown
 
 
 def _is_score(item: dict, value: Any) -> bool:

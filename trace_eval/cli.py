@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-VERBS = ("blueprints", "show", "judge", "fuse", "evaluate")
+# In the order of the work: Stage 1, Stage 2, fusion, evaluation; then a look at one blueprint.
+VERBS = ("blueprints", "judge", "fuse", "evaluate", "show")
+EXAMPLES = {
+    "blueprints": "python -m trace_eval blueprints examples/mini",
+    "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
+    "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
+    "evaluate": "python -m trace_eval evaluate runs/demo",
+    "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
+}
+DESCRIPTION = """\
+Judge pairs of spoken answers with TRACE: turn every audio file into a blueprint
+of cues, ask a judge for Content, Voice Quality and Paralinguistics verdicts,
+fuse them into an overall label, and score the judge against human labels."""
 
 
 def _command(verb: str):
@@ -15,19 +28,39 @@ def _command(verb: str):
 
 
 def build_parser(verbs: tuple[str, ...] = VERBS) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m trace_eval", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for verb in verbs:
-        command = _command(verb)
-        p = sub.add_parser(verb, help=command.HELP, description=command.HELP)
-        command.configure(p)
+    commands = {verb: _command(verb) for verb in verbs}
+    tasks = "\n".join(f"  {verb:11} {commands[verb].HELP}\n  {'':11} {EXAMPLES[verb]}" for verb in verbs)
+    parser = argparse.ArgumentParser(
+        prog="python -m trace_eval",
+        usage="%(prog)s TASK [options]",
+        description=f"{DESCRIPTION}\n\ntasks (python -m trace_eval TASK --help for the options of one):\n{tasks}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="TASK", help=argparse.SUPPRESS)
+    for verb, command in commands.items():
+        command.configure(sub.add_parser(verb, prog=f"python -m trace_eval {verb}", description=command.HELP))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        try:
+            return _run(sys.argv[1:] if argv is None else argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, inside the try, rather than at exit
+    except BrokenPipeError:
+        # The reader went away (`show FILE | head`): stop quietly, as the Python docs advise
+        # (signal module, "Note on SIGPIPE"); devnull takes the output Python still flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: list[str]) -> int:
     # Build only the parser of the verb asked for, to keep start-up fast.
     verb = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser((verb,) if verb in VERBS else VERBS)
+    if not argv:
+        parser.print_help()
+        return 2
     args = parser.parse_args(argv)
     return int(_command(args.verb).run(args) or 0)

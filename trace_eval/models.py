@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractors.base import ExtractorUnavailable
+from trace_eval.resources import data_dir
 
 __all__ = ["ModelCard", "load_card", "resolve_model", "MODELS_DIR"]
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = data_dir("models")
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import jsonschema
 
-SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
+from trace_eval.resources import data_dir
+
+SCHEMAS_DIR = data_dir("schemas")
 
 
 @lru_cache(maxsize=None)

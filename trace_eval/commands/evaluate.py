@@ -118,6 +118,9 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         print(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
               f"coverage {coverage(run['coverage']['overall'])}, {run['items']['undetermined']} undetermined, "
               f"{run['items']['failed']} failed ({run['fusion']})")
+        excluded = _excluded(run["items"], files.metrics["items"]["in_benchmark"], "scored_with_overall_label",
+                             "without a human overall label")
+        print(f"  {excluded}")
     for comparison in files.metrics["comparisons"]:
         print(f"{comparison['a']} vs {comparison['b']}: McNemar p = {comparison['p_value']:.3g} (n={comparison['n']})")
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
@@ -132,12 +135,38 @@ def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric, settin
               file=sys.stderr)
         return 2
     files = evaluate_rubric_folders(args.runs, out, rubric, labels=args.labels, settings=settings)
+    items = files.metrics["items"]
     for run in files.metrics["runs"]:
         shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
         print(f"{run['name']} ({rubric.name}): {'; '.join(shown) or 'no metric computable'}; "
               f"{run['items']['failed']} failed")
+        print(f"  {_excluded(run['items'], items['in_benchmark'])}")
+    labelled = items.get("with_human_label", {})
+    if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
+        print(f"  human labels among the {items['evaluated']} judged manifest item(s): "
+              + ", ".join(f"{dim} {n}" for dim, n in labelled.items()))
+    if files.metrics.get("label_problems"):
+        print(f"  {len(files.metrics['label_problems'])} human label(s) outside their label space, left out "
+              f"(listed in {files.markdown_path})")
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
     return 0
+
+
+def _excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabelled: str | None = None) -> str:
+    """How many of a run's items were scored, why the others were not, and how many of the manifest's
+    items the run has no result for."""
+    in_run, scored = items["in_run"], items[scored_key]
+    in_manifest = in_run - items["not_in_benchmark"]
+    reasons = {
+        unlabelled: items["scored"] - scored if unlabelled else 0,
+        "whose verdict failed": in_manifest - items["scored"],
+        "not in the manifest": items["not_in_benchmark"],
+    }
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items() if n)
+    line = f"scored {scored} of {in_run} judged item(s)" + (f"; excluded {in_run - scored}: {why}" if why else "")
+    if in_benchmark > in_manifest:
+        line += f"; {in_benchmark - in_manifest} manifest item(s) have no result in this run"
+    return line
 
 
 def _headline(metric: str, slots: dict) -> str | None:

@@ -701,7 +701,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         raise JudgeError(str(e)) from None
     if options.swap and not rubric.pairwise:
         raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
-    bench = load_benchmark(options.bench)
+    bench = load_benchmark(options.bench, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = make_backbone(options, prompt, rubric)
     cases, unusable = build_cases(bench, pairs, prompt, options.drop, rubric)
