@@ -94,7 +94,10 @@ class AccentExtractor(Extractor):
                 # the GPU results of the other models depending on whether this extractor was loaded.
                 torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
         except ImportError as e:
-            raise ExtractorUnavailable(f"accent needs speechbrain and torch ({e}): pip install speechbrain") from e
+            raise ExtractorUnavailable(
+                f"accent needs speechbrain and torch ({e}), which the models extra installs: "
+                "pip install 'trace-eval[models]' (or make install)"
+            ) from e
         directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             classifier = EncoderClassifier.from_hparams(

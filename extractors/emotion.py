@@ -81,7 +81,10 @@ class EmotionExtractor(Extractor):
             import torch
             from funasr import AutoModel
         except ImportError as e:
-            raise ExtractorUnavailable(f"emotion needs funasr and torch ({e}): pip install funasr torch") from e
+            raise ExtractorUnavailable(
+                f"emotion needs funasr and torch ({e}), which the models extra installs: "
+                "pip install 'trace-eval[models]' (or make install)"
+            ) from e
         directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             # funasr prints its version and a line per missing weight; the checkpoint is checked below instead.
