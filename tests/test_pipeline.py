@@ -7,7 +7,7 @@ import pytest
 import soundfile as sf
 
 from extractors import REGISTRY, ClipError, Extractor, ExtractorUnavailable, Section, register
-from trace_eval import pipeline
+from trace_eval.stage1 import local
 from trace_eval.cli import main as cli
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.schemas import validation_errors
@@ -223,7 +223,7 @@ def test_changing_one_extractor_recomputes_it_and_its_dependants_only(tmp_path):
 def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     files = {f"c{i}.wav": tone(0.3 + 0.1 * i, f0=200 + 20 * i) for i in range(7)}
     root = bench(tmp_path, files)
-    monkeypatch.setattr(pipeline, "CHUNK_CLIPS", 2)
+    monkeypatch.setattr(local, "CHUNK_CLIPS", 2)
     PeakDb.calls, PeakDb.interrupt_after = 0, 4
     try:
         with pytest.raises(KeyboardInterrupt):
