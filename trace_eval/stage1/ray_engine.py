@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -219,17 +220,21 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     if not rows:
         return
 
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # our own progress bar and summary say it
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.max_errored_blocks = -1  # a block whose worker died past its retries: its clips are recorded failed
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
 
     rates = sorted({e.sample_rate for e in models})
-    ds = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / ROWS_PER_BLOCK))
+    cpus = ray.cluster_resources().get("CPU", 1.0)
+    blocks = min(len(rows), max(math.ceil(len(rows) / ROWS_PER_BLOCK), int(2 * cpus)))  # enough to keep all busy
+    ds = ray.data.from_items(rows, override_num_blocks=blocks)
+    # Ray 2.60 bounds retries (infinite by default) only through ray_remote_args, which it already
+    # announces as deprecated for 2.64: the version is pinned in constraints.txt.
+    warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
     ds = ds.map(_decode, fn_kwargs={"per_clip": [(type(e), e.config, plan.fingerprints[e.name]) for e in per_clip],
                                     "rates": rates}, num_cpus=1, max_retries=RETRIES)
     pools = {e.name: pool_of(e, settings) for e in models}
-    cpus = ray.cluster_resources().get("CPU", 1.0)
     reserved = sum(p.actors * p.num_cpus for p in pools.values()) or 1.0
     cpu_scale = min(1.0, cpus / 2 / reserved)  # models together reserve at most half the CPUs: decoding needs some
     for ext in models:
@@ -256,15 +261,24 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             recorder.fail(job, "decode", row["error"])
         else:
             info = AudioInfo(*json.loads(row["info"]))
-            _finish(plan, recorder, job, recorder.blueprint(job, info), pickle.loads(row["results"]), in_driver)
+            _finish(plan, recorder, job, recorder.blueprint(job, info), pickle.loads(row["results"]), in_driver,
+                    _Length(info.duration_s))
         progress.update(1)
     for sha in sorted(pending):
         recorder.fail(plan.jobs[sha], "worker", f"the Ray workers processing this clip died {RETRIES + 1} times; "
                                                 "not retried further this run (run again to retry)")
 
 
+class _Length:
+    """What an audio-free dependant reads of decoded audio: its exact length (the blueprint's is rounded),
+    as on the local engine."""
+
+    def __init__(self, duration_s: float):
+        self.duration_s = duration_s
+
+
 def _finish(plan: Plan, recorder: Recorder, job: Job, bp: dict, results: dict[str, tuple[Any, float | None]],
-            in_driver: list[Extractor]) -> None:
+            in_driver: list[Extractor], audio: _Length | None = None) -> None:
     """Record a clip's results in the order the local engine does, run the audio-free dependants, write."""
     changed = job.blueprint is None
     order = [e for e in plan.extractors if runs_in_workers(e)] + [e for e in plan.extractors if not runs_in_workers(e)]
@@ -277,7 +291,7 @@ def _finish(plan: Plan, recorder: Recorder, job: Job, bp: dict, results: dict[st
             if ext.name in recorder.unavailable:
                 result, seconds = ExtractorUnavailable(recorder.unavailable[ext.name]), None
             else:
-                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, None, bp)])
+                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp)])
         else:
             continue
         changed |= recorder.apply(bp, job, ext, result, seconds)
