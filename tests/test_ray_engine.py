@@ -172,3 +172,17 @@ def test_cuda_on_a_cluster_without_gpus_is_refused_and_an_unknown_engine_named(t
         run_blueprints(root, options(device="cuda"))
     with pytest.raises(ValueError, match="expected one of: local, ray"):
         run_blueprints(root, BlueprintOptions(engine="spark"))
+
+
+def test_a_model_that_cannot_load_takes_its_dependants_along_as_locally(tmp_path):
+    root = tone_bench(tmp_path / "local", 3)
+    shutil.copytree(root, tmp_path / "ray")
+    common = dict(only=["rate"], device="cpu", profile="cpu", settings={"asr": {"model_path": str(tmp_path / "none")}})
+    local = run_blueprints(tmp_path / "local", BlueprintOptions(progress=False, **common))
+    remote = run_blueprints(tmp_path / "ray", options(**common))
+    assert remote.sections == local.sections == {"asr": {"unavailable": 3}, "rate": {"unavailable": 3}}
+    assert remote.unavailable == local.unavailable
+    for i in range(3):
+        a = BlueprintStore(tmp_path / "local").get_by_path(f"audio/c{i}.wav")
+        b = BlueprintStore(tmp_path / "ray").get_by_path(f"audio/c{i}.wav")
+        assert comparable(a) == comparable(b)

@@ -199,10 +199,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             raise ValueError(f"{ext.name} needs audio and runs after {', '.join(ext.depends_on) or 'nothing'}: "
                              "the ray engine runs such extractors only when they are batched and depend on "
                              "nothing; use --engine local")
-        missing = [d for d in ext.depends_on if d in recorder.unavailable]
         try:
-            if missing:
-                raise ExtractorUnavailable(f"depends on {', '.join(missing)}, which is unavailable")
             ext.load()
         except ExtractorUnavailable as e:
             recorder.unavailable[ext.name] = str(e)
@@ -288,8 +285,10 @@ def _finish(plan: Plan, recorder: Recorder, job: Job, bp: dict, results: dict[st
         if ext.name in results:
             result, seconds = results[ext.name]
         elif ext in in_driver:
-            if ext.name in recorder.unavailable:
-                result, seconds = ExtractorUnavailable(recorder.unavailable[ext.name]), None
+            missing = [d for d in ext.depends_on if d in recorder.unavailable]  # known once their results came
+            if ext.name in recorder.unavailable or missing:
+                reason = recorder.unavailable.get(ext.name) or f"depends on {', '.join(missing)}, which is unavailable"
+                result, seconds = ExtractorUnavailable(reason), None
             else:
                 [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp)])
         else:
