@@ -197,8 +197,10 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
     if options.engine == "ray":
         from trace_eval.stage1 import ray_engine
 
-        started_ray = ray_engine.connect(options.ray_address)
-        device = ray_engine.resolve_device(options.device)
+        device = options.device
+        if device == "auto":  # the cluster's GPUs decide; a device named outright is checked once there is work
+            started_ray = ray_engine.connect(options.ray_address)
+            device = ray_engine.resolve_device(device)
     else:
         device = resolve_device(options.device)
     try:
@@ -207,9 +209,11 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintO
         recorder = Recorder(plan, options.engine)
         progress = _progress(options.progress)
         try:
-            if options.engine == "ray":
+            if options.engine == "ray" and plan.active():
+                started_ray = ray_engine.connect(options.ray_address) or started_ray
+                ray_engine.resolve_device(device)
                 ray_engine.execute(plan, recorder, options.settings, device, progress)
-            else:
+            elif options.engine == "local":
                 from trace_eval.stage1 import local
 
                 local.execute(plan, recorder, options.workers, progress)
