@@ -22,10 +22,14 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
+# Everything: every extra pyproject.toml declares (models: torch and the neural cues; dev: the tests).
+# The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see README).
+EXTRAS := $(shell sed -n '/^\[project.optional-dependencies\]/,/^\[/s/^\([A-Za-z0-9_-]*\) *=.*/\1/p' pyproject.toml | paste -sd, -)
+
 # Re-installs only when the dependency pins change.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $@
 
 test: install
