@@ -8,6 +8,8 @@ BENCH   ?= examples/mini
 DEVICE  ?= auto
 WORKERS ?=
 PROFILE ?=
+ENGINE  ?= local
+RAY_ADDRESS ?=
 SET     ?=
 MODEL   ?=
 FUSION  ?= cap
@@ -34,7 +36,8 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 blueprints: install
-	$(PY) -m trace_eval blueprints $(BENCH) --device $(DEVICE) \
+	$(PY) -m trace_eval blueprints $(BENCH) --device $(DEVICE) --engine $(ENGINE) \
+		$(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS)) \
 		$(if $(WORKERS),--workers $(WORKERS)) $(if $(PROFILE),--profile $(PROFILE)) \
 		$(foreach s,$(SET),--set $(s))
 
@@ -61,7 +64,7 @@ example: install
 	$(PY) scripts/make_example_style.py
 
 bench: install
-	$(PY) scripts/bench_extract.py --device $(DEVICE)
+	$(PY) scripts/bench_extract.py --device $(DEVICE) --engine $(ENGINE)
 
 clean:
 	rm -rf $(VENV) examples/*/blueprints runs reports

@@ -7,7 +7,8 @@ other extractors it depends on, GPU or not), which blueprint keys it owns
 
 Per-clip extractors (`batched = False`) implement `extract_one` and run in CPU
 worker processes; batched extractors (models) implement `extract` over a list of
-clips and run in the main process, on the GPU when there is one.
+clips and run in the main process, on the GPU when there is one. On the ray
+engine a batched extractor runs as a pool of actors sized by its `pool`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ __all__ = [
     "Extractor",
     "ExtractorUnavailable",
     "ModelInfo",
+    "POOL_SETTINGS",
+    "Pool",
     "REGISTRY",
     "Section",
     "register",
@@ -51,6 +54,23 @@ class ModelInfo:
     id: str | None = None
     revision: str | None = None
     source: str | None = None  # where the weights were resolved from (path), not part of the fingerprint
+
+
+@dataclass(frozen=True)
+class Pool:
+    """How the ray engine runs a batched extractor: an actor pool, each actor loading the model once.
+
+    Every field can be set per run with --set NAME.FIELD=VALUE (e.g. asr.actors=8); none
+    changes values, so none enters the fingerprint.
+    """
+
+    actors: int = 1  # actors in the pool
+    num_gpus: float = 0.25  # share of one GPU per actor when the run uses GPUs; 0.25 lets four models share one
+    num_cpus: float = 1.0  # CPUs reserved per actor (capped so that decoding always keeps half the CPUs)
+    batch_clips: int = 16  # clips per call of `extract` (the extractor batches by seconds within it)
+
+
+POOL_SETTINGS = frozenset(f.name for f in dataclasses.fields(Pool))
 
 
 @dataclass
@@ -103,6 +123,7 @@ class Extractor:
     batched: ClassVar[bool] = False
     outputs: ClassVar[tuple[str, ...]] = ()  # dotted blueprint keys this extractor owns
     Config: ClassVar[type] = NoConfig
+    pool: ClassVar[Pool] = Pool()  # actor pool on the ray engine (batched extractors)
 
     def __init__(self, config: Any = None, device: str = "cpu"):
         self.config = config if config is not None else self.Config()

@@ -18,6 +18,13 @@ Part 2, pitch + loudness + DNSMOS together:
   the previous chunk in stacked batches in this process (its convolution
   front-end computed once over overlapping windows).
 Both must give the same values; the script checks that.
+
+With --engine ray, the whole Stage 1 (every extractor asked for, everything
+recomputed) through the local engine, then through the ray engine on a local Ray
+with one actor per model, then two; the blueprints of every way must be equal.
+Ray's own start is timed apart; each run includes loading the models.
+
+    python scripts/bench_extract.py --engine ray --clips 40 --only asr,dnsmos,pitch,loudness,voicing,rate
 """
 from __future__ import annotations
 
@@ -352,6 +359,51 @@ def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: in
     print("  outputs agree" if not problems else "  OUTPUTS DIFFER:\n    " + "\n    ".join(problems[:10]))
 
 
+def compare_engines(paths: list[Path], audio_s: float, names: list[str], workers: int, repeat: int) -> None:
+    """Local engine against the ray engine (1 and 2 actors per model) on the same clips."""
+    from trace_eval.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1 import ray_engine
+    from trace_eval.store import BlueprintStore
+
+    folder = paths[0].parent
+    _write_manifest(paths, folder)
+    start = time.perf_counter()
+    ray_engine.start_local()
+    print(f"\nengines, {len(paths)} clips, {audio_s:.0f} s of audio, {', '.join(names)}; best of {repeat} "
+          f"(Ray started in {time.perf_counter() - start:.1f} s, not counted)")
+    models = [n for n in names if REGISTRY[n].batched and REGISTRY[n].sample_rate]
+    ways = {
+        "local": BlueprintOptions(only=names, device="cpu", workers=workers),
+        "ray, 1 actor/model": BlueprintOptions(only=names, device="cpu", engine="ray"),
+        "ray, 2 actors/model": BlueprintOptions(only=names, device="cpu", engine="ray",
+                                                settings={m: {"actors": 2} for m in models}),
+    }
+    times: dict[str, list[float]] = {way: [] for way in ways}
+    reference: dict[str, dict] = {}
+    problems: list[str] = []
+    for _ in range(repeat):
+        for way, options in ways.items():
+            options.force, options.progress = True, False
+            begin = time.perf_counter()
+            summary = run_blueprints(folder, options)
+            times[way].append(time.perf_counter() - begin)
+            if not summary.ok:
+                problems.append(f"{way}: {summary.failed} clip(s) failed")
+            store = BlueprintStore(folder)
+            for path in paths:
+                blueprint = store.get_by_path(path.name)
+                for entry in blueprint["provenance"]["extractors"].values():
+                    entry.pop("seconds"), entry.pop("engine")
+                if reference.setdefault(path.name, blueprint) != blueprint:
+                    problems.append(f"{way}: {path.name} differs from the local engine's blueprint")
+    print(f"  {'way':<20} {'seconds':>8} {'clips/s':>8} {'RTF':>7}  all runs (s)")
+    for way, runs in times.items():
+        best = min(runs)
+        print(f"  {way:<20} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
+              + " ".join(f"{r:.2f}" for r in runs))
+    print("  blueprints agree" if not problems else "  BLUEPRINTS DIFFER:\n    " + "\n    ".join(problems[:10]))
+
+
 # ---------------------------------------------------------------------------------------
 
 
@@ -364,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each way in the comparison; the best counts")
     parser.add_argument("--skip-combined", action="store_true", help="only time the extractors one by one")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="ray: compare the whole Stage 1 on the local and the ray engine instead")
     args = parser.parse_args(argv)
 
     names = sorted(REGISTRY) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
@@ -379,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         audio_s = sum(sf.info(p).duration for p in paths)
         print(f"{len(paths)} clips, {audio_s:.0f} s of speech (generated in {time.perf_counter() - start:.1f} s); "
               f"device {device}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
+        if args.engine == "ray":
+            compare_engines(paths, audio_s, names, args.workers, max(1, args.repeat))
+            return 0
         print_timings(time_extractors(names, paths, device, args.workers))
         if not args.skip_combined:
             compare_combined(paths, audio_s, args.workers, max(1, args.repeat))

@@ -7,7 +7,7 @@ import pytest
 import soundfile as sf
 
 from extractors import REGISTRY, ClipError, Extractor, ExtractorUnavailable, Section, register
-from trace_eval import pipeline
+from trace_eval.stage1 import local
 from trace_eval.cli import main as cli
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.schemas import validation_errors
@@ -223,7 +223,7 @@ def test_changing_one_extractor_recomputes_it_and_its_dependants_only(tmp_path):
 def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     files = {f"c{i}.wav": tone(0.3 + 0.1 * i, f0=200 + 20 * i) for i in range(7)}
     root = bench(tmp_path, files)
-    monkeypatch.setattr(pipeline, "CHUNK_CLIPS", 2)
+    monkeypatch.setattr(local, "CHUNK_CLIPS", 2)
     PeakDb.calls, PeakDb.interrupt_after = 0, 4
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -379,3 +379,59 @@ def test_a_cuda_device_that_is_not_there_is_refused(tmp_path):
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
     with pytest.raises(ValueError, match="no CUDA device"):
         run_blueprints(root, opts(device="cuda"))
+
+
+def test_a_cached_run_imports_no_model_library(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    only = "emotion,accent,pitch"  # two models that cannot load offline, recorded as unavailable
+    assert run_blueprints(root, BlueprintOptions(only=only.split(","), progress=False)).ok
+    script = (
+        "import sys; from trace_eval.cli import main; code = main(['blueprints', sys.argv[1], '--only', sys.argv[2], "
+        "'--quiet']); print('imported:', sorted(m for m in ('torch', 'funasr', 'speechbrain', 'transformers') "
+        "if m in sys.modules)); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(root), only], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "imported: []" in done.stdout and "cached 3" in done.stdout
+    assert "unavailable as recorded: emotion, accent" in done.stdout
+
+
+def test_unavailable_is_probed_again_only_when_what_it_resolves_from_changes(tmp_path, monkeypatch):
+    register(Unloadable)
+    probes = []
+
+    def cannot_load(self):
+        probes.append(1)
+        raise ExtractorUnavailable("no weights; pass --set test_unloadable.model_path=DIR")
+
+    monkeypatch.setattr(Unloadable, "load", cannot_load)
+    monkeypatch.setenv("TRACE_MODELS_DIR", str(tmp_path / "models"))
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    only = ["test_unloadable", "test_peak"]
+
+    def run(**kw):
+        return run_blueprints(root, opts(only=only, **kw))
+
+    first = run()
+    assert "test_unloadable" in first.unavailable and len(probes) == 1
+    second = run()
+    assert not second.unavailable and "test_unloadable" in second.kept_unavailable and len(probes) == 1
+    (tmp_path / "models").mkdir()  # weights may have been put there: look again
+    third = run()
+    assert third.sections["test_unloadable"].get("unavailable") == 3 and len(probes) == 2
+    assert run().kept_unavailable and len(probes) == 2
+    assert "test_unloadable" in run(retry_unavailable=True).unavailable and len(probes) == 3
+
+
+def test_the_ray_engine_without_ray_says_what_to_install(tmp_path, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    assert cli(["blueprints", str(root), "--engine", "ray", "--quiet"]) == 2
+    assert "pip install 'trace-eval[ray]'" in capsys.readouterr().err
