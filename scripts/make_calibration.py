@@ -279,9 +279,8 @@ def _recipe(pair: Pair) -> dict:
     return {"index": pair.index, "a": described(pair.a), "b": described(pair.b)}
 
 
-def write_split(split: Split, out_dir: Path, rounds: int = ROUNDS) -> list[Path]:
+def write_pairs(pairs: list[Pair], out_dir: Path) -> list[Path]:
     """One benchmark folder: manifest.json, recipes.json, audio/. Returns the files written, relative to out_dir."""
-    pairs = pairs_of(split, rounds)
     audio = out_dir / AUDIO_DIR
     audio.mkdir(parents=True, exist_ok=True)
     written, instructions, items = [], {}, []
@@ -316,7 +315,7 @@ def write_split(split: Split, out_dir: Path, rounds: int = ROUNDS) -> list[Path]
 def generate(out_dir: Path, rounds: int = ROUNDS, splits: tuple[Split, ...] = SPLITS) -> dict[str, list[Path]]:
     if not have_tools():
         raise SynthesisUnavailable("the calibration set needs espeak-ng and sox: apt-get install espeak-ng sox")
-    return {split.name: write_split(split, out_dir / split.name, rounds) for split in splits}
+    return {split.name: write_pairs(pairs_of(split, rounds), out_dir / split.name) for split in splits}
 
 
 def main(argv: list[str] | None = None) -> int:
