@@ -41,10 +41,10 @@ Rules, per dimension:
   acceptable responses one wins by a P.808 lead of 0.85 or more. Fitted on
   `scripts/make_calibration.py`'s set (espeak-ng speech under white and pink
   noise at 0-20 dB SNR, reverberation, clipping): white noise at 9 dB SNR takes
-  P.808 from about 3.5 to 2.6-2.7, and heavy reverberation or clipping costs
-  0.7-1.1 P.808 against the same clean speech. BAK alone cannot carry the rule:
-  clean female espeak voices score 1.5-1.9, as low as speech under 9 dB white
-  noise, so it only rejects severe noise (0 dB white: 1.3-1.45). Unknown: P.808
+  P.808 from about 3.5 to 2.6-2.7, and heavy clipping keeps it at 2.6-3.0, 0.7-0.9
+  below the same clean speech. BAK alone cannot carry the rule: clean female
+  espeak voices score down to 1.55, as low as speech under 9 dB white noise, so
+  it only rejects severe noise (0 dB white: 1.3-1.45). Unknown: P.808
   or BAK null or dropped with --drop quality.
 - Paralinguistics: cue words in the instruction outside the quoted words:
   slow/fast -> speaking rate (at most 130 / at least 200 WPM);
