@@ -54,8 +54,8 @@ def load(folder: Path) -> list[Item]:
     for entry in json.loads((folder / "manifest.json").read_text(encoding="utf-8")):
         bps = (store.get_by_path(entry["audio1_path"]), store.get_by_path(entry["audio2_path"]))
         if None in bps:
-            raise SystemExit(f"{folder}: no blueprint for {entry['index']}; run "
-                             f"`python -m trace_eval blueprints {folder} --only dnsmos,asr,pitch,loudness,rate,voicing`")
+            raise SystemExit(f"{folder}: no blueprint for {entry['index']}; run `python -m trace_eval blueprints "
+                             f"{folder} --only dnsmos,asr,pitch,loudness,rate,voicing`")
         recipe = recipes[entry["index"]]
         items.append(Item(entry["index"], entry["label"]["voice_quality"], bps,
                           (recipe["a"]["degradation"], recipe["b"]["degradation"])))
@@ -77,7 +77,8 @@ def score_table(items: list[Item]) -> list[str]:
             seen.add(bp["provenance"]["audio_sha256"])
             for key, name in SCORES:
                 by_kind[made][name].append(bp["agent_audio_quality"][key])
-    lines = [f"| degradation | clips | {' | '.join(name for _, name in SCORES)} |", "|---|---|" + "---|" * len(SCORES)]
+    names = " | ".join(name for _, name in SCORES)
+    lines = [f"| degradation | clips | {names} |", "|---|---|" + "---|" * len(SCORES)]
     for made in sorted(by_kind):
         cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for v in (by_kind[made][n] for _, n in SCORES)]
         lines.append(f"| {made} | {len(by_kind[made]['P.808'])} | {' | '.join(cells)} |")

@@ -8,11 +8,13 @@ manifest.json, audio/ and recipes.json (how every clip was made).
 
 Each response is espeak-ng speech, then at most one degradation:
 
-| degradation | how | amounts |
-|---|---|---|
-| white, pink noise | mixed at a true SNR: the noise power is set against the power of the active speech (20 ms frames within 40 dB of the loudest), then the sum is scaled down only if it would clip | 0, 5, 9, 10 dB (heavy); 15, 20 dB (mild) |
-| reverberation | sox `reverb REVERBERANCE 50 ROOM` | 30% in a 30% room (mild); 100% in a 100% room with +6 dB wet gain (heavy) |
-| clipping | gain by G dB over the peak, clip at the peak, scale back to the old peak | 4 dB (mild), 20 dB (heavy) |
+- white or pink noise, mixed at a true SNR: the noise power is set against the
+  power of the active speech (20 ms frames within 40 dB of the loudest), and the
+  sum is scaled down only when it would clip. 0, 5, 9, 10 dB (heavy); 15, 20 dB (mild).
+- reverberation, sox `reverb REVERBERANCE 50 ROOM`: 30% in a 30% room (mild);
+  100% in a 100% room with +6 dB wet gain (heavy).
+- clipping: gain by G dB over the peak, clip at the old peak level, scale back.
+  4 dB (mild), 20 dB (heavy).
 
 Labels follow from the recipe, one yes/no per response and dimension:
 

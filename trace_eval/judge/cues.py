@@ -77,7 +77,8 @@ from trace_eval.judge.prompts import Case
 __all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_case", "read_instruction",
            "transcript_doubt"]
 
-CUES_VERSION = "2"  # 2: undetermined dimensions; single quotes and bracketed directives
+# 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
+CUES_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -310,8 +311,8 @@ def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> Ju
         s1, s2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
         if abs(s1 - s2) >= t.quality_clear_margin:
             label = "1" if s1 > s2 else "2"
-    rule = f"acceptable at P.808 {t.quality_min_p808:g} and BAK {t.quality_min_background:g} or more, " \
-           f"a winner by {t.quality_clear_margin:g} P.808"
+    rule = (f"acceptable at P.808 {t.quality_min_p808:g} and BAK {t.quality_min_background:g} or more, "
+            f"a winner by {t.quality_clear_margin:g} P.808")
     return label, f"{rule}; " + ", ".join(notes), why
 
 
@@ -508,7 +509,8 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
-    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. Voice quality: {why_vq} -> {quality or 'undetermined'}. "
+    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. "
+                 f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
                  f"Paralinguistics: {why_p} -> {para or 'undetermined'}.")
     verdict: dict = {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
     undetermined = {dim: why for dim, why in (("content", missing_c), ("voice_quality", missing_vq),
