@@ -183,7 +183,8 @@ def test_an_unmeasured_cue_asked_for_leaves_paralinguistics_undetermined():
     unmeasured["agent_voicing"]["Syllable_Rate_Per_S"] = None
     unmeasured["agent_audio_quality"]["DNSMOS_Personalized_Overall_Quality"] = None
     verdict = _cues("Say it slowly.", unmeasured, blueprint(wpm=100, p808=3.5))
-    assert verdict["paralinguistics"] is None and verdict["voice_quality"] == "both_good"
+    assert verdict["paralinguistics"] is None and verdict["voice_quality"] is None  # no P.808 either
+    assert verdict["undetermined"]["voice_quality"] == "response 1 P.808 unmeasured"
     assert verdict["undetermined"]["paralinguistics"] == "slow: rate unmeasured for response 1"
     # Response 2 fails, but whether 1 passes is unknown: "1" or both_bad, so undetermined.
     assert _cues("Say it slowly.", unmeasured, blueprint(wpm=240))["paralinguistics"] is None

@@ -36,9 +36,16 @@ Rules, per dimension:
   Unknown: a response that has speech when nothing is quoted (whether it
   answers a free-form question is beyond these rules), and a transcript that
   is missing or that the blueprint marks unreliable.
-- Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.6
-  (DNSMOS personalised overall quality at least 2.0 when P.808 is missing). Of
-  two acceptable responses one wins only by 1.5 MOS or more.
+- Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.7
+  and the personalised background (noise) score BAK at least 1.45; of two
+  acceptable responses one wins by a P.808 lead of 0.85 or more. Fitted on
+  `scripts/make_calibration.py`'s set (espeak-ng speech under white and pink
+  noise at 0-20 dB SNR, reverberation, clipping): white noise at 9 dB SNR takes
+  P.808 from about 3.5 to 2.6-2.7, and heavy clipping keeps it at 2.6-3.0, 0.7-0.9
+  below the same clean speech. BAK alone cannot carry the rule: clean female
+  espeak voices score down to 1.55, as low as speech under 9 dB white noise, so
+  it only rejects severe noise (0 dB white: 1.3-1.45). Unknown: P.808
+  or BAK null or dropped with --drop quality.
 - Paralinguistics: cue words in the instruction outside the quoted words:
   slow/fast -> speaking rate (at most 130 / at least 200 WPM);
   quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
@@ -70,7 +77,8 @@ from trace_eval.judge.prompts import Case
 __all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_case", "read_instruction",
            "transcript_doubt"]
 
-CUES_VERSION = "2"  # 2: undetermined dimensions; single quotes and bracketed directives
+# 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
+CUES_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -79,9 +87,10 @@ class Thresholds:
 
     content_min_recall: float = 0.35  # share of the quoted letters found, in order, in the transcript
     content_min_length: float = 0.6  # transcript letters over quoted letters
-    quality_min_p808: float = 2.6
-    quality_min_overall: float = 2.0  # DNSMOS personalised overall, used when P.808 is missing
-    quality_clear_margin: float = 1.5
+    # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
+    quality_min_p808: float = 2.7  # P.808 overall
+    quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
+    quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner
     slow_max_wpm: float = 130.0
     fast_min_wpm: float = 200.0
     slow_max_syllables_per_s: float = 3.5  # used when the transcript-based rate is missing
@@ -266,23 +275,45 @@ def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thres
 
 # -- Voice Quality -----------------------------------------------------------------------
 
-def _quality(bp: dict | None, t: Thresholds) -> tuple[float | None, float, str]:
-    p808 = _get(bp, "agent_audio_quality", "P808_Overall_Quality")
-    if p808 is not None:
-        return p808, t.quality_min_p808, "P.808"
-    return _get(bp, "agent_audio_quality", "DNSMOS_Personalized_Overall_Quality"), t.quality_min_overall, "DNSMOS OVRL"
+# What a response needs on each quality cue: (blueprint key, name, Thresholds field). P.808 follows how a
+# listener rates the whole clip; the background score (BAK) is the one made for noise.
+QUALITY_CUES = (("P808_Overall_Quality", "P.808", "quality_min_p808"),
+                ("DNSMOS_Personalized_Background_Quality", "BAK", "quality_min_background"))
 
 
-def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str, str]:
-    scores = [_quality(bp, t) for bp in (bp1, bp2)]
-    oks = [score is None or score >= minimum for score, minimum, _ in scores]
-    better = None
-    (s1, _, _), (s2, _, _) = scores
-    if s1 is not None and s2 is not None and abs(s1 - s2) >= t.quality_clear_margin and scores[0][2] == scores[1][2]:
-        better = "1" if s1 > s2 else "2"
-    notes = [f"response {n} {name} {_fmt(score)} (needs {minimum:g})" for n, (score, minimum, name) in
-             enumerate(scores, start=1)]
-    return typed_tie(*oks, better), ", ".join(notes)
+def _quality_ok(bp: dict | None, t: Thresholds) -> tuple[bool | None, str, list[str]]:
+    """(acceptable, or None when a cue is unmeasured and none failed; what was read; the unmeasured cues)."""
+    ok: bool | None = True
+    readings, unmeasured = [], []
+    for key, name, field in QUALITY_CUES:
+        value, minimum = _get(bp, "agent_audio_quality", key), getattr(t, field)
+        if value is None:
+            unmeasured.append(name)
+            if ok is True:
+                ok = None
+        elif value < minimum:
+            ok = False  # a measured failure is evidence whatever else is missing
+        readings.append(f"{name} {_fmt(value)} (needs {minimum:g})")
+    return ok, " ".join(readings), unmeasured
+
+
+def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> Judgement:
+    oks: list[bool | None] = []
+    notes, missing = [], []
+    for n, bp in enumerate((bp1, bp2), start=1):
+        ok, reading, unmeasured = _quality_ok(bp, t)
+        oks.append(ok)
+        notes.append(f"response {n} {reading}")
+        if unmeasured:
+            missing.append(f"response {n} {' and '.join(unmeasured)} unmeasured")
+    label, why = decide(oks, missing)
+    if label == "both_good":
+        s1, s2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
+        if abs(s1 - s2) >= t.quality_clear_margin:
+            label = "1" if s1 > s2 else "2"
+    rule = (f"acceptable at P.808 {t.quality_min_p808:g} and BAK {t.quality_min_background:g} or more, "
+            f"a winner by {t.quality_clear_margin:g} P.808")
+    return label, f"{rule}; " + ", ".join(notes), why
 
 
 # -- Paralinguistics ---------------------------------------------------------------------
@@ -476,12 +507,14 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
                 for bp, words in zip(case.blueprints, case.words, strict=True))
     doubts = case.transcript_doubts
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
-    quality, why_vq = judge_voice_quality(bp1, bp2, thresholds)
+    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
-    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. Voice quality: {why_vq} -> {quality}. "
+    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. "
+                 f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
                  f"Paralinguistics: {why_p} -> {para or 'undetermined'}.")
     verdict: dict = {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
-    undetermined = {dim: why for dim, why in (("content", missing_c), ("paralinguistics", missing_p)) if why}
+    undetermined = {dim: why for dim, why in (("content", missing_c), ("voice_quality", missing_vq),
+                                              ("paralinguistics", missing_p)) if why}
     if undetermined:
         verdict["undetermined"] = undetermined
     return verdict

@@ -1,0 +1,113 @@
+"""The calibration set of the `cues` backbone (scripts/make_calibration.py) and the Voice Quality rule fitted on it.
+
+Known answer: the same sentence, once clean and once under steady white noise at
++9 dB SNR, scored by the real DNSMOS extractor, gives Voice Quality to the clean one.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from extractors import Clip
+from extractors.dnsmos import Config, DnsmosExtractor
+from trace_eval.audio import load_audio
+from trace_eval.bench import load_benchmark
+from trace_eval.judge.cues import DEFAULT_THRESHOLDS, judge_voice_quality
+from trace_eval.synth import have_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(not have_tools(), reason="needs espeak-ng and sox")
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "scripts" / "make_calibration.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def _quality(bp_values: dict) -> dict:
+    return {"agent_audio_quality": bp_values}
+
+
+def test_white_noise_at_9_db_snr_loses_voice_quality(calibration, tmp_path):
+    fit = calibration.SPLITS[0]
+    text = fit.sentences[2]
+    clean = calibration.Response(text, "en-us+f2")
+    noisy = calibration.Response(text, "en-us+f2", degradation=calibration.noise("white", 9))
+    names = ("fit-vq03_a.wav", "fit-vq03_b.wav")  # the noise is seeded by the file name: the set's pair fit-vq03
+    for name, response in zip(names, (clean, noisy), strict=True):
+        calibration.render(response, tmp_path / name, tmp_path)
+    extractor = DnsmosExtractor(Config(num_threads=2), "cpu")
+    extractor.load()
+    results = extractor.extract([Clip(n, load_audio(tmp_path / n)) for n in names])
+    clean_bp, noisy_bp = (_quality(r.values["agent_audio_quality"]) for r in results)
+    # Measured: P.808 3.40 clean, 2.66 noisy (BAK 2.06, 1.50): the rule before calibration passed both.
+    earlier = replace(DEFAULT_THRESHOLDS, quality_min_p808=2.6, quality_min_background=1.0, quality_clear_margin=1.5)
+    assert judge_voice_quality(clean_bp, noisy_bp, earlier)[0] == "both_good"
+    label, reading, undetermined = judge_voice_quality(clean_bp, noisy_bp, DEFAULT_THRESHOLDS)
+    assert (label, undetermined) == ("1", None), reading
+    label, reading, _ = judge_voice_quality(noisy_bp, clean_bp, DEFAULT_THRESHOLDS)
+    assert label == "2", reading
+
+
+def test_missing_quality_scores_leave_voice_quality_undetermined():
+    scored = _quality({"P808_Overall_Quality": 3.5, "DNSMOS_Personalized_Background_Quality": 2.5})
+    label, _, why = judge_voice_quality(scored, _quality({"P808_Overall_Quality": 3.4}), DEFAULT_THRESHOLDS)
+    assert label is None and why == "response 2 BAK unmeasured"
+    label, _, why = judge_voice_quality(None, scored, DEFAULT_THRESHOLDS)
+    assert label is None and why == "response 1 P.808 and BAK unmeasured"
+    # A measured failure is evidence even when the other score is missing.
+    failed = _quality({"P808_Overall_Quality": 2.1})
+    assert judge_voice_quality(failed, failed, DEFAULT_THRESHOLDS)[0] == "both_bad"
+
+
+def test_noise_is_mixed_at_the_snr_asked_for(calibration):
+    rng = np.random.default_rng(0)
+    t = np.arange(32000) / 16000
+    speech = 0.3 * np.sin(2 * np.pi * 220 * t) * (t > 0.5)  # a tone after half a second of silence
+    for kind in ("white", "pink"):
+        mixed = calibration.mix_at_snr(speech, kind, 9.0, seed=int(rng.integers(1 << 30)))
+        noise = mixed - speech
+        snr = 10 * np.log10(calibration.active_power(speech) / np.mean(noise ** 2))
+        assert snr == pytest.approx(9.0, abs=0.01), kind
+
+
+def _digest(folder: Path, files: list[Path]) -> dict[str, str]:
+    return {str(rel): hashlib.sha256((folder / rel).read_bytes()).hexdigest() for rel in files}
+
+
+def test_generation_is_deterministic_and_writes_the_manifest_it_describes(calibration, tmp_path):
+    every = calibration.pairs_of(calibration.SPLITS[1])
+    wanted = {"heldout-vq03", "heldout-vq04", "heldout-vq11", "heldout-vq13", "heldout-c05", "heldout-p03"}
+    pairs = [p for p in every if p.index in wanted]
+    first = calibration.write_pairs(pairs, tmp_path / "one")
+    second = calibration.write_pairs(pairs, tmp_path / "two")
+    assert first == second
+    assert _digest(tmp_path / "one", first) == _digest(tmp_path / "two", second)
+
+    bench = load_benchmark(tmp_path / "one")
+    assert [pair.id for pair in bench.pairs] == [p.index for p in pairs]
+    manifest = {item["index"]: item for item in json.loads((tmp_path / "one" / "manifest.json").read_text())}
+    recipes = {r["index"]: r for r in json.loads((tmp_path / "one" / "recipes.json").read_text())}
+    # Labels follow from the recipe: a heavily degraded response loses, mild noise does not.
+    assert manifest["heldout-vq03"]["label"]["voice_quality"] == "1"  # clean vs white noise at 9 dB
+    assert recipes["heldout-vq03"]["b"]["degradation"] == "white noise at 9 dB SNR"
+    assert manifest["heldout-vq04"]["label"]["voice_quality"] == "2"  # pink noise at 5 dB vs clean
+    assert manifest["heldout-vq13"]["label"]["voice_quality"] == "1"  # clean vs clipped 20 dB
+    assert manifest["heldout-c05"]["label"] == {"content": "2", "voice_quality": "both_good",
+                                                "paralinguistics": "both_good", "overall": "2"}
+    assert manifest["heldout-p03"]["label"]["paralinguistics"] == "2"  # loudly: the -20 dB response fails
+    for item in manifest.values():
+        for key in ("instruction_path", "audio1_path", "audio2_path"):
+            audio = load_audio(tmp_path / "one" / item[key])
+            assert audio.sample_rate == 16000 and 1.0 < audio.duration_s < 6.0, (item["index"], key)
