@@ -372,7 +372,7 @@ class UnitResult:
     status: str = "ok"
     reason: str | None = None
     verdicts: dict[str, str] | None = None  # in the manifest's numbering
-    reasoning: str | None = None
+    reasoning: Any = None  # as the judge gave it
     raw: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
