@@ -451,13 +451,21 @@ class _Session:
         return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
 
     # one backbone call, through cache, budget, limiter and retries
-    def _request(self, messages: list[dict], sample: int, response_format: dict | None) -> dict:
+    def token_budget(self, case: Case) -> int | None:
+        """max_tokens of the calls about `case`: --max-tokens, else a budget for its dimensions (litellm only)."""
+        if isinstance(self.backbone, LiteLLMBackbone):
+            return self.backbone.token_budget(len(case.dimensions) or len(self.rubric.names))
+        return self.options.max_tokens
+
+    def _request(self, messages: list[dict], sample: int, response_format: dict | None,
+                 max_tokens: int | None) -> dict:
+        # max_tokens is the budget sent (it changes answers): with --max-tokens, the value given as before.
         return {
             "backbone": self.backbone.name,
             "api_base": _without_credentials(self.options.api_base),
             "prompt_version": self.prompt.id,
             "messages": messages,
-            "sampling": {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens},
+            "sampling": {"temperature": self.options.temperature, "max_tokens": max_tokens},
             "response_format": response_format,
             "sample_index": sample,
         }
@@ -467,13 +475,14 @@ class _Session:
 
     async def call(self, messages: list[dict], case: Case, sample: int) -> tuple[Completion, bool]:
         response_format = self.response_format(case)
-        key = request_key(self._request(messages, sample, response_format)) if self.backbone.cacheable else None
+        key = (request_key(self._request(messages, sample, response_format, self.token_budget(case)))
+               if self.backbone.cacheable else None)
         if key is not None:
             entry = self.cache.get(key)
             if entry is not None:
                 self.cache_hits += 1
                 return Completion(entry["text"], entry.get("prompt_tokens"), entry.get("completion_tokens"),
-                                  entry.get("cost_usd"), 0.0), True
+                                  entry.get("cost_usd"), 0.0, entry.get("finish_reason")), True
         policy = self.options.retry
         transient = rate_limited = 0
         while True:
@@ -497,7 +506,10 @@ class _Session:
                     raise
             if error is None:
                 break
-            self.retries += 1
+            if error.kind == "refused" and not self.calls:
+                # Nothing has got through and nothing listens there: every pair would fail the same way.
+                self.stop_reason = self.stop_reason or f"cannot reach {self.backbone.name}: {error}"
+                raise FatalBackboneError(self.stop_reason)
             if error.kind == "rate_limit":
                 rate_limited += 1
                 if rate_limited > policy.max_rate_limit_retries:
@@ -508,13 +520,14 @@ class _Session:
             else:
                 transient += 1
                 if transient > policy.max_retries:
-                    message = f"{error.kind}: {error} (gave up after {policy.max_retries} retries)"
-                    if error.kind == "connection" and not self.calls:
+                    message = f"{error.kind}: {error} (gave up after {policy.max_retries} retries of this call)"
+                    if error.kind in ("connection", "refused") and not self.calls:
                         # Nothing has got through yet: an unreachable server would fail every pair the same way.
                         self.stop_reason = self.stop_reason or f"cannot reach {self.backbone.name}: {message}"
                         raise FatalBackboneError(self.stop_reason)
                     raise _CallFailed(message)
                 delay = policy.backoff(transient - 1)
+            self.retries += 1  # counted once it is decided: a call given up on is not a retry
             await asyncio.sleep(delay)
         self.calls += 1
         if completion.cost_usd:
@@ -526,6 +539,7 @@ class _Session:
                 "prompt_tokens": completion.prompt_tokens,
                 "completion_tokens": completion.completion_tokens,
                 "cost_usd": completion.cost_usd,
+                "finish_reason": completion.finish_reason,
                 "latency_s": round(completion.latency_s, 4),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             })
@@ -550,6 +564,17 @@ class _Session:
             result.add(completion, cache_hit)
             result.raw = completion.text
             parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None)
+            if not parsed.ok and completion.finish_reason == "length":
+                budget = self.token_budget(unit.case)
+                result.status, result.reason = "invalid", f"cut at the token budget ({budget} tokens)"
+                if attempt < self.options.repair_attempts:
+                    result.repairs += 1
+                    brief = (f"your answer was cut at the token budget of {budget} tokens before it was complete; "
+                             "answer again briefly: only the JSON object, one short sentence of reasoning per "
+                             "dimension")
+                    messages = [*messages, {"role": "assistant", "content": completion.text},
+                                self.prompt.repair(brief, unit.case)]
+                continue
             if parsed.ok:
                 assert parsed.verdicts is not None
                 result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
