@@ -93,6 +93,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="price per million prompt tokens, for models litellm has no price for")
     p.add_argument("--price-out", metavar="USD", type=float, default=None, help="price per million answer tokens")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=None, help="judge only the first N pairs")
+    p.add_argument("--skip-failed", action="store_true",
+                   help="judge the pairs whose clips have blueprints; record the others as skipped, with the reason")
     p.add_argument("--out", metavar="RUNDIR", type=Path, default=None,
                    help="run folder (default: runs/<time>_<model>); an existing one is resumed")
     p.add_argument("--no-cache", action="store_true",
@@ -138,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         out=args.out,
         limit=args.limit,
+        skip_failed=args.skip_failed,
         progress=not args.quiet,
     )
     try:
@@ -150,7 +153,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: finished pairs are saved; run the same command with{where} to resume", file=sys.stderr)
         return 130
     print_summary(outcome)
-    return 1 if outcome.stopped else 0
+    if outcome.stopped:
+        return 1
+    return 1 if _empty(outcome.summary) else 0
+
+
+def _empty(summary: dict) -> bool:
+    """True when no pair got an answer (every pair skipped or failed before one)."""
+    status = summary.get("status", {})
+    return not (status.get("ok") or status.get("invalid"))
 
 
 def print_summary(outcome) -> None:
@@ -171,6 +182,9 @@ def print_summary(outcome) -> None:
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
+    if _empty(s) and not outcome.stopped:
+        print(f"  empty run: no pair was judged ({counts or 'no pairs'}); see the reasons in "
+              f"{outcome.out}/results.jsonl", file=sys.stderr)
     if outcome.stopped:
         print(f"  stopped: {outcome.stopped}", file=sys.stderr)
         print(f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",

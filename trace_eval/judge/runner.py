@@ -8,7 +8,8 @@ minute limit); every answer is cached; each finished pair is appended to
 results.jsonl at once, so re-running with the same --out resumes (pairs already
 "ok" are kept, the others are judged again). Failures are data: an answer that
 stays unusable after repair is "invalid" with its raw text, a call that keeps
-failing is "error", pairs left when --max-cost is reached are "skipped". Only
+failing is "error", pairs left when --max-cost is reached (or, with --skip-failed,
+whose clips have no blueprint) are "skipped". Only
 failures that would hit every pair (authentication, unknown model) stop the run.
 """
 from __future__ import annotations
@@ -66,17 +67,56 @@ class JudgeError(Exception):
     """The run cannot start: bad options, unknown rubric or prompt, a run folder made with other settings."""
 
 
-class MissingBlueprintsError(JudgeError):
-    """Some clips have no blueprint. The judge never extracts: it names the command that does."""
+def _listed(items: list[str]) -> str:
+    return "; ".join(items[:10]) + (f" and {len(items) - 10} more" if len(items) > 10 else "")
 
-    def __init__(self, bench: Path, missing: list[str]):
+
+class MissingBlueprintsError(JudgeError):
+    """Some clips have no blueprint. The judge never extracts: it names the fix that matches the cause.
+
+    A clip whose extraction failed (blueprints/failures.jsonl) is not fixed by running it again:
+    the advice is to repair or remove the item, or to judge the rest with --skip-failed.
+    """
+
+    def __init__(self, bench: Path, missing: list[str], failures: dict[str, str] | None = None):
         self.bench = bench
         self.missing = missing
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        super().__init__(
-            f"{len(missing)} clip(s) of {bench} have no blueprint: {shown}. "
-            f"Make them first with: make blueprints BENCH={bench}  (or: python -m trace_eval blueprints {bench})"
-        )
+        failures = failures or {}
+        failed = [p for p in missing if p in failures]
+        never_made = [p for p in missing if p not in failures]
+        parts = []
+        if failed:
+            parts.append(
+                f"{len(failed)} clip(s) of {bench} failed when their blueprints were made: "
+                f"{_listed([f'{p} ({failures[p]})' for p in failed])}. Making blueprints again will not fix "
+                "this: repair or replace the file, or remove the item from the manifest; "
+                "or pass --skip-failed to judge the other pairs")
+        if never_made:
+            parts.append(
+                f"{len(never_made)} clip(s) of {bench} have no blueprint: {_listed(never_made)}. "
+                f"Make them first with: make blueprints BENCH={bench}  (or: python -m trace_eval blueprints {bench})"
+                "; or pass --skip-failed to judge the other pairs")
+        super().__init__(". ".join(parts))
+
+
+def clip_failures(store: BlueprintStore) -> dict[str, str]:
+    """Clip path -> why its blueprint could not be made, from the store's failures.jsonl (empty when none)."""
+    import json
+
+    path = store.dir / "failures.jsonl"
+    found: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and entry.get("path") and entry.get("status") == "failed":
+            found.setdefault(str(entry["path"]), f"{entry.get('stage')}: {entry.get('reason')}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -123,6 +163,7 @@ class JudgeOptions:
     cache_dir: Path | None = None
     out: Path | None = None
     limit: int | None = None  # judge only the first N pairs
+    skip_failed: bool = False  # items with a clip without blueprint are recorded "skipped", the rest judged
     progress: bool = True
 
 
@@ -255,6 +296,7 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
         "retry": asdict(options.retry),
         "cache": {"enabled": options.use_cache, "dir": str(cache_dir)},
         "limit": options.limit,
+        "skip_failed": options.skip_failed,
         "versions": _versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -265,12 +307,25 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
 
 # -- cases ------------------------------------------------------------------------------
 
+def lacking_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, str]:
+    """Item id -> which of its clips have no blueprint and why (the failure recorded, or never made)."""
+    store = BlueprintStore(bench.root)
+    failures = clip_failures(store)
+    found: dict[str, str] = {}
+    for pair in pairs:
+        lacking = [p for p in pair.audio_paths() if store.get_by_path(p) is None]
+        if lacking:
+            found[pair.id] = "no blueprint for " + "; ".join(
+                f"{p} ({failures[p]})" if p in failures else f"{p} (never made)" for p in lacking)
+    return found
+
+
 def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple[str, ...],
                 rubric: Rubric | None = None) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
     """(item id -> (original, swapped) cases, item id -> why the item cannot be judged).
 
     Pointwise items have no swapped case (None). Raises MissingBlueprintsError
-    naming every clip without a blueprint.
+    naming every clip without a blueprint, and why it has none.
     """
     rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     store = BlueprintStore(bench.root)
@@ -317,7 +372,7 @@ def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple
                        True, words[::-1], dimensions, variables)
         cases[pair.id] = (original, swapped)
     if missing:
-        raise MissingBlueprintsError(bench.root, list(missing))
+        raise MissingBlueprintsError(bench.root, list(missing), clip_failures(store))
     return cases, unusable
 
 
@@ -683,9 +738,9 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
     return record
 
 
-def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric) -> dict:
+def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status: str = "error") -> dict:
     verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
-    record = {"id": pair.id, "status": "error", "reason": reason, "verdicts": verdicts,
+    record = {"id": pair.id, "status": status, "reason": reason, "verdicts": verdicts,
               "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
               "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0}
     return runfolder.set_overall(record, policy, rubric)
@@ -724,7 +779,8 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
     bench = load_benchmark(options.bench)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = make_backbone(options, prompt, rubric)
-    cases, unusable = build_cases(bench, pairs, prompt, options.drop, rubric)
+    skipped = lacking_blueprints(bench, pairs) if options.skip_failed and prompt.needs_blueprints else {}
+    cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], prompt, options.drop, rubric)
 
     if options.structured == "on":
         structured = not isinstance(backbone, CuesBackbone)
@@ -753,6 +809,8 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         for pair in pairs:
             if pair.id in unusable and pair.id not in done:
                 writer.append(_unusable_record(pair, unusable[pair.id], options.fusion, rubric))
+            if pair.id in skipped and pair.id not in done:
+                writer.append(_unusable_record(pair, skipped[pair.id], options.fusion, rubric, "skipped"))
         work = []
         for pair in pairs:
             if pair.id in done or pair.id not in cases:
