@@ -140,3 +140,15 @@ def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path, example_w
     ]
     assert wrong == []
     assert len(records) == len(bench.pairs) == 8
+
+
+def test_dry_run_prints_calls_tokens_and_price_and_asks_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 2)
+    with LLMServer() as server:
+        code = main(["judge", "--bench", str(bench), "--model", "openai/local", "--api-base", server.api_base,
+                     "--out", str(tmp_path / "run"), "--dry-run"])
+        assert server.request_count == 0
+    assert code == 0 and not (tmp_path / "run").exists()
+    out = capsys.readouterr().out
+    assert "calls 2 (cached answers not counted: 0" in out and "(estimate" in out and "unknown price" in out

@@ -389,3 +389,51 @@ def test_results_without_config_are_not_overwritten(tmp_path, server):
     with pytest.raises(JudgeError, match="no config.json"):
         judge(bench, server, tmp_path)
     assert "precious" in (tmp_path / "run" / "results.jsonl").read_text()
+
+
+def test_dry_run_counts_uncached_calls_tokens_and_price_and_asks_nothing(tmp_path, server):
+    import litellm
+
+    from trace_eval.judge.backbones import default_token_budget
+    from trace_eval.judge.runner import dry_run
+    from trace_eval.rubrics import load_rubric
+
+    bench = write_benchmark(tmp_path / "bench", 3)
+    judge(bench, server, tmp_path, limit=1)  # p0000 is cached from here on
+    assert server.request_count == 1
+    options = JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base, api_key="dummy",
+                           cache_dir=tmp_path / "cache", out=tmp_path / "dry", progress=False,
+                           price_in_per_mtok=1.0, price_out_per_mtok=2.0)
+    plan = dry_run(options)
+    assert server.request_count == 1 and not (tmp_path / "dry").exists()
+    assert (plan["pairs"], plan["calls"], plan["cached"]) == (3, 2, 1)
+
+    # The two uncached prompts, counted as litellm counts them (a stand-in tokenizer for this model).
+    prompt = load_rubric("trace").prompt(None)
+    from trace_eval.bench import load_benchmark
+    from trace_eval.judge.runner import build_cases
+
+    loaded = load_benchmark(bench)
+    cases, _ = build_cases(loaded, loaded.pairs[1:], prompt, ())
+    expected = sum(litellm.token_counter(model="openai/test-judge", messages=prompt.render(original))
+                   for original, _ in cases.values())
+    assert plan["prompt_tokens"] == expected > 1000
+    assert plan["tokens_exact"] is False
+    budget = default_token_budget(3, reasons_first=False)
+    assert plan["answer_tokens_max"] == 2 * budget
+    assert plan["cost_usd_max"] == pytest.approx(expected * 1e-6 + 2 * budget * 2e-6)
+
+    unpriced = dry_run(JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base,
+                                    cache_dir=tmp_path / "cache", progress=False, use_cache=False))
+    assert unpriced["price"] == "unknown price" and unpriced["cost_usd_max"] is None and unpriced["calls"] == 3
+    assert server.request_count == 1
+
+
+def test_dry_run_of_a_priced_openai_model_counts_with_its_tokenizer(tmp_path, monkeypatch):
+    from trace_eval.judge.runner import dry_run
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a dry run needs no key
+    bench = write_benchmark(tmp_path / "bench", 1)
+    plan = dry_run(JudgeOptions(bench=bench, model="openai/gpt-4o", cache_dir=tmp_path / "cache", progress=False))
+    assert plan["tokens_exact"] is True and plan["calls"] == 1
+    assert plan["price"]["input_per_mtok"] > 0 and plan["cost_usd_max"] > 0

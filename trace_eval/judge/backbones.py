@@ -174,13 +174,14 @@ class LiteLLMBackbone:
 
     cacheable = True
 
-    def __init__(self, settings: BackboneSettings):
+    def __init__(self, settings: BackboneSettings, check_key: bool = True):
         self.settings = settings
         self.name = settings.model
         self._litellm = import_litellm()
         self._reasons_first: bool | None = None
         self._check_provider()
-        self._check_key()
+        if check_key:  # a dry run prices calls without a key
+            self._check_key()
 
     def _check_provider(self) -> None:
         try:
@@ -235,6 +236,47 @@ class LiteLLMBackbone:
             return bool(self._litellm.supports_response_schema(model=self.settings.model))
         except Exception:
             return False
+
+    def count_prompt_tokens(self, messages: list[dict]) -> tuple[int, bool]:
+        """(prompt tokens of `messages`, exact?) through litellm's token_counter.
+
+        Exact for OpenAI's own models (litellm has their tokenizer); for the others litellm counts
+        with a stand-in tokenizer (cl100k) and the count is an estimate, as it is for audio parts,
+        which are left out of the count.
+        """
+        litellm = self._litellm
+        litellm.disable_hf_tokenizer_download = True  # no downloads: the stand-in counts instead
+        provider = self._provider()
+        exact = provider == "openai" and not self.settings.api_base
+        text_only = []
+        for message in messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                exact = exact and all(part.get("type") == "text" for part in content)
+                content = "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
+            text_only.append({"role": message.get("role", "user"), "content": content or ""})
+        # Without the provider prefix litellm picks the model's own tokenizer (gpt-4o: o200k).
+        model = self.settings.model.split("/", 1)[1] if exact else self.settings.model
+        return int(litellm.token_counter(model=model, messages=text_only)), exact
+
+    def prices_per_token(self) -> tuple[float, float] | None:
+        """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown."""
+        s = self.settings
+        if s.price_in_per_token is not None:
+            return s.price_in_per_token, s.price_out_per_token or 0.0
+        try:
+            info = self._litellm.get_model_info(s.model)
+        except Exception:
+            return None
+        if info.get("input_cost_per_token") is None:
+            return None
+        return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+    def _provider(self) -> str | None:
+        try:
+            return self._litellm.get_llm_provider(self.settings.model, api_base=self.settings.api_base)[1]
+        except Exception:
+            return None
 
     def price_known(self) -> bool:
         if self.settings.price_in_per_token is not None:

@@ -20,7 +20,7 @@ import random
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -51,6 +51,7 @@ __all__ = [
     "MissingBlueprintsError",
     "RetryPolicy",
     "RunOutcome",
+    "dry_run",
     "run_judge",
 ]
 
@@ -220,7 +221,7 @@ def _check_options(options: JudgeOptions) -> None:
         raise JudgeError("repair attempts cannot be negative")
 
 
-def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None):
+def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None, check_key: bool = True):
     if options.model == CUES_MODEL:
         if rubric is not None and not rubric.is_trace:
             raise JudgeError(f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice "
@@ -245,7 +246,7 @@ def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None =
         price_out_per_token=None if options.price_out_per_mtok is None else options.price_out_per_mtok / 1e6,
     )
     try:
-        return LiteLLMBackbone(settings)
+        return LiteLLMBackbone(settings, check_key=check_key)
     except FatalBackboneError as e:
         raise JudgeError(str(e)) from None
 
@@ -764,10 +765,29 @@ def _resume(out: Path, config: dict, pair_ids: set[str]) -> list[dict]:
     return [r for r in previous_records if r.get("status") == "ok" and r["id"] in pair_ids]
 
 
-def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
-    """Judge every pair of `options.bench`; write the run folder; return where and what it holds."""
-    notice = notice or (lambda message: print(message, file=sys.stderr))
-    started = time.perf_counter()
+@dataclass
+class _Plan:
+    """What a run is made of, before any call: rubric, prompt, items, backbone, cases, cache."""
+
+    rubric: Rubric
+    prompt: Prompt
+    bench: Benchmark
+    pairs: list[Pair]
+    backbone: Any
+    cases: dict[str, tuple[Case, Case | None]]
+    unusable: dict[str, str]
+    skipped: dict[str, str]
+    structured: bool
+    cache_dir: Path
+    cache: AnswerCache
+
+    def units(self, pair_id: str, options: JudgeOptions) -> list[_Unit]:
+        original, swapped = self.cases[pair_id]
+        orders = (original, swapped) if options.swap and swapped is not None else (original,)
+        return [_Unit(case, sample) for case in orders for sample in range(options.samples)]
+
+
+def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     _check_options(options)
     try:
         rubric = load_rubric(options.rubric)
@@ -778,7 +798,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
     bench = load_benchmark(options.bench)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
-    backbone = make_backbone(options, prompt, rubric)
+    backbone = make_backbone(options, prompt, rubric, check_key)
     skipped = lacking_blueprints(bench, pairs) if options.skip_failed and prompt.needs_blueprints else {}
     cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], prompt, options.drop, rubric)
 
@@ -788,12 +808,63 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         structured = isinstance(backbone, LiteLLMBackbone) and backbone.supports_response_schema()
     else:
         structured = False
+    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
+    return _Plan(rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, structured, cache_dir, cache)
+
+
+def dry_run(options: JudgeOptions) -> dict:
+    """What `run_judge(options)` would ask, without asking: calls after the cache, prompt tokens, price.
+
+    Repair calls are not foreseen (they happen only for unusable answers). The answer cost is an
+    upper bound: every answer at the token budget.
+    """
+    plan = _plan(options, check_key=False)
+    backbone = plan.backbone
+    report: dict[str, Any] = {"model": options.model, "pairs": len(plan.cases), "skipped": len(plan.skipped),
+                              "unusable": len(plan.unusable), "calls": 0, "cached": 0, "prompt_tokens": 0,
+                              "tokens_exact": True, "answer_tokens_max": 0, "cost_usd_max": None,
+                              "price": None}
+    if not isinstance(backbone, LiteLLMBackbone):
+        report.update(price="no calls: the cues backbone reads the blueprints", cost_usd_max=0.0)
+        return report
+    probe = _Session(replace(options, progress=False), backbone, plan.prompt, plan.cache, plan.structured,
+                     None, 0, plan.rubric)
+    for pair_id in plan.cases:
+        for unit in plan.units(pair_id, options):
+            messages = plan.prompt.render(unit.case)
+            budget = probe.token_budget(unit.case)
+            key = request_key(probe._request(messages, unit.sample, probe.response_format(unit.case), budget))
+            if plan.cache.get(key) is not None:
+                report["cached"] += 1
+                continue
+            tokens, exact = backbone.count_prompt_tokens(messages)
+            report["calls"] += 1
+            report["prompt_tokens"] += tokens
+            report["tokens_exact"] = report["tokens_exact"] and exact
+            report["answer_tokens_max"] += budget or 0
+    prices = backbone.prices_per_token()
+    if prices is None:
+        report["price"] = "unknown price"
+    else:
+        report["price"] = {"input_per_mtok": prices[0] * 1e6, "output_per_mtok": prices[1] * 1e6}
+        report["cost_usd_max"] = report["prompt_tokens"] * prices[0] + report["answer_tokens_max"] * prices[1]
+        report["cost_usd_prompts"] = report["prompt_tokens"] * prices[0]
+    return report
+
+
+def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
+    """Judge every pair of `options.bench`; write the run folder; return where and what it holds."""
+    notice = notice or (lambda message: print(message, file=sys.stderr))
+    started = time.perf_counter()
+    plan = _plan(options)
+    rubric, prompt, bench, pairs, backbone = plan.rubric, plan.prompt, plan.bench, plan.pairs, plan.backbone
+    cases, unusable, skipped, structured = plan.cases, plan.unusable, plan.skipped, plan.structured
+    cache_dir, cache = plan.cache_dir, plan.cache
     if options.max_cost is not None and isinstance(backbone, LiteLLMBackbone) and not backbone.price_known():
         raise JudgeError(f"--max-cost needs the price of {options.model}, which litellm does not know; "
                          "give --price-in and --price-out (USD per million tokens)")
 
-    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
     out = Path(options.out) if options.out else default_out_dir(options.model)
     out.mkdir(parents=True, exist_ok=True)
     config = build_config(options, bench, prompt, backbone, structured, cache_dir, rubric)
@@ -811,13 +882,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
                 writer.append(_unusable_record(pair, unusable[pair.id], options.fusion, rubric))
             if pair.id in skipped and pair.id not in done:
                 writer.append(_unusable_record(pair, skipped[pair.id], options.fusion, rubric, "skipped"))
-        work = []
-        for pair in pairs:
-            if pair.id in done or pair.id not in cases:
-                continue
-            original, swapped = cases[pair.id]
-            orders = (original, swapped) if options.swap and swapped is not None else (original,)
-            work.append((pair.id, [_Unit(case, sample) for case in orders for sample in range(options.samples)]))
+        work = [(pair.id, plan.units(pair.id, options)) for pair in pairs if pair.id not in done and pair.id in cases]
         session = _Session(options, backbone, prompt, cache, structured, writer, total=len(work), rubric=rubric)
         asyncio.run(session.run(work))
     finally:
