@@ -65,9 +65,10 @@ class Completion:
     finish_reason: str | None = None  # "length": cut at the token budget
 
 
-# Answer budget when --max-tokens is not given. A TRACE answer with one or two sentences per
-# dimension measures 150-250 tokens (scripts/bench_judge.py --answer-size); the budget leaves
-# about four times that, and grows with the dimensions asked (pointwise rubrics ask five).
+# Answer budget when --max-tokens is not given. Answers with two sentences of reasoning per
+# dimension measure 167 tokens (TRACE, 3 dimensions) and 213 (5 dimensions) with
+# scripts/bench_judge.py --answer-size; the budget leaves about five times that, growing with
+# the dimensions asked, and cuts a rambling answer short (one was seen at 1,400+ tokens).
 BUDGET_BASE_TOKENS = 256
 BUDGET_PER_DIMENSION_TOKENS = 192
 # Models that think before answering spend their thoughts from the same budget.
