@@ -212,6 +212,20 @@ def test_a_token_budget_is_sent_by_default_and_overridden(tmp_path, server):
     assert server.requests[-1]["max_tokens"] == 77
     assert server.request_count == 2  # the budget is part of the cache key
 
+    # With --max-tokens the key is what it was before budgets existed: those cached answers stay valid.
+    from trace_eval.bench import load_benchmark
+    from trace_eval.judge.cache import request_key
+    from trace_eval.judge.runner import build_cases
+    from trace_eval.rubrics import load_rubric
+
+    prompt = load_rubric("trace").prompt(None)
+    loaded = load_benchmark(bench)
+    case = build_cases(loaded, loaded.pairs, prompt, ())[0]["p0000"][0]
+    key = request_key({"backbone": "openai/test-judge", "api_base": server.api_base, "prompt_version": prompt.id,
+                       "messages": prompt.render(case), "sampling": {"temperature": 0.0, "max_tokens": 77},
+                       "response_format": None, "sample_index": 0})
+    assert (tmp_path / "cache" / key[:2] / f"{key}.json").is_file()
+
 
 def test_an_answer_cut_at_the_budget_is_repaired_with_a_reminder_to_be_brief(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
