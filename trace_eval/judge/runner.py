@@ -15,6 +15,7 @@ failures that would hit every pair (authentication, unknown model) stop the run.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -102,8 +103,6 @@ class MissingBlueprintsError(JudgeError):
 
 def clip_failures(store: BlueprintStore) -> dict[str, str]:
     """Clip path -> why its blueprint could not be made, from the store's failures.jsonl (empty when none)."""
-    import json
-
     path = store.dir / "failures.jsonl"
     found: dict[str, str] = {}
     try:
