@@ -9,7 +9,8 @@ a responder function (which sees the request body) or a default answer.
         server.request_count
 
 Behaviours cover what real backbones do: valid JSON, fenced or prose-wrapped JSON,
-wrong labels, missing keys, 429 with Retry-After, 500, slow answers, 401, 404.
+wrong labels, missing keys, answers cut at max_tokens, 429 with Retry-After, 500,
+slow answers, 401, 403, 404.
 
 `write_benchmark` makes the other half of a judge test: a benchmark folder with
 small real wav files and hand-written blueprints in the store layout, from
@@ -51,6 +52,7 @@ class Reply:
     delay_s: float = 0.0
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    finish_reason: str = "stop"  # "length": the answer was cut at max_tokens
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": behaviour.content},
-                "finish_reason": "stop",
+                "finish_reason": behaviour.finish_reason,
             }],
             "usage": {
                 "prompt_tokens": behaviour.prompt_tokens,

@@ -65,10 +65,56 @@ def test_cli_stops_on_authentication_error(tmp_path, capsys, monkeypatch):
         code = main(["judge", "--bench", str(bench), "--api-base", server.api_base, "--out", str(tmp_path / "run"),
                      "--quiet", "--concurrency", "1"])
         assert server.request_count == 1
+        api_base = server.api_base
     assert code == 1
     err = capsys.readouterr().err
-    assert "authentication failed" in err and "API key" in err and "5 pair(s) not judged" in err
+    assert "API key was rejected" in err and "HTTP 401" in err and "5 pair(s) not judged" in err
+    assert api_base in err and "TRACE_JUDGE_API_KEY" in err and "Traceback" not in err
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"] == "openai/env-judge"
+
+
+def _bench_with_a_failed_clip(root: Path, pairs: int = 3) -> tuple[Path, str]:
+    """A benchmark whose p0001 answer 2 is a text file named .wav, recorded as the blueprints command records it."""
+    from trace_eval.store import BlueprintStore
+
+    bench = write_benchmark(root, pairs)
+    relative = "audio/p0001_audio2.wav"
+    store = BlueprintStore(bench)
+    store.path_for(store.hash_of(relative)).unlink()
+    (bench / relative).write_text("this is not audio")
+    reason = f"{bench / relative}: Format not recognised"
+    store.write_failures([{"path": relative, "sha256": None, "stage": "decode", "status": "failed", "reason": reason}])
+    return bench, reason
+
+
+def test_a_failed_clip_is_reported_with_its_cause_and_skipped_on_request(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    bench, reason = _bench_with_a_failed_clip(tmp_path / "bench")
+    assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "audio/p0001_audio2.wav" in err and "Format not recognised" in err and "--skip-failed" in err
+    assert "make blueprints" not in err
+
+    assert main(["show", str(bench / "audio/p0001_audio2.wav")]) == 1
+    err = capsys.readouterr().err
+    assert "Format not recognised" in err and "remove" in err and "make blueprints" not in err
+
+    assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet", "--skip-failed"]) == 0
+    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl")}
+    assert [records[i]["status"] for i in ("p0000", "p0001", "p0002")] == ["ok", "skipped", "ok"]
+    assert "audio/p0001_audio2.wav" in records["p0001"]["reason"] and reason in records["p0001"]["reason"]
+    assert records["p0001"]["overall"] is None
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"]["skipped"] == 1 and summary["status"]["ok"] == 2
+
+
+def test_a_run_with_nothing_judged_is_called_empty(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    bench = write_benchmark(tmp_path / "none", 2, with_blueprints=False)
+    code = main(["judge", "--bench", str(bench), "--out", str(tmp_path / "empty"), "--quiet", "--skip-failed"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "empty run" in err and "2 skipped" in err
 
 
 def test_bad_options_are_reported(tmp_path, capsys):
@@ -93,3 +139,15 @@ def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path, example_w
     ]
     assert wrong == []
     assert len(records) == len(bench.pairs) == 8
+
+
+def test_dry_run_prints_calls_tokens_and_price_and_asks_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 2)
+    with LLMServer() as server:
+        code = main(["judge", "--bench", str(bench), "--model", "openai/local", "--api-base", server.api_base,
+                     "--out", str(tmp_path / "run"), "--dry-run"])
+        assert server.request_count == 0
+    assert code == 0 and not (tmp_path / "run").exists()
+    out = capsys.readouterr().out
+    assert "calls 2 (cached answers not counted: 0" in out and "(estimate" in out and "unknown price" in out

@@ -29,6 +29,34 @@ def test_valid_answers_in_any_wrapping(text):
     assert parsed.reasoning == "r"
 
 
+@pytest.mark.parametrize("reasoning", [
+    {"content": "1 answers the question", "voice_quality": "both clean", "paralinguistics": "2 sounds sad"},
+    ["1 is right", "both are clean", "2 follows the tone"],
+    "",
+])
+def test_reasoning_of_any_shape_is_kept_as_given(reasoning):
+    parsed = parse_verdict(json.dumps({**VALID, "reasoning": reasoning}))
+    assert parsed.ok, parsed.error
+    assert parsed.verdicts == EXPECTED
+    assert parsed.reasoning == reasoning
+
+
+def test_reasoning_of_any_shape_is_kept_under_other_rubrics():
+    from trace_eval.rubrics import load_rubric
+
+    rubric = load_rubric("multi-aspect")
+    doc = {"reasoning": {n: "why" for n in rubric.names}}
+    doc.update({n: rubric.dimension(n).labels.values[0] for n in rubric.names})
+    parsed = parse_verdict(json.dumps(doc), rubric)
+    assert parsed.ok, parsed.error
+    assert parsed.reasoning == {n: "why" for n in rubric.names}
+
+
+def test_a_missing_reasoning_is_still_invalid():
+    doc = {k: v for k, v in VALID.items() if k != "reasoning"}
+    assert "reasoning" in parse_verdict(json.dumps(doc)).error
+
+
 def test_trace_release_key_is_read_as_paralinguistics():
     doc = dict(VALID)
     doc["instruction_following_audio"] = doc.pop("paralinguistics")

@@ -164,16 +164,82 @@ def test_slow_answers_time_out_and_are_retried(tmp_path, server):
     assert record["status"] == "error" and "timed out" in record["reason"]
 
 
-@pytest.mark.parametrize("failure, words", [(Fail(401, "invalid api key"), "authentication"),
-                                            (Fail(404, "model not found"), "unknown model")])
-def test_authentication_or_unknown_model_stops_the_run(tmp_path, server, failure, words):
+@pytest.mark.parametrize("failure, words", [
+    (Fail(401, "invalid api key"), ["HTTP 401", "OPENAI_API_KEY", "TRACE_JUDGE_API_KEY"]),
+    (Fail(403, "key lacks access"), ["HTTP 403", "OPENAI_API_KEY"]),
+    (Fail(404, "model not found"), ["HTTP 404", "unknown model"]),
+])
+def test_rejected_key_or_unknown_model_stops_the_run_at_once(tmp_path, server, failure, words):
     bench = write_benchmark(tmp_path / "bench", 30)
     server.default = failure
-    outcome = judge(bench, server, tmp_path, concurrency=2)
-    assert outcome.stopped and words in outcome.stopped
-    assert server.request_count <= 3  # not once per pair
+    start = time.perf_counter()
+    outcome = judge(bench, server, tmp_path, concurrency=2, retry=RetryPolicy())  # the default, slow backoff
+    assert time.perf_counter() - start < 8
+    assert outcome.stopped and all(w in outcome.stopped for w in words) and server.api_base in outcome.stopped
+    assert "Traceback" not in outcome.stopped and "\n" not in outcome.stopped
+    assert server.request_count <= 3  # not once per pair, never retried
+    assert outcome.summary["run"]["retries"] == 0
     assert read_results(outcome.out / "results.jsonl") == []
     assert len(outcome.summary["run"]["not_run"]) == 30
+
+
+def test_missing_key_stops_before_any_call(tmp_path, monkeypatch):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TRACE_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(JudgeError, match="GEMINI_API_KEY"):
+        run_judge(JudgeOptions(bench=bench, model="gemini/gemini-2.5-flash", cache_dir=tmp_path / "cache",
+                               out=tmp_path / "run", progress=False), notice=lambda message: None)
+
+
+def test_reasoning_per_dimension_is_ok_without_a_repair(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    reasoning = {"content": "1 answers", "voice_quality": "both clean", "paralinguistics": "2 is calmer"}
+    server.default = Reply(json.dumps({"reasoning": reasoning, "content": "1", "voice_quality": "both_good",
+                                       "paralinguistics": "2"}))
+    record = _by_id(judge(bench, server, tmp_path))["p0000"]
+    assert record["status"] == "ok" and record["repairs"] == 0 and record["reasoning"] == reasoning
+    assert server.request_count == 1
+
+
+def test_a_token_budget_is_sent_by_default_and_overridden(tmp_path, server):
+    from trace_eval.judge.backbones import default_token_budget
+
+    bench = write_benchmark(tmp_path / "bench", 1)
+    judge(bench, server, tmp_path)
+    assert server.requests[-1]["max_tokens"] == default_token_budget(3, reasons_first=False)
+    judge(bench, server, tmp_path, out="explicit", max_tokens=77)
+    assert server.requests[-1]["max_tokens"] == 77
+    assert server.request_count == 2  # the budget is part of the cache key
+
+    # With --max-tokens the key is what it was before budgets existed: those cached answers stay valid.
+    from trace_eval.bench import load_benchmark
+    from trace_eval.judge.cache import request_key
+    from trace_eval.judge.runner import build_cases
+    from trace_eval.rubrics import load_rubric
+
+    prompt = load_rubric("trace").prompt(None)
+    loaded = load_benchmark(bench)
+    case = build_cases(loaded, loaded.pairs, prompt, ())[0]["p0000"][0]
+    key = request_key({"backbone": "openai/test-judge", "api_base": server.api_base, "prompt_version": prompt.id,
+                       "messages": prompt.render(case), "sampling": {"temperature": 0.0, "max_tokens": 77},
+                       "response_format": None, "sample_index": 0})
+    assert (tmp_path / "cache" / key[:2] / f"{key}.json").is_file()
+
+
+def test_an_answer_cut_at_the_budget_is_repaired_with_a_reminder_to_be_brief(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    cut = '{"reasoning": "Response 1 opens with a warm greeting and then goes on to'
+    server.push(Reply(cut, finish_reason="length"))
+    record = _by_id(judge(bench, server, tmp_path, max_tokens=64))["p0000"]
+    assert record["status"] == "ok" and record["repairs"] == 1
+    reminder = server.requests[1]["messages"][-1]["content"]
+    assert "cut at the token budget of 64 tokens" in reminder and "briefly" in reminder
+
+    server.default = Reply(cut, finish_reason="length")
+    record = _by_id(judge(bench, server, tmp_path, out="cut", max_tokens=65))["p0000"]
+    assert record["status"] == "invalid" and record["reason"] == "cut at the token budget (65 tokens)"
+    assert record["raw"] == cut and server.request_count == 4
 
 
 def test_swap_maps_the_second_order_back_and_measures_consistency(bench, server, tmp_path):
@@ -294,15 +360,34 @@ def test_rpm_spaces_calls(tmp_path, server):
     assert time.perf_counter() - start >= 0.6
 
 
-def test_unreachable_server_stops_the_run(tmp_path):
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nobody listens there once the socket is closed
+
+
+def test_refused_connection_stops_the_run_at_once(tmp_path):
     bench = write_benchmark(tmp_path / "bench", 10)
-    with LLMServer() as gone:
-        api_base = gone.api_base  # a port nobody listens on once this server stops
+    api_base = f"http://127.0.0.1:{_closed_port()}/v1"
+    start = time.perf_counter()
     outcome = run_judge(JudgeOptions(bench=bench, model="openai/test-judge", api_base=api_base, api_key="dummy",
                                      cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False,
-                                     retry=FAST_RETRY, concurrency=2), notice=lambda message: None)
-    assert outcome.stopped and "cannot reach" in outcome.stopped
-    assert len(outcome.summary["run"]["not_run"]) >= 8
+                                     concurrency=2), notice=lambda message: None)  # default, slow retry policy
+    assert time.perf_counter() - start < 8
+    assert outcome.stopped and "connection refused" in outcome.stopped and api_base in outcome.stopped
+    assert "Traceback" not in outcome.stopped
+    assert outcome.summary["run"]["retries"] == 0 and outcome.summary["run"]["calls"] == 0
+    assert len(outcome.summary["run"]["not_run"]) == 10
+
+
+def test_retries_counted_are_retries_made(tmp_path, server):
+    bench = write_benchmark(tmp_path / "bench", 2)
+    server.default = Fail(500, "down")
+    outcome = judge(bench, server, tmp_path, concurrency=1)
+    assert server.request_count == 2 * (1 + FAST_RETRY.max_retries)
+    assert outcome.summary["run"]["retries"] == 2 * FAST_RETRY.max_retries
 
 
 def test_audio_judge_needs_no_instruction_text(tmp_path, server):
@@ -318,3 +403,51 @@ def test_results_without_config_are_not_overwritten(tmp_path, server):
     with pytest.raises(JudgeError, match="no config.json"):
         judge(bench, server, tmp_path)
     assert "precious" in (tmp_path / "run" / "results.jsonl").read_text()
+
+
+def test_dry_run_counts_uncached_calls_tokens_and_price_and_asks_nothing(tmp_path, server):
+    import litellm
+
+    from trace_eval.judge.backbones import default_token_budget
+    from trace_eval.judge.runner import dry_run
+    from trace_eval.rubrics import load_rubric
+
+    bench = write_benchmark(tmp_path / "bench", 3)
+    judge(bench, server, tmp_path, limit=1)  # p0000 is cached from here on
+    assert server.request_count == 1
+    options = JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base, api_key="dummy",
+                           cache_dir=tmp_path / "cache", out=tmp_path / "dry", progress=False,
+                           price_in_per_mtok=1.0, price_out_per_mtok=2.0)
+    plan = dry_run(options)
+    assert server.request_count == 1 and not (tmp_path / "dry").exists()
+    assert (plan["pairs"], plan["calls"], plan["cached"]) == (3, 2, 1)
+
+    # The two uncached prompts, counted as litellm counts them (a stand-in tokenizer for this model).
+    prompt = load_rubric("trace").prompt(None)
+    from trace_eval.bench import load_benchmark
+    from trace_eval.judge.runner import build_cases
+
+    loaded = load_benchmark(bench)
+    cases, _ = build_cases(loaded, loaded.pairs[1:], prompt, ())
+    expected = sum(litellm.token_counter(model="openai/test-judge", messages=prompt.render(original))
+                   for original, _ in cases.values())
+    assert plan["prompt_tokens"] == expected > 1000
+    assert plan["tokens_exact"] is False
+    budget = default_token_budget(3, reasons_first=False)
+    assert plan["answer_tokens_max"] == 2 * budget
+    assert plan["cost_usd_max"] == pytest.approx(expected * 1e-6 + 2 * budget * 2e-6)
+
+    unpriced = dry_run(JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base,
+                                    cache_dir=tmp_path / "cache", progress=False, use_cache=False))
+    assert unpriced["price"] == "unknown price" and unpriced["cost_usd_max"] is None and unpriced["calls"] == 3
+    assert server.request_count == 1
+
+
+def test_dry_run_of_a_priced_openai_model_counts_with_its_tokenizer(tmp_path, monkeypatch):
+    from trace_eval.judge.runner import dry_run
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a dry run needs no key
+    bench = write_benchmark(tmp_path / "bench", 1)
+    plan = dry_run(JudgeOptions(bench=bench, model="openai/gpt-4o", cache_dir=tmp_path / "cache", progress=False))
+    assert plan["tokens_exact"] is True and plan["calls"] == 1
+    assert plan["price"]["input_per_mtok"] > 0 and plan["cost_usd_max"] > 0

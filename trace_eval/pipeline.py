@@ -278,7 +278,7 @@ def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary
         kept_unavailable={k: v for s in summaries for k, v in s.kept_unavailable.items()},
         wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
     )
-    save_summary(BlueprintStore(last.bench).dir, combined)
+    save_summary(BlueprintStore(last.bench), combined)
     return combined
 
 

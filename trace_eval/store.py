@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trace_eval.audio import sha256_file
-from trace_eval.io import read_json, write_json
+from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.schemas import validation_errors
 
 __all__ = ["BlueprintStore", "FORMAT_VERSION", "new_blueprint", "apply_section", "section_errors", "get_dotted", "set_dotted"]
@@ -124,6 +124,31 @@ class BlueprintStore:
         if problems:
             raise ValueError(f"blueprint {sha256} does not match schemas/blueprint.schema.json: {problems[:5]}")
         write_json(self.path_for(sha256), _ordered(blueprint))
+
+    # -- clips that could not be processed --------------------------------------------
+    @property
+    def failures_path(self) -> Path:
+        return self.dir / "failures.jsonl"
+
+    def write_failures(self, failures: list[dict]) -> None:
+        """The last Stage 1 run's per-clip failures, one JSON object a line (path, sha256, stage, status, reason)."""
+        atomic_write_text(self.failures_path, "".join(json.dumps(f) + "\n" for f in failures))
+
+    def recorded_failures(self) -> dict[str, str]:
+        """Clip path -> why its blueprint could not be made (empty when none were recorded)."""
+        try:
+            lines = self.failures_path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return {}
+        found: dict[str, str] = {}
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and entry.get("path") and entry.get("status") == "failed":
+                found.setdefault(str(entry["path"]), f"{entry.get('stage')}: {entry.get('reason')}")
+        return found
 
     # -- path index -------------------------------------------------------------------
     @property

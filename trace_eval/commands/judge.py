@@ -93,16 +93,22 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="price per million prompt tokens, for models litellm has no price for")
     p.add_argument("--price-out", metavar="USD", type=float, default=None, help="price per million answer tokens")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=None, help="judge only the first N pairs")
+    p.add_argument("--skip-failed", action="store_true",
+                   help="judge the pairs whose clips have blueprints; record the others as skipped, with the reason")
     p.add_argument("--out", metavar="RUNDIR", type=Path, default=None,
                    help="run folder (default: runs/<time>_<model>); an existing one is resumed")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the backbone even when an answer is cached (fresh answers replace cached ones)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the calls the run would make (after the cache), their prompt tokens and estimated "
+                        "cost; ask nothing and write nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
     from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+    from trace_eval.judge.runner import dry_run
 
     bench = args.bench or EXAMPLE_BENCH
     if args.bench is None and not EXAMPLE_BENCH.is_dir():
@@ -138,8 +144,16 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         out=args.out,
         limit=args.limit,
+        skip_failed=args.skip_failed,
         progress=not args.quiet,
     )
+    if args.dry_run:
+        try:
+            print_dry_run(dry_run(options))
+        except (JudgeError, ManifestError, FileNotFoundError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     try:
         outcome = run_judge(options)
     except (JudgeError, ManifestError, FileNotFoundError) as e:
@@ -150,7 +164,36 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: finished pairs are saved; run the same command with{where} to resume", file=sys.stderr)
         return 130
     print_summary(outcome)
-    return 1 if outcome.stopped else 0
+    if outcome.stopped:
+        return 1
+    return 1 if _empty(outcome.summary) else 0
+
+
+def _empty(summary: dict) -> bool:
+    """True when no pair got an answer (every pair skipped or failed before one)."""
+    status = summary.get("status", {})
+    return not (status.get("ok") or status.get("invalid"))
+
+
+def print_dry_run(plan: dict) -> None:
+    """The `--dry-run` report: one block for the backbone named by --model."""
+    print(f"dry run of {plan['model']}: nothing asked, nothing written")
+    extra = ", ".join(f"{n} {what}" for what, n in (("skipped", plan["skipped"]), ("unusable", plan["unusable"])) if n)
+    print(f"  pairs {plan['pairs']}" + (f" ({extra})" if extra else "")
+          + f"; calls {plan['calls']} (cached answers not counted: {plan['cached']}; repairs not foreseen)")
+    if not plan["calls"] and isinstance(plan["price"], str) and plan["price"].startswith("no calls"):
+        print(f"  {plan['price']}")
+        return
+    how = ("exact" if plan["tokens_exact"] else
+           "estimate: counted with cl100k, litellm has no tokenizer of this model; audio parts not counted")
+    print(f"  prompt tokens {plan['prompt_tokens']:,} ({how})")
+    print(f"  answer tokens at most {plan['answer_tokens_max']:,} (every answer at the token budget)")
+    price = plan["price"]
+    if isinstance(price, dict):
+        print(f"  cost at most ${plan['cost_usd_max']:.4f}: prompts ${plan['cost_usd_prompts']:.4f} at "
+              f"${price['input_per_mtok']:g}/M tokens, answers at ${price['output_per_mtok']:g}/M")
+    else:
+        print(f"  cost: {price} (litellm's price map has none for {plan['model']}; --price-in/--price-out give one)")
 
 
 def print_summary(outcome) -> None:
@@ -178,6 +221,9 @@ def print_summary(outcome) -> None:
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
+    if _empty(s) and not outcome.stopped:
+        print(f"  empty run: no pair was judged ({counts or 'no pairs'}); see the reasons in "
+              f"{outcome.out}/results.jsonl", file=sys.stderr)
     if outcome.stopped:
         print(f"  stopped: {outcome.stopped}", file=sys.stderr)
         print(f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: no benchmark folder found above {audio}; pass --bench DIR", file=sys.stderr)
         return 1
     store = BlueprintStore(bench)
+    relative = None
     try:
         relative = str(audio.resolve().relative_to(store.root))
         blueprint = store.get_by_path(relative)
@@ -42,8 +43,14 @@ def run(args: argparse.Namespace) -> int:
 
         blueprint = store.get(sha256_file(audio))
     if blueprint is None:
-        print(f"error: no blueprint stored for {audio} in {store.dir}; run: make blueprints BENCH={bench}",
-              file=sys.stderr)
+        failure = store.recorded_failures().get(relative) if relative else None
+        if failure:  # making blueprints again fails the same way
+            print(f"error: no blueprint for {audio}: it failed when blueprints were made ({failure}); repair or "
+                  "replace the file, or remove its item from the manifest (judge --skip-failed judges the rest)",
+                  file=sys.stderr)
+        else:
+            print(f"error: no blueprint stored for {audio} in {store.dir}; run: make blueprints BENCH={bench}",
+                  file=sys.stderr)
         return 1
     print(json.dumps(blueprint, indent=2, ensure_ascii=False))
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ __all__ = [
     "LiteLLMBackbone",
     "RequestRejected",
     "TransientBackboneError",
+    "default_token_budget",
     "import_litellm",
 ]
 
@@ -43,7 +45,7 @@ class TransientBackboneError(BackboneError):
 
     def __init__(self, message: str, kind: str, retry_after_s: float | None = None):
         super().__init__(message)
-        self.kind = kind  # rate_limit | server | timeout | connection
+        self.kind = kind  # rate_limit | server | timeout | connection | refused (nothing listens there)
         self.retry_after_s = retry_after_s
 
 
@@ -60,6 +62,23 @@ class Completion:
     completion_tokens: int | None = None
     cost_usd: float | None = None  # None when the price of the model is unknown
     latency_s: float = 0.0
+    finish_reason: str | None = None  # "length": cut at the token budget
+
+
+# Answer budget when --max-tokens is not given. Answers with two sentences of reasoning per
+# dimension measure 167 tokens (TRACE, 3 dimensions) and 213 (5 dimensions) with
+# scripts/bench_judge.py --answer-size; the budget leaves about five times that, growing with
+# the dimensions asked, and cuts a rambling answer short (one was seen at 1,400+ tokens).
+BUDGET_BASE_TOKENS = 256
+BUDGET_PER_DIMENSION_TOKENS = 192
+# Models that think before answering spend their thoughts from the same budget.
+BUDGET_REASONING_TOKENS = 8192
+
+
+def default_token_budget(dimensions: int, reasons_first: bool) -> int:
+    """max_tokens sent when the user gives none: room for an answer about `dimensions` dimensions, with margin."""
+    budget = BUDGET_BASE_TOKENS + BUDGET_PER_DIMENSION_TOKENS * max(1, dimensions)
+    return budget + (BUDGET_REASONING_TOKENS if reasons_first else 0)
 
 
 class Backbone(Protocol):
@@ -120,25 +139,34 @@ def _retry_after_s(error: Exception) -> float | None:
         return None if when is None else max(0.0, when.timestamp() - time.time())
 
 
-def _is_connection_failure(error: BaseException) -> bool:
-    """True when the cause chain shows the server was never reached (litellm reports it as a 500)."""
+def _connection_failure(error: BaseException) -> str | None:
+    """"refused" when no connection could be opened, "connection" when one broke, else None (a server error).
+
+    litellm reports both as a 500 or an APIConnectionError; the cause chain tells them apart.
+    """
     import httpx
     import openai
 
-    seen = 0
+    found = None
     cause: BaseException | None = error
-    while cause is not None and seen < 12:
-        if isinstance(cause, openai.APITimeoutError):
-            return False
-        if isinstance(cause, (ConnectionError, httpx.ConnectError, openai.APIConnectionError)):
-            return True
+    for _ in range(16):  # the whole chain: the innermost cause is the most precise
+        if cause is None or isinstance(cause, openai.APITimeoutError):
+            break
+        if isinstance(cause, (httpx.ConnectError, ConnectionRefusedError)):
+            return "refused"
+        if isinstance(cause, (ConnectionError, httpx.TransportError, openai.APIConnectionError)):
+            found = "connection"
         cause = cause.__cause__ or cause.__context__
-        seen += 1
-    return False
+    return found
+
+
+_MISSING_KEY = re.compile(r"missing\b.{0,60}\bapi[ _-]?key", re.IGNORECASE)
 
 
 def _describe(error: Exception) -> str:
-    text = str(error).replace("\n", " ").strip()
+    """The provider's message on one line, without the traceback litellm sometimes folds into it."""
+    text = str(error).split("Traceback (most recent call last)")[0]
+    text = " ".join(text.split())
     return text[:500] or type(error).__name__
 
 
@@ -147,11 +175,14 @@ class LiteLLMBackbone:
 
     cacheable = True
 
-    def __init__(self, settings: BackboneSettings):
+    def __init__(self, settings: BackboneSettings, check_key: bool = True):
         self.settings = settings
         self.name = settings.model
         self._litellm = import_litellm()
+        self._reasons_first: bool | None = None
         self._check_provider()
+        if check_key:  # a dry run prices calls without a key
+            self._check_key()
 
     def _check_provider(self) -> None:
         try:
@@ -163,11 +194,90 @@ class LiteLLMBackbone:
                 "or openai/NAME with --api-base for a local OpenAI-compatible server"
             ) from None
 
+    def key_variables(self) -> list[str]:
+        """The environment variables litellm reads this model's API key from (empty when it needs none)."""
+        try:
+            env = self._litellm.validate_environment(model=self.settings.model, api_base=self.settings.api_base)
+        except Exception:
+            return []
+        return list(env.get("missing_keys") or [])
+
+    def _key_hint(self) -> str:
+        names = [*self.key_variables(), "TRACE_JUDGE_API_KEY"]
+        return "set " + " or ".join(dict.fromkeys(names))
+
+    def _check_key(self) -> None:
+        """A model whose key is nowhere to be found stops here, before any call."""
+        if self.settings.api_key:
+            return
+        missing = self.key_variables()
+        if missing:
+            raise FatalBackboneError(f"{self.name} needs an API key and none is set: {self._key_hint()}")
+
+    def _where(self) -> str:
+        return self.settings.api_base or f"the {self.name.split('/')[0]} API"
+
+    def reasons_before_answering(self) -> bool:
+        """True when litellm says the model thinks before it answers (its thoughts count against max_tokens)."""
+        try:
+            return bool(self._litellm.supports_reasoning(model=self.settings.model))
+        except Exception:
+            return False
+
+    def token_budget(self, dimensions: int) -> int:
+        """max_tokens of a call about `dimensions` dimensions: the user's --max-tokens, else the default budget."""
+        if self.settings.max_tokens is not None:
+            return self.settings.max_tokens
+        if self._reasons_first is None:
+            self._reasons_first = self.reasons_before_answering()
+        return default_token_budget(dimensions, self._reasons_first)
+
     def supports_response_schema(self) -> bool:
         try:
             return bool(self._litellm.supports_response_schema(model=self.settings.model))
         except Exception:
             return False
+
+    def count_prompt_tokens(self, messages: list[dict]) -> tuple[int, bool]:
+        """(prompt tokens of `messages`, exact?) through litellm's token_counter.
+
+        Exact for OpenAI's own models (litellm has their tokenizer); for the others litellm counts
+        with a stand-in tokenizer (cl100k) and the count is an estimate, as it is for audio parts,
+        which are left out of the count.
+        """
+        litellm = self._litellm
+        litellm.disable_hf_tokenizer_download = True  # no downloads: the stand-in counts instead
+        provider = self._provider()
+        exact = provider == "openai" and not self.settings.api_base
+        text_only = []
+        for message in messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                exact = exact and all(part.get("type") == "text" for part in content)
+                content = "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
+            text_only.append({"role": message.get("role", "user"), "content": content or ""})
+        # Without the provider prefix litellm picks the model's own tokenizer (gpt-4o: o200k).
+        model = self.settings.model.split("/", 1)[1] if exact else self.settings.model
+        return int(litellm.token_counter(model=model, messages=text_only)), exact
+
+    def prices_per_token(self) -> tuple[float, float] | None:
+        """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown."""
+        s = self.settings
+        if s.price_in_per_token is not None:
+            return s.price_in_per_token, s.price_out_per_token or 0.0
+        try:
+            info = self._litellm.get_model_info(s.model)
+        except Exception:
+            return None
+        if info.get("input_cost_per_token") is None:
+            return None
+        return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+    def _provider(self) -> str | None:
+        try:
+            return self._litellm.get_llm_provider(self.settings.model, api_base=self.settings.api_base)[1]
+        except Exception:
+            return None
 
     def price_known(self) -> bool:
         if self.settings.price_in_per_token is not None:
@@ -178,7 +288,7 @@ class LiteLLMBackbone:
             return False
         return info.get("input_cost_per_token") is not None
 
-    def _kwargs(self, messages: list[dict], response_format: dict | None) -> dict:
+    def _kwargs(self, messages: list[dict], response_format: dict | None, max_tokens: int) -> dict:
         s = self.settings
         kwargs: dict[str, Any] = {
             "model": s.model,
@@ -193,8 +303,7 @@ class LiteLLMBackbone:
             kwargs["api_base"] = s.api_base
         if s.api_key:
             kwargs["api_key"] = s.api_key
-        if s.max_tokens is not None:
-            kwargs["max_tokens"] = s.max_tokens
+        kwargs["max_tokens"] = max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
         if s.price_in_per_token is not None:
@@ -212,19 +321,27 @@ class LiteLLMBackbone:
                 return None
         return float(cost) if cost is not None else None
 
+    def _setup_error(self, error: Exception) -> FatalBackboneError:
+        """A rejected key (401, 403) or an unknown model (404): every call would fail the same way."""
+        litellm = self._litellm
+        status = getattr(error, "status_code", None)
+        if status is None:
+            status = 404 if isinstance(error, litellm.NotFoundError) else \
+                403 if isinstance(error, litellm.PermissionDeniedError) else 401
+        if status == 404:
+            return FatalBackboneError(f"{self.name}: unknown model or endpoint at {self._where()} "
+                                      f"(HTTP 404: {_describe(error)}); check --model and --api-base")
+        return FatalBackboneError(f"{self.name}: the API key was rejected by {self._where()} "
+                                  f"(HTTP {status}: {_describe(error)}); {self._key_hint()}")
+
     async def complete(self, messages: list[dict], case: Case, response_format: dict | None) -> Completion:
         litellm = self._litellm
+        budget = self.token_budget(len(case.dimensions) or 3)  # no dimensions named: TRACE's three
         start = time.perf_counter()
         try:
-            response = await litellm.acompletion(**self._kwargs(messages, response_format))
-        except (litellm.AuthenticationError, litellm.PermissionDeniedError) as e:
-            raise FatalBackboneError(
-                f"{self.name}: authentication failed ({_describe(e)}). Set the provider's API key "
-                "(e.g. OPENAI_API_KEY, GEMINI_API_KEY, ANTHROPIC_API_KEY) or TRACE_JUDGE_API_KEY"
-            ) from None
-        except litellm.NotFoundError as e:
-            where = f" at {self.settings.api_base}" if self.settings.api_base else ""
-            raise FatalBackboneError(f"{self.name}: unknown model or endpoint{where} ({_describe(e)})") from None
+            response = await litellm.acompletion(**self._kwargs(messages, response_format, budget))
+        except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as e:
+            raise self._setup_error(e) from None
         except litellm.RateLimitError as e:
             raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
         except litellm.Timeout as e:
@@ -233,12 +350,21 @@ class LiteLLMBackbone:
             raise RequestRejected(_describe(e)) from None
         except (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError,
                 litellm.APIConnectionError) as e:
-            kind = "connection" if _is_connection_failure(e) else "server"
+            if _MISSING_KEY.search(str(e)):
+                raise FatalBackboneError(f"{self.name}: {_describe(e)}; {self._key_hint()}") from None
+            kind = _connection_failure(e) or "server"
+            if kind == "refused":
+                raise TransientBackboneError(f"connection refused at {self._where()}: nothing answers there; start the server or fix --api-base", kind) \
+                    from None
             raise TransientBackboneError(_describe(e), kind) from None
         except litellm.BadRequestError as e:
+            if getattr(e, "status_code", None) in (401, 403, 404):
+                raise self._setup_error(e) from None
             raise RequestRejected(_describe(e)) from None
         except Exception as e:  # any other provider error: decide by HTTP status when there is one
             status = getattr(e, "status_code", None)
+            if status in (401, 403, 404):
+                raise self._setup_error(e) from None
             if isinstance(status, int) and (status >= 500 or status == 408):
                 raise TransientBackboneError(_describe(e), "server") from None
             if isinstance(status, int) and status == 429:
@@ -253,6 +379,7 @@ class LiteLLMBackbone:
         usage = getattr(response, "usage", None)
         return Completion(
             text=text,
+            finish_reason=getattr(choice, "finish_reason", None),
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
             cost_usd=self._cost(response),

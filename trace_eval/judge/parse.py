@@ -43,7 +43,7 @@ class ParsedVerdict:
     """A verdict read from an answer: labels and reasoning when valid, else the error."""
 
     verdicts: dict[str, Any] | None
-    reasoning: str | None
+    reasoning: Any  # as the judge gave it: text, one text per dimension, a list
     error: str | None
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
 

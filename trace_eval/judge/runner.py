@@ -8,7 +8,8 @@ minute limit); every answer is cached; each finished pair is appended to
 results.jsonl at once, so re-running with the same --out resumes (pairs already
 "ok" are kept, the others are judged again). Failures are data: an answer that
 stays unusable after repair is "invalid" with its raw text, a call that keeps
-failing is "error", pairs left when --max-cost is reached are "skipped". Only
+failing is "error", pairs left when --max-cost is reached (or, with --skip-failed,
+whose clips have no blueprint) are "skipped". Only
 failures that would hit every pair (authentication, unknown model) stop the run.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import random
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -50,6 +51,7 @@ __all__ = [
     "MissingBlueprintsError",
     "RetryPolicy",
     "RunOutcome",
+    "dry_run",
     "run_judge",
 ]
 
@@ -66,17 +68,36 @@ class JudgeError(Exception):
     """The run cannot start: bad options, unknown rubric or prompt, a run folder made with other settings."""
 
 
-class MissingBlueprintsError(JudgeError):
-    """Some clips have no blueprint. The judge never extracts: it names the command that does."""
+def _listed(items: list[str]) -> str:
+    return "; ".join(items[:10]) + (f" and {len(items) - 10} more" if len(items) > 10 else "")
 
-    def __init__(self, bench: Path, missing: list[str]):
+
+class MissingBlueprintsError(JudgeError):
+    """Some clips have no blueprint. The judge never extracts: it names the fix that matches the cause.
+
+    A clip whose extraction failed (blueprints/failures.jsonl) is not fixed by running it again:
+    the advice is to repair or remove the item, or to judge the rest with --skip-failed.
+    """
+
+    def __init__(self, bench: Path, missing: list[str], failures: dict[str, str] | None = None):
         self.bench = bench
         self.missing = missing
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        super().__init__(
-            f"{len(missing)} clip(s) of {bench} have no blueprint: {shown}. "
-            f"Make them first with: make blueprints BENCH={bench}  (or: python -m trace_eval blueprints {bench})"
-        )
+        failures = failures or {}
+        failed = [p for p in missing if p in failures]
+        never_made = [p for p in missing if p not in failures]
+        parts = []
+        if failed:
+            parts.append(
+                f"{len(failed)} clip(s) of {bench} failed when their blueprints were made: "
+                f"{_listed([f'{p} ({failures[p]})' for p in failed])}. Making blueprints again will not fix "
+                "this: repair or replace the file, or remove the item from the manifest; "
+                "or pass --skip-failed to judge the other pairs")
+        if never_made:
+            parts.append(
+                f"{len(never_made)} clip(s) of {bench} have no blueprint: {_listed(never_made)}. "
+                f"Make them first with: make blueprints BENCH={bench}  (or: python -m trace_eval blueprints {bench})"
+                "; or pass --skip-failed to judge the other pairs")
+        super().__init__(". ".join(parts))
 
 
 @dataclass(frozen=True)
@@ -123,6 +144,7 @@ class JudgeOptions:
     cache_dir: Path | None = None
     out: Path | None = None
     limit: int | None = None  # judge only the first N pairs
+    skip_failed: bool = False  # items with a clip without blueprint are recorded "skipped", the rest judged
     progress: bool = True
 
 
@@ -179,7 +201,7 @@ def _check_options(options: JudgeOptions) -> None:
         raise JudgeError("repair attempts cannot be negative")
 
 
-def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None):
+def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None, check_key: bool = True):
     if options.model == CUES_MODEL:
         if rubric is not None and not rubric.is_trace:
             raise JudgeError(f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice "
@@ -204,7 +226,7 @@ def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None =
         price_out_per_token=None if options.price_out_per_mtok is None else options.price_out_per_mtok / 1e6,
     )
     try:
-        return LiteLLMBackbone(settings)
+        return LiteLLMBackbone(settings, check_key=check_key)
     except FatalBackboneError as e:
         raise JudgeError(str(e)) from None
 
@@ -255,6 +277,7 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
         "retry": asdict(options.retry),
         "cache": {"enabled": options.use_cache, "dir": str(cache_dir)},
         "limit": options.limit,
+        "skip_failed": options.skip_failed,
         "versions": _versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -265,12 +288,25 @@ def build_config(options: JudgeOptions, bench: Benchmark, prompt: Prompt, backbo
 
 # -- cases ------------------------------------------------------------------------------
 
+def lacking_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, str]:
+    """Item id -> which of its clips have no blueprint and why (the failure recorded, or never made)."""
+    store = BlueprintStore(bench.root)
+    failures = store.recorded_failures()
+    found: dict[str, str] = {}
+    for pair in pairs:
+        lacking = [p for p in pair.audio_paths() if store.get_by_path(p) is None]
+        if lacking:
+            found[pair.id] = "no blueprint for " + "; ".join(
+                f"{p} ({failures[p]})" if p in failures else f"{p} (never made)" for p in lacking)
+    return found
+
+
 def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple[str, ...],
                 rubric: Rubric | None = None) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
     """(item id -> (original, swapped) cases, item id -> why the item cannot be judged).
 
     Pointwise items have no swapped case (None). Raises MissingBlueprintsError
-    naming every clip without a blueprint.
+    naming every clip without a blueprint, and why it has none.
     """
     rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     store = BlueprintStore(bench.root)
@@ -318,7 +354,7 @@ def build_cases(bench: Benchmark, pairs: list[Pair], prompt: Prompt, drop: tuple
                        True, words[::-1], dimensions, variables, doubts[::-1])
         cases[pair.id] = (original, swapped)
     if missing:
-        raise MissingBlueprintsError(bench.root, list(missing))
+        raise MissingBlueprintsError(bench.root, list(missing), store.recorded_failures())
     return cases, unusable
 
 
@@ -374,7 +410,7 @@ class UnitResult:
     reason: str | None = None
     verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
-    reasoning: str | None = None
+    reasoning: Any = None  # as the judge gave it
     raw: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -453,13 +489,21 @@ class _Session:
         return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
 
     # one backbone call, through cache, budget, limiter and retries
-    def _request(self, messages: list[dict], sample: int, response_format: dict | None) -> dict:
+    def token_budget(self, case: Case) -> int | None:
+        """max_tokens of the calls about `case`: --max-tokens, else a budget for its dimensions (litellm only)."""
+        if isinstance(self.backbone, LiteLLMBackbone):
+            return self.backbone.token_budget(len(case.dimensions) or len(self.rubric.names))
+        return self.options.max_tokens
+
+    def _request(self, messages: list[dict], sample: int, response_format: dict | None,
+                 max_tokens: int | None) -> dict:
+        # max_tokens is the budget sent (it changes answers): with --max-tokens, the value given as before.
         return {
             "backbone": self.backbone.name,
             "api_base": _without_credentials(self.options.api_base),
             "prompt_version": self.prompt.id,
             "messages": messages,
-            "sampling": {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens},
+            "sampling": {"temperature": self.options.temperature, "max_tokens": max_tokens},
             "response_format": response_format,
             "sample_index": sample,
         }
@@ -469,13 +513,14 @@ class _Session:
 
     async def call(self, messages: list[dict], case: Case, sample: int) -> tuple[Completion, bool]:
         response_format = self.response_format(case)
-        key = request_key(self._request(messages, sample, response_format)) if self.backbone.cacheable else None
+        key = (request_key(self._request(messages, sample, response_format, self.token_budget(case)))
+               if self.backbone.cacheable else None)
         if key is not None:
             entry = self.cache.get(key)
             if entry is not None:
                 self.cache_hits += 1
                 return Completion(entry["text"], entry.get("prompt_tokens"), entry.get("completion_tokens"),
-                                  entry.get("cost_usd"), 0.0), True
+                                  entry.get("cost_usd"), 0.0, entry.get("finish_reason")), True
         policy = self.options.retry
         transient = rate_limited = 0
         while True:
@@ -499,7 +544,10 @@ class _Session:
                     raise
             if error is None:
                 break
-            self.retries += 1
+            if error.kind == "refused" and not self.calls:
+                # Nothing has got through and nothing listens there: every pair would fail the same way.
+                self.stop_reason = self.stop_reason or f"cannot reach {self.backbone.name}: {error}"
+                raise FatalBackboneError(self.stop_reason)
             if error.kind == "rate_limit":
                 rate_limited += 1
                 if rate_limited > policy.max_rate_limit_retries:
@@ -510,13 +558,14 @@ class _Session:
             else:
                 transient += 1
                 if transient > policy.max_retries:
-                    message = f"{error.kind}: {error} (gave up after {policy.max_retries} retries)"
-                    if error.kind == "connection" and not self.calls:
+                    message = f"{error.kind}: {error} (gave up after {policy.max_retries} retries of this call)"
+                    if error.kind in ("connection", "refused") and not self.calls:
                         # Nothing has got through yet: an unreachable server would fail every pair the same way.
                         self.stop_reason = self.stop_reason or f"cannot reach {self.backbone.name}: {message}"
                         raise FatalBackboneError(self.stop_reason)
                     raise _CallFailed(message)
                 delay = policy.backoff(transient - 1)
+            self.retries += 1  # counted once it is decided: a call given up on is not a retry
             await asyncio.sleep(delay)
         self.calls += 1
         if completion.cost_usd:
@@ -528,6 +577,7 @@ class _Session:
                 "prompt_tokens": completion.prompt_tokens,
                 "completion_tokens": completion.completion_tokens,
                 "cost_usd": completion.cost_usd,
+                "finish_reason": completion.finish_reason,
                 "latency_s": round(completion.latency_s, 4),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             })
@@ -553,6 +603,17 @@ class _Session:
             result.raw = completion.text
             parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None,
                                    allow_undetermined=getattr(self.backbone, "may_leave_undetermined", False))
+            if not parsed.ok and completion.finish_reason == "length":
+                budget = self.token_budget(unit.case)
+                result.status, result.reason = "invalid", f"cut at the token budget ({budget} tokens)"
+                if attempt < self.options.repair_attempts:
+                    result.repairs += 1
+                    brief = (f"your answer was cut at the token budget of {budget} tokens before it was complete; "
+                             "answer again briefly: only the JSON object, one short sentence of reasoning per "
+                             "dimension")
+                    messages = [*messages, {"role": "assistant", "content": completion.text},
+                                self.prompt.repair(brief, unit.case)]
+                continue
             if parsed.ok:
                 assert parsed.verdicts is not None
                 result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
@@ -663,9 +724,9 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
     return record
 
 
-def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric) -> dict:
+def _unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status: str = "error") -> dict:
     verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
-    record = {"id": pair.id, "status": "error", "reason": reason, "verdicts": verdicts,
+    record = {"id": pair.id, "status": status, "reason": reason, "verdicts": verdicts,
               "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
               "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0, "undetermined": {}}
     return runfolder.set_overall(record, policy, rubric)
@@ -689,10 +750,29 @@ def _resume(out: Path, config: dict, pair_ids: set[str]) -> list[dict]:
     return [r for r in previous_records if r.get("status") == "ok" and r["id"] in pair_ids]
 
 
-def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
-    """Judge every pair of `options.bench`; write the run folder; return where and what it holds."""
-    notice = notice or (lambda message: print(message, file=sys.stderr))
-    started = time.perf_counter()
+@dataclass
+class _Plan:
+    """What a run is made of, before any call: rubric, prompt, items, backbone, cases, cache."""
+
+    rubric: Rubric
+    prompt: Prompt
+    bench: Benchmark
+    pairs: list[Pair]
+    backbone: Any
+    cases: dict[str, tuple[Case, Case | None]]
+    unusable: dict[str, str]
+    skipped: dict[str, str]
+    structured: bool
+    cache_dir: Path
+    cache: AnswerCache
+
+    def units(self, pair_id: str, options: JudgeOptions) -> list[_Unit]:
+        original, swapped = self.cases[pair_id]
+        orders = (original, swapped) if options.swap and swapped is not None else (original,)
+        return [_Unit(case, sample) for case in orders for sample in range(options.samples)]
+
+
+def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     _check_options(options)
     try:
         rubric = load_rubric(options.rubric)
@@ -703,8 +783,9 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
     bench = load_benchmark(options.bench, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
-    backbone = make_backbone(options, prompt, rubric)
-    cases, unusable = build_cases(bench, pairs, prompt, options.drop, rubric)
+    backbone = make_backbone(options, prompt, rubric, check_key)
+    skipped = lacking_blueprints(bench, pairs) if options.skip_failed and prompt.needs_blueprints else {}
+    cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], prompt, options.drop, rubric)
 
     if options.structured == "on":
         structured = not isinstance(backbone, CuesBackbone)
@@ -712,12 +793,63 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         structured = isinstance(backbone, LiteLLMBackbone) and backbone.supports_response_schema()
     else:
         structured = False
+    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
+    return _Plan(rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, structured, cache_dir, cache)
+
+
+def dry_run(options: JudgeOptions) -> dict:
+    """What `run_judge(options)` would ask, without asking: calls after the cache, prompt tokens, price.
+
+    Repair calls are not foreseen (they happen only for unusable answers). The answer cost is an
+    upper bound: every answer at the token budget.
+    """
+    plan = _plan(options, check_key=False)
+    backbone = plan.backbone
+    report: dict[str, Any] = {"model": options.model, "pairs": len(plan.cases), "skipped": len(plan.skipped),
+                              "unusable": len(plan.unusable), "calls": 0, "cached": 0, "prompt_tokens": 0,
+                              "tokens_exact": True, "answer_tokens_max": 0, "cost_usd_max": None,
+                              "price": None}
+    if not isinstance(backbone, LiteLLMBackbone):
+        report.update(price="no calls: the cues backbone reads the blueprints", cost_usd_max=0.0)
+        return report
+    probe = _Session(replace(options, progress=False), backbone, plan.prompt, plan.cache, plan.structured,
+                     None, 0, plan.rubric)
+    for pair_id in plan.cases:
+        for unit in plan.units(pair_id, options):
+            messages = plan.prompt.render(unit.case)
+            budget = probe.token_budget(unit.case)
+            key = request_key(probe._request(messages, unit.sample, probe.response_format(unit.case), budget))
+            if plan.cache.get(key) is not None:
+                report["cached"] += 1
+                continue
+            tokens, exact = backbone.count_prompt_tokens(messages)
+            report["calls"] += 1
+            report["prompt_tokens"] += tokens
+            report["tokens_exact"] = report["tokens_exact"] and exact
+            report["answer_tokens_max"] += budget or 0
+    prices = backbone.prices_per_token()
+    if prices is None:
+        report["price"] = "unknown price"
+    else:
+        report["price"] = {"input_per_mtok": prices[0] * 1e6, "output_per_mtok": prices[1] * 1e6}
+        report["cost_usd_max"] = report["prompt_tokens"] * prices[0] + report["answer_tokens_max"] * prices[1]
+        report["cost_usd_prompts"] = report["prompt_tokens"] * prices[0]
+    return report
+
+
+def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
+    """Judge every pair of `options.bench`; write the run folder; return where and what it holds."""
+    notice = notice or (lambda message: print(message, file=sys.stderr))
+    started = time.perf_counter()
+    plan = _plan(options)
+    rubric, prompt, bench, pairs, backbone = plan.rubric, plan.prompt, plan.bench, plan.pairs, plan.backbone
+    cases, unusable, skipped, structured = plan.cases, plan.unusable, plan.skipped, plan.structured
+    cache_dir, cache = plan.cache_dir, plan.cache
     if options.max_cost is not None and isinstance(backbone, LiteLLMBackbone) and not backbone.price_known():
         raise JudgeError(f"--max-cost needs the price of {options.model}, which litellm does not know; "
                          "give --price-in and --price-out (USD per million tokens)")
 
-    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
     out = Path(options.out) if options.out else default_out_dir(options.model)
     out.mkdir(parents=True, exist_ok=True)
     config = build_config(options, bench, prompt, backbone, structured, cache_dir, rubric)
@@ -733,13 +865,9 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         for pair in pairs:
             if pair.id in unusable and pair.id not in done:
                 writer.append(_unusable_record(pair, unusable[pair.id], options.fusion, rubric))
-        work = []
-        for pair in pairs:
-            if pair.id in done or pair.id not in cases:
-                continue
-            original, swapped = cases[pair.id]
-            orders = (original, swapped) if options.swap and swapped is not None else (original,)
-            work.append((pair.id, [_Unit(case, sample) for case in orders for sample in range(options.samples)]))
+            if pair.id in skipped and pair.id not in done:
+                writer.append(_unusable_record(pair, skipped[pair.id], options.fusion, rubric, "skipped"))
+        work = [(pair.id, plan.units(pair.id, options)) for pair in pairs if pair.id not in done and pair.id in cases]
         session = _Session(options, backbone, prompt, cache, structured, writer, total=len(work), rubric=rubric)
         asyncio.run(session.run(work))
     finally:

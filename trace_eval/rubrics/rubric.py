@@ -209,7 +209,8 @@ class Rubric:
         return {
             "type": "object",
             "required": ["reasoning", *names],
-            "properties": {"reasoning": {"type": "string"},
+            # Reasoning is kept as given (text, one text per dimension, a list): only the labels are checked.
+            "properties": {"reasoning": {},
                            **{n: {"enum": list(self.dimension(n).labels.values)} for n in names}},
             "additionalProperties": True,
         }

@@ -6,18 +6,16 @@ store, so both engines give the same blueprints, fingerprints and provenance.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from extractors import ClipError, Extractor, ExtractorUnavailable, Section
-from trace_eval.io import atomic_write_text, write_json
+from trace_eval.io import write_json
 from trace_eval.stage1.plan import Job, Plan
-from trace_eval.store import apply_section, new_blueprint, section_errors
+from trace_eval.store import BlueprintStore, apply_section, new_blueprint, section_errors
 
 __all__ = ["AudioInfo", "ClipFailure", "Recorder", "RunSummary"]
 
@@ -150,7 +148,7 @@ class Recorder:
             engine=self.engine,
             kept_unavailable={k: v for k, v in self.plan.kept_unavailable.items() if k not in self.unavailable},
         )
-        save_summary(self.plan.store.dir, summary)
+        save_summary(self.plan.store, summary)
         return summary
 
     def _entry(self, ext: Extractor, fingerprint: str, status: str, seconds: float | None, reason: str | None = None,
@@ -175,10 +173,9 @@ class Recorder:
         return entry
 
 
-def save_summary(directory: Path, summary: RunSummary) -> None:
-    write_json(directory / "summary.json", summary.to_json())
-    atomic_write_text(directory / "failures.jsonl",
-                      "".join(json.dumps(dataclasses.asdict(f)) + "\n" for f in summary.failures))
+def save_summary(store: BlueprintStore, summary: RunSummary) -> None:
+    write_json(store.dir / "summary.json", summary.to_json())
+    store.write_failures([dataclasses.asdict(f) for f in summary.failures])
 
 
 def _plain(value: Any) -> Any:
