@@ -2,17 +2,19 @@
 
 Windows arrive already cut by voice activity detection, so faster-whisper's own
 VAD and no-speech skipping are off here: the gate is applied by the caller, the
-same way for both backends. Decoding is deterministic (temperature 0, no
-fallback), so a re-run gives the same transcript.
+same way for both backends. Decoding uses Whisper's temperature fallback;
+CTranslate2's sampler is seeded before each window, so a re-run gives the same
+transcript.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+import ctranslate2
 import numpy as np
 
-from extractors.asr import WindowTranscript, Word
+from extractors.asr import Fallback, WindowTranscript, Word
 
 __all__ = ["FasterWhisper"]
 
@@ -21,7 +23,13 @@ class FasterWhisper:
     name = "faster-whisper"
 
     def __init__(
-        self, directory: Path, device: str = "cpu", compute_type: str = "int8", beam_size: int = 5, num_threads: int = 0
+        self,
+        directory: Path,
+        fallback: Fallback,
+        device: str = "cpu",
+        compute_type: str = "int8",
+        beam_size: int = 5,
+        num_threads: int = 0,
     ):
         from faster_whisper import WhisperModel
 
@@ -38,6 +46,7 @@ class FasterWhisper:
             local_files_only=True,
         )
         self.beam_size = beam_size
+        self.fallback = fallback
 
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
@@ -48,15 +57,16 @@ class FasterWhisper:
         return [self._transcribe_one(np.asarray(w, dtype=np.float32), language) for w in windows]
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None) -> WindowTranscript:
+        ctranslate2.set_random_seed(self.fallback.seed)
         segments, info = self.model.transcribe(
             audio,
             language=language,
             task="transcribe",
             beam_size=self.beam_size,
-            temperature=0.0,
-            compression_ratio_threshold=None,
-            log_prob_threshold=None,
-            no_speech_threshold=None,
+            temperature=list(self.fallback.temperatures),
+            compression_ratio_threshold=self.fallback.compression_ratio_threshold,
+            log_prob_threshold=self.fallback.logprob_threshold,
+            no_speech_threshold=None,  # the caller judges no-speech; it must not stop the fallback
             condition_on_previous_text=False,
             word_timestamps=True,
             vad_filter=False,
@@ -73,4 +83,9 @@ class FasterWhisper:
         )
         no_speech_prob = float(segments[0].no_speech_prob) if segments else 1.0
         text = "".join(s.text for s in segments).strip()
-        return WindowTranscript(text, words, info.language, no_speech_prob, float(avg_logprob))
+        # The worst piece of the window speaks for it; its temperature is the one its text came from.
+        compression = max((float(s.compression_ratio) for s in segments), default=0.0)
+        temperature = max((float(s.temperature or 0.0) for s in segments), default=0.0)
+        return WindowTranscript(
+            text, words, info.language, no_speech_prob, float(avg_logprob), compression, temperature, tokens
+        )

@@ -52,7 +52,13 @@ def check_asr_section(section: Section, clip: Clip, backend: str) -> None:
     """The keys and types every consumer of the blueprint relies on."""
     assert isinstance(section, Section), section
     values = section.values
-    assert set(values) == {"agent_response", "words", "asr"}
+    assert set(values) == {"agent_response", "words", "asr", "transcript_quality"}
+    quality = values["transcript_quality"]
+    assert set(quality) == {"avg_logprob", "compression_ratio", "no_speech_prob", "temperature", "reliable", "reason"}
+    assert isinstance(quality["reliable"], bool) and (quality["reason"] is None) == quality["reliable"]
+    if values["words"]:
+        assert quality["temperature"] in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+        assert quality["avg_logprob"] <= 0 and 0 <= quality["no_speech_prob"] <= 1
     assert isinstance(values["agent_response"], str)
     assert values["agent_response"] == values["agent_response"].strip()
     assert values["asr"]["backend"] == backend
