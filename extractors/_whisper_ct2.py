@@ -2,9 +2,11 @@
 
 Windows arrive already cut by voice activity detection, so faster-whisper's own
 VAD and no-speech skipping are off here: the gate is applied by the caller, the
-same way for both backends. Decoding uses Whisper's temperature fallback;
-CTranslate2's sampler is seeded before each window, so a re-run gives the same
-transcript.
+same way for both backends. Decoding uses Whisper's temperature fallback.
+CTranslate2's sampler lives in the model's worker thread and takes the seed
+once, when that thread first samples: a run that decodes the same clips in the
+same order gives the same transcripts, but a window decoded twice in one
+process may be sampled differently the second time.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class FasterWhisper:
         # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
         # another library (funasr) has configured the root logger.
         logging.getLogger("faster_whisper").setLevel(logging.WARNING)
+        ctranslate2.set_random_seed(fallback.seed)  # before the worker thread starts sampling
         kind, _, index = device.partition(":")
         self.model = WhisperModel(
             str(directory),
@@ -57,7 +60,6 @@ class FasterWhisper:
         return [self._transcribe_one(np.asarray(w, dtype=np.float32), language) for w in windows]
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None) -> WindowTranscript:
-        ctranslate2.set_random_seed(self.fallback.seed)
         segments, info = self.model.transcribe(
             audio,
             language=language,

@@ -4,8 +4,11 @@ same tiny.en rewritten in the transformers layout, against faster-whisper.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jiwer
@@ -14,7 +17,16 @@ import pytest
 
 from extractors import REGISTRY, Clip, ExtractorUnavailable, Section
 from extractors._whisper_hf import dynamic_time_warping, split_words
-from extractors.asr import AsrConfig, AsrExtractor, choose_backend, plan_windows
+from extractors.asr import (
+    AsrConfig,
+    AsrExtractor,
+    WindowTranscript,
+    Word,
+    choose_backend,
+    compression_ratio,
+    longest_repeat,
+    plan_windows,
+)
 from extractors.rate import RateExtractor
 from tiny_models import build_tiny_whisper, build_tiny_whisper_en_from_package
 from trace_eval.audio import Audio, load_audio
@@ -167,6 +179,84 @@ def test_files_longer_than_30_s_are_transcribed_whole(tiny_en, speech):
     text = normalise(section.values["agent_response"])
     assert text.count("garden") == 2 and text.count("station") == 2, text
     assert section.values["words"][-1]["end"] > 30.0
+
+
+# -- how far to trust a transcript ------------------------------------------------------------------
+FOX = "The quick brown fox jumps over the lazy dog."
+GATHER = "Everyone please gather at the front entrance of the building right now."
+
+
+def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_path):
+    # At temperature 0 tiny.en is unsure of this fast clip (average log-probability below -1), so it
+    # samples at 0.2; the seeded sampler gives the same transcript in every fresh run.
+    path = speak(FOX, tmp_path / "fox260.wav", Voice(wpm=260))
+    script = (
+        "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
+        "from trace_eval.audio import load_audio; "
+        "(s,) = AsrExtractor(AsrConfig(num_threads=1)).extract([Clip('x', load_audio(sys.argv[1]))]); "
+        "print(json.dumps([s.values['agent_response'], s.values['transcript_quality']]))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    runs = [
+        json.loads(subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True,
+                                  text=True, check=True).stdout)
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert runs[0][1]["temperature"] == 0.2 and runs[0][1]["reliable"] is True, runs[0]
+
+
+def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
+    path = speak(GATHER, tmp_path / "gather260.wav", Voice(wpm=260))  # about 2.5 s, 280 words/min
+    clip = clip_of(path)
+    assert 2.2 < clip.duration_s < 2.8
+    (section,) = tiny_en.extract([clip])
+    check_asr_section(section, clip, "faster-whisper")
+    assert jiwer.wer(normalise(GATHER), normalise(section.values["agent_response"])) <= 0.2, section.values
+    blueprint = {"duration_s": clip.duration_s, **section.values}
+    rate = RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values["agent_audio_properties"]
+    assert 200 < rate["Speech_Rate_WPM"] < 350, rate
+
+
+def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
+    words = [Word(f" {w}", 0.3 * k, 0.3 * k + 0.25, 0.9) for k, w in enumerate(text.split())]
+    return WindowTranscript(text, words, "en", no_speech_prob, avg_logprob, compression_ratio(text), temperature,
+                            len(words))
+
+
+def _assessed(tiny_en, window, seconds: float) -> dict:
+    clip = Clip("x", Audio(np.zeros(int(seconds * RATE), dtype=np.float32), RATE))
+    return tiny_en._assemble(clip, [((0, 0.0, seconds), window)]).values
+
+
+def test_speech_whisper_takes_for_silence_is_kept_and_marked_unreliable(tiny_en):
+    # Whisper's no-speech rule (0.6 and -1) once erased such windows; the voice-activity gate found speech there.
+    values = _assessed(tiny_en, _window("please hold the line", no_speech_prob=0.83, avg_logprob=-1.35), 2.4)
+    assert values["agent_response"] == "please hold the line" and len(values["words"]) == 4
+    quality = values["transcript_quality"]
+    assert quality["reliable"] is False and quality["no_speech_prob"] == 0.83 and quality["avg_logprob"] == -1.35
+    assert "takes this speech for silence" in quality["reason"] and "voice activity detection" in quality["reason"]
+
+
+def test_a_loop_that_survives_the_fallback_is_flagged_and_its_rates_are_null(tiny_en):
+    # What tiny.en wrote for 3 s of slow speech: eight times the real length.
+    text = "Children kill it, " + ", ".join(["kill it"] * 30) + "."
+    values = _assessed(tiny_en, _window(text, temperature=1.0), 3.0)
+    quality = values["transcript_quality"]
+    assert quality["reliable"] is False and quality["compression_ratio"] > 2.4 and quality["temperature"] == 1.0
+    assert "repetition loop: compression ratio" in quality["reason"]
+    assert 'repetition loop: "kill it" 31 times in a row' in quality["reason"]
+    assert "more words than the speech allows" in quality["reason"]
+    rate = RateExtractor().extract_one(Clip("x", None, {"duration_s": 3.0, **values}))
+    assert rate.values["agent_audio_properties"]["Speech_Rate_WPM"] is None
+    assert rate.null_reasons["agent_audio_properties.Speech_Rate_WPM"].startswith("transcript unreliable: repetition")
+
+
+def test_repeats_and_compression_measure_loops_not_speech():
+    assert longest_repeat("no, no, no, that is not it") == ("no", 3)
+    assert longest_repeat("we will, we will, we will, we will, we will rock you") == ("we will", 5)
+    assert longest_repeat("a plain sentence") == ("", 1)
+    assert compression_ratio(GATHER) < 1.5 < 2.4 < compression_ratio(" ".join(["kill it"] * 30))
 
 
 def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
