@@ -417,3 +417,18 @@ def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_pat
                 assert abs(word["start"] - other["start"]) <= 0.1, (word, other)
                 assert abs(word["end"] - other["end"]) <= 0.1, (word, other)
         assert matched >= 0.8 * len(expected.values["words"])
+
+
+def test_the_judge_is_shown_an_unreliable_transcript_as_such():
+    from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+
+    loop = "repetition loop: compression ratio 9.90 above 2.4 at temperature 1"
+    doubtful = {"agent_response": "Children kill it, kill it", "transcript_quality": {"reliable": False, "reason": loop}}
+    trusted = {"agent_response": "Children, keep it down.", "transcript_quality": {"reliable": True, "reason": None}}
+    for name in ("trace", "transcript"):
+        prompt = load_prompt(name)
+        assert prompt.version >= 3
+        views = tuple(blueprint_view(b, prompt.blueprint_keys) for b in (doubtful, trusted))
+        user = prompt.render(Case("p", None, "Tell the children to be quiet.", views))[1]["content"]
+        assert loop in user, user
+        assert user.count("unreliable transcript") <= 1 and user.count(loop) == 1
