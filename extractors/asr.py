@@ -212,6 +212,20 @@ def batches_by_duration(windows: list[tuple[int, float, float]], budget_s: float
 
 
 # -- model choice ---------------------------------------------------------------------------------
+def _temperatures(value) -> tuple[float, ...]:
+    """The fallback temperatures from the config: a sequence, or "0,0.2,0.4" from --set."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    try:
+        temperatures = tuple(float(t) for t in items)
+    except (TypeError, ValueError):
+        temperatures = ()
+    if not temperatures or any(not 0 <= t <= 1 for t in temperatures) or list(temperatures) != sorted(temperatures):
+        raise ValueError(
+            f"asr.temperatures={value!r}; expected rising temperatures from 0 to 1, e.g. --set asr.temperatures=0,0.2,0.4"
+        )
+    return temperatures
+
+
 def _is_ctranslate2(card: ModelCard) -> bool:
     return "model.bin" in card.files or "faster-whisper" in (card.hub_id or "").lower()
 
@@ -289,6 +303,7 @@ class AsrExtractor(Extractor):
             backend=backend,
             model=self.card.name,
             compute_type=self.config.compute_type or _default_compute_type(backend, self.device),
+            temperatures=_temperatures(self.config.temperatures),
         )
         self._backend = None
         self._source: str | None = None
@@ -322,7 +337,7 @@ class AsrExtractor(Extractor):
         directory = self._resolve_weights()
         config = self.config
         fallback = Fallback(
-            tuple(float(t) for t in config.temperatures),
+            config.temperatures,
             config.compression_ratio_threshold,
             config.logprob_threshold,
             config.seed,

@@ -350,6 +350,10 @@ def tiny_random_whisper(tmp_path_factory) -> Path:
     return build_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))
 
 
+# Random weights are never confident, so every window would fall back: tests about other things turn it off.
+NO_FALLBACK = (0.0,)
+
+
 def transformers_asr(directory: Path, **config) -> AsrExtractor:
     extractor = AsrExtractor(AsrConfig(**{"model_path": str(directory), "beam_size": 1, **config}), device="cpu")
     extractor.load()
@@ -360,8 +364,8 @@ def test_transformers_backend_batched_equals_one_by_one(tiny_random_whisper, spe
     clips = [clip_of(speech[name]) for name in ("plain0", "wpm110", "plain3", "wpm220")]
     clips.append(long_clip([speech["plain1"], speech["plain2"]] * 4))  # two windows
     assert clips[-1].duration_s > 30
-    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0).extract(clips)
-    single = transformers_asr(tiny_random_whisper, batch_seconds=0.1)
+    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0, temperatures=NO_FALLBACK).extract(clips)
+    single = transformers_asr(tiny_random_whisper, batch_seconds=0.1, temperatures=NO_FALLBACK)
     one_by_one = [single.extract([clip])[0] for clip in clips]
     for clip, section in zip(clips, batched):
         check_asr_section(section, clip, "transformers")
@@ -374,8 +378,23 @@ def test_transformers_backend_batched_equals_one_by_one(tiny_random_whisper, spe
     assert len({s.values["agent_response"] for s in batched}) > 1
 
 
+def test_transformers_backend_falls_back_the_same_way_batched_or_alone(tiny_random_whisper, speech):
+    # Random weights: an average log-probability far below -1 at every temperature, so the fallback samples
+    # at 0.2, keeps the most probable result, and the transcript is marked unreliable.
+    clips = [clip_of(speech["plain0"]), clip_of(speech["wpm220"])]
+    fallback = {"temperatures": (0.0, 0.2), "beam_size": 1}
+    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0, **fallback).extract(clips)
+    alone = transformers_asr(tiny_random_whisper, batch_seconds=0.1, **fallback).extract(clips[:1])
+    assert batched[0].values == alone[0].values
+    for clip, section in zip(clips, batched):
+        check_asr_section(section, clip, "transformers")
+        quality = section.values["transcript_quality"]
+        assert quality["temperature"] in (0.0, 0.2) and quality["avg_logprob"] < -1
+        assert quality["reliable"] is False and "low recogniser confidence" in quality["reason"]
+
+
 def test_transformers_backend_detects_language_and_gates_silence(tiny_random_whisper, speech):
-    extractor = transformers_asr(tiny_random_whisper, language=None, beam_size=2)
+    extractor = transformers_asr(tiny_random_whisper, language=None, beam_size=2, temperatures=NO_FALLBACK)
     assert extractor.model().source == str(tiny_random_whisper)
     speech_clip = clip_of(speech["plain0"])
     silence = Clip("silence", Audio(np.zeros(2 * RATE, dtype=np.float32), RATE))
@@ -389,7 +408,7 @@ def test_transformers_backend_detects_language_and_gates_silence(tiny_random_whi
 def test_transformers_backend_english_only_model(tmp_path, speech):
     directory = build_tiny_whisper(tmp_path / "tiny-en", multilingual=False, decoder_layers=1)
     clip = clip_of(speech["plain5"])
-    (section,) = transformers_asr(directory).extract([clip])
+    (section,) = transformers_asr(directory, temperatures=NO_FALLBACK).extract([clip])
     check_asr_section(section, clip, "transformers")
     assert section.values["asr"]["language"] == "en"
     with pytest.raises(ExtractorUnavailable, match="asr.language"):
@@ -432,3 +451,11 @@ def test_the_judge_is_shown_an_unreliable_transcript_as_such():
         user = prompt.render(Case("p", None, "Tell the children to be quiet.", views))[1]["content"]
         assert loop in user, user
         assert user.count("unreliable transcript") <= 1 and user.count(loop) == 1
+
+
+def test_fallback_temperatures_are_a_setting():
+    assert AsrExtractor(AsrConfig()).config.temperatures == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    assert AsrExtractor(AsrConfig(temperatures="0,0.5")).config.temperatures == (0.0, 0.5)  # as --set gives it
+    assert AsrExtractor(AsrConfig(temperatures="0,0.5")).fingerprint() != AsrExtractor(AsrConfig()).fingerprint()
+    with pytest.raises(ValueError, match="rising temperatures"):
+        AsrExtractor(AsrConfig(temperatures="0.4,0.2"))
