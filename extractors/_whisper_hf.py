@@ -19,6 +19,7 @@ whatever batch it came in, and the caller's random state is left alone.
 """
 from __future__ import annotations
 
+import dataclasses
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,10 +142,12 @@ class TransformersWhisper:
         return self._align(decoded, states, encoder_frames)
 
     def _fall_back(self, first: WindowTranscript, states, language: str | None, frames: int) -> WindowTranscript:
-        """Whisper's fallback for one window: the first temperature whose best sample passes, else the best
-        sample that does not loop (else the best of all)."""
+        """Whisper's fallback for one window: the first temperature whose best sample passes; when none
+        does, the most probable result that does not loop (else of all), reported at the last temperature
+        tried, as faster-whisper reports it."""
         torch = self.torch
         tried = [first]
+        temperature = 0.0
         devices = [self.device] if self.device.type == "cuda" else []
         for temperature in (t for t in self.fallback.temperatures if t > 0):
             with torch.random.fork_rng(devices=devices):
@@ -157,7 +160,7 @@ class TransformersWhisper:
                 return best
             tried.append(best)
         not_looping = [t for t in tried if t.compression_ratio <= self.fallback.compression_ratio_threshold]
-        return max(not_looping or tried, key=lambda t: t.avg_logprob)
+        return dataclasses.replace(max(not_looping or tried, key=lambda t: t.avg_logprob), temperature=temperature)
 
     def _languages(self, encoder_outputs, batch: int, language: str | None) -> list[str | None]:
         if not self.multilingual:

@@ -117,7 +117,7 @@ class WindowTranscript:
     no_speech_prob: float
     avg_logprob: float
     compression_ratio: float  # of the text (gzip), as Whisper computes it
-    temperature: float  # the decoding temperature that gave this text
+    temperature: float  # where the fallback stopped: 0 when the first decoding passed, the last tried when none did
     tokens: int  # text tokens decoded (weights the average log-probability across windows)
 
 
@@ -473,12 +473,12 @@ class AsrExtractor(Extractor):
         elif t.avg_logprob < cfg.logprob_threshold:
             doubts.append(
                 f"low recogniser confidence: average log-probability {t.avg_logprob:.2f} below "
-                f"{cfg.logprob_threshold} at temperature {t.temperature:g}"
+                f"{cfg.logprob_threshold}{_tried(t)}"
             )
         if t.compression_ratio > cfg.compression_ratio_threshold:
             doubts.append(
                 f"repetition loop: compression ratio {t.compression_ratio:.2f} above "
-                f"{cfg.compression_ratio_threshold} at temperature {t.temperature:g}"
+                f"{cfg.compression_ratio_threshold}{_tried(t)}"
             )
         phrase, times = longest_repeat(t.text)
         if times > cfg.max_repeats:
@@ -509,6 +509,10 @@ class AsrExtractor(Extractor):
             why = reason or "nothing decoded"
             null_reasons = {f"transcript_quality.{key}": why for key in _QUALITY_NUMBERS}
         return Section(values, null_reasons)
+
+
+def _tried(t: WindowTranscript) -> str:
+    return f" after decoding at temperatures up to {t.temperature:g}" if t.temperature > 0 else ""
 
 
 # The numbers of `transcript_quality`; null when no window was decoded.

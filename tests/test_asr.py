@@ -42,6 +42,8 @@ SENTENCES = [
     "We will meet at the station tomorrow.",
 ]
 
+NO_FALLBACK = (0.0,)  # temperature 0 only: Whisper's fallback off
+
 
 def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
@@ -218,6 +220,35 @@ def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
     assert 200 < rate["Speech_Rate_WPM"] < 350, rate
 
 
+def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(tmp_path):
+    # Decoded whole (no voice-activity trimming), this slow whispered clip makes tiny.en loop at
+    # temperature 0: "Kill, bruh, kill it, kill, bruh, kill, it, ..." and then "kill" 87 times in a row.
+    path = speak("Children kill it, children kill it, children kill it.", tmp_path / "loop.wav",
+                 Voice(wpm=85, voice="en+whisper"))
+    clip = clip_of(path)
+
+    def decoded(**config) -> tuple[dict, dict]:
+        (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
+        blueprint = {"duration_s": clip.duration_s, **section.values}
+        return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
+            "agent_audio_properties"]
+
+    looping, rates = decoded(temperatures=NO_FALLBACK)
+    quality = looping["transcript_quality"]
+    assert len(looping["agent_response"].split()) > 40, looping["agent_response"]
+    assert quality["reliable"] is False and quality["compression_ratio"] > 2.4, quality
+    assert "repetition loop" in quality["reason"]
+    assert rates["Speech_Rate_WPM"] is None
+
+    fixed, rates = decoded()
+    quality = fixed["transcript_quality"]
+    assert quality["reliable"] is True and quality["temperature"] == 0.2 and quality["compression_ratio"] < 2.4
+    # "Chilled rock, killed it" three times: the nine words said, "children" heard as two
+    text = normalise(fixed["agent_response"])
+    assert 9 <= len(text.split()) <= 12 and text.count("it") == 3, fixed["agent_response"]
+    assert 60 < rates["Speech_Rate_WPM"] < 130, rates  # espeak-ng at 85 words per minute
+
+
 def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
     words = [Word(f" {w}", 0.3 * k, 0.3 * k + 0.25, 0.9) for k, w in enumerate(text.split())]
     return WindowTranscript(text, words, "en", no_speech_prob, avg_logprob, compression_ratio(text), temperature,
@@ -351,9 +382,6 @@ def tiny_random_whisper(tmp_path_factory) -> Path:
 
 
 # Random weights are never confident, so every window would fall back: tests about other things turn it off.
-NO_FALLBACK = (0.0,)
-
-
 def transformers_asr(directory: Path, **config) -> AsrExtractor:
     extractor = AsrExtractor(AsrConfig(**{"model_path": str(directory), "beam_size": 1, **config}), device="cpu")
     extractor.load()
@@ -389,7 +417,7 @@ def test_transformers_backend_falls_back_the_same_way_batched_or_alone(tiny_rand
     for clip, section in zip(clips, batched):
         check_asr_section(section, clip, "transformers")
         quality = section.values["transcript_quality"]
-        assert quality["temperature"] in (0.0, 0.2) and quality["avg_logprob"] < -1
+        assert quality["temperature"] == 0.2 and quality["avg_logprob"] < -1  # none passed: the last tried
         assert quality["reliable"] is False and "low recogniser confidence" in quality["reason"]
 
 
@@ -441,7 +469,7 @@ def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_pat
 def test_the_judge_is_shown_an_unreliable_transcript_as_such():
     from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 
-    loop = "repetition loop: compression ratio 9.90 above 2.4 at temperature 1"
+    loop = "repetition loop: compression ratio 9.90 above 2.4 after decoding at temperatures up to 1"
     doubtful = {"agent_response": "Children kill it, kill it", "transcript_quality": {"reliable": False, "reason": loop}}
     trusted = {"agent_response": "Children, keep it down.", "transcript_quality": {"reliable": True, "reason": None}}
     for name in ("trace", "transcript"):
