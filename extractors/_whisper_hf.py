@@ -57,7 +57,12 @@ class TransformersWhisper:
     name = "transformers"
 
     def __init__(
-        self, directory: Path, fallback: Fallback, device: str = "cpu", compute_type: str = "float32", beam_size: int = 1
+        self,
+        directory: Path,
+        fallback: Fallback,
+        device: str = "cpu",
+        compute_type: str = "float32",
+        beam_size: int = 1,
     ):
         import torch
         from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperTokenizer

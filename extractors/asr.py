@@ -221,7 +221,8 @@ def _temperatures(value) -> tuple[float, ...]:
         temperatures = ()
     if not temperatures or any(not 0 <= t <= 1 for t in temperatures) or list(temperatures) != sorted(temperatures):
         raise ValueError(
-            f"asr.temperatures={value!r}; expected rising temperatures from 0 to 1, e.g. --set asr.temperatures=0,0.2,0.4"
+            f"asr.temperatures={value!r}; expected rising temperatures from 0 to 1, "
+            "e.g. --set asr.temperatures=0,0.2,0.4"
         )
     return temperatures
 

@@ -470,7 +470,8 @@ def test_the_judge_is_shown_an_unreliable_transcript_as_such():
     from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 
     loop = "repetition loop: compression ratio 9.90 above 2.4 after decoding at temperatures up to 1"
-    doubtful = {"agent_response": "Children kill it, kill it", "transcript_quality": {"reliable": False, "reason": loop}}
+    doubtful = {"agent_response": "Children kill it, kill it",
+                "transcript_quality": {"reliable": False, "reason": loop}}
     trusted = {"agent_response": "Children, keep it down.", "transcript_quality": {"reliable": True, "reason": None}}
     for name in ("trace", "transcript"):
         prompt = load_prompt(name)
