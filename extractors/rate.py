@@ -39,7 +39,7 @@ class RateConfig:
     pause_s: float = 0.25  # a gap between words longer than this is a pause, not speaking time
     contour_min_window_s: float = 2.0
     contour_max_windows: int = 5
-    max_speech_wpm: float = 350.0  # faster than people speak (auctioneers reach about 400 in bursts)
+    max_speech_wpm: float = 400.0  # beyond fast speech (espeak-ng at its fast setting measures about 370)
     max_articulation_wpm: float = 450.0
 
 

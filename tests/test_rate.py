@@ -122,7 +122,7 @@ def test_speech_rate_beyond_human_speech_is_null_with_the_reason():
     section = run({"duration_s": 3.0, "words": words(*[(0.125 * k, 0.125 * k + 0.1) for k in range(24)])})
     values = section.values[PROPS]
     assert values == {key: None for key in KEYS}
-    assert "480 words per minute is beyond human speech (above 350)" in section.null_reasons[f"{PROPS}.Speech_Rate_WPM"]
+    assert "480 words per minute is beyond human speech (above 400)" in section.null_reasons[f"{PROPS}.Speech_Rate_WPM"]
     assert "beyond human speech (above 450)" in section.null_reasons[f"{PROPS}.Articulation_Rate_WPM"]
     assert section.null_reasons[f"{PROPS}.Pace_Contour_WPM"] == section.null_reasons[f"{PROPS}.Articulation_Rate_WPM"]
 
