@@ -2,17 +2,21 @@
 
 Windows arrive already cut by voice activity detection, so faster-whisper's own
 VAD and no-speech skipping are off here: the gate is applied by the caller, the
-same way for both backends. Decoding is deterministic (temperature 0, no
-fallback), so a re-run gives the same transcript.
+same way for both backends. Decoding uses Whisper's temperature fallback.
+CTranslate2's sampler lives in the model's worker thread and takes the seed
+once, when that thread first samples: a run that decodes the same clips in the
+same order gives the same transcripts, but a window decoded twice in one
+process may be sampled differently the second time.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+import ctranslate2
 import numpy as np
 
-from extractors.asr import WindowTranscript, Word
+from extractors.asr import Fallback, WindowTranscript, Word
 
 __all__ = ["FasterWhisper"]
 
@@ -21,13 +25,20 @@ class FasterWhisper:
     name = "faster-whisper"
 
     def __init__(
-        self, directory: Path, device: str = "cpu", compute_type: str = "int8", beam_size: int = 5, num_threads: int = 0
+        self,
+        directory: Path,
+        fallback: Fallback,
+        device: str = "cpu",
+        compute_type: str = "int8",
+        beam_size: int = 5,
+        num_threads: int = 0,
     ):
         from faster_whisper import WhisperModel
 
         # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
         # another library (funasr) has configured the root logger.
         logging.getLogger("faster_whisper").setLevel(logging.WARNING)
+        ctranslate2.set_random_seed(fallback.seed)  # before the worker thread starts sampling
         kind, _, index = device.partition(":")
         self.model = WhisperModel(
             str(directory),
@@ -38,6 +49,7 @@ class FasterWhisper:
             local_files_only=True,
         )
         self.beam_size = beam_size
+        self.fallback = fallback
 
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
@@ -53,10 +65,10 @@ class FasterWhisper:
             language=language,
             task="transcribe",
             beam_size=self.beam_size,
-            temperature=0.0,
-            compression_ratio_threshold=None,
-            log_prob_threshold=None,
-            no_speech_threshold=None,
+            temperature=list(self.fallback.temperatures),
+            compression_ratio_threshold=self.fallback.compression_ratio_threshold,
+            log_prob_threshold=self.fallback.logprob_threshold,
+            no_speech_threshold=None,  # the caller judges no-speech; it must not stop the fallback
             condition_on_previous_text=False,
             word_timestamps=True,
             vad_filter=False,
@@ -73,4 +85,9 @@ class FasterWhisper:
         )
         no_speech_prob = float(segments[0].no_speech_prob) if segments else 1.0
         text = "".join(s.text for s in segments).strip()
-        return WindowTranscript(text, words, info.language, no_speech_prob, float(avg_logprob))
+        # The worst piece of the window speaks for it; its temperature is the one its text came from.
+        compression = max((float(s.compression_ratio) for s in segments), default=0.0)
+        temperature = max((float(s.temperature or 0.0) for s in segments), default=0.0)
+        return WindowTranscript(
+            text, words, info.language, no_speech_prob, float(avg_logprob), compression, temperature, tokens
+        )

@@ -10,16 +10,23 @@ over the padding after the audio (its softmax runs over the whole 30 s). The
 same pass gives the token probabilities, the average log-probability and the
 no-speech probability that faster-whisper reports, so both backends are gated
 alike.
+
+A window whose text compresses too well (a repetition loop) or whose average
+log-probability is too low is decoded again at rising temperatures, as Whisper
+does: `best_of` samples at each, the most probable kept. Sampling is seeded per
+window in a forked random state, so the same audio gives the same transcript
+whatever batch it came in, and the caller's random state is left alone.
 """
 from __future__ import annotations
 
+import dataclasses
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from extractors.asr import WindowTranscript, Word
+from extractors.asr import Fallback, WindowTranscript, Word, compression_ratio
 
 __all__ = ["TransformersWhisper", "dynamic_time_warping", "split_words"]
 
@@ -30,6 +37,7 @@ MEDIAN_FILTER_WIDTH = 7
 PREPEND_PUNCTUATION = "\"'“¿([{-"
 APPEND_PUNCTUATION = "\"'.。,，!！?？:：”)]}、"
 SENTENCE_END = ".。!！?？"
+BEST_OF = 5  # samples per fallback temperature, as in Whisper
 
 _DTYPES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float32": "float32", "fp32": "float32"}
@@ -40,6 +48,7 @@ class _Decoded:
     prompt: list[int]  # start-of-transcript sequence ending in <|notimestamps|>
     text_tokens: list[int]
     language: str | None
+    temperature: float
 
 
 class TransformersWhisper:
@@ -47,7 +56,14 @@ class TransformersWhisper:
 
     name = "transformers"
 
-    def __init__(self, directory: Path, device: str = "cpu", compute_type: str = "float32", beam_size: int = 1):
+    def __init__(
+        self,
+        directory: Path,
+        fallback: Fallback,
+        device: str = "cpu",
+        compute_type: str = "float32",
+        beam_size: int = 1,
+    ):
         import torch
         from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperTokenizer
 
@@ -57,6 +73,7 @@ class TransformersWhisper:
         self.device = torch.device(device)
         self.dtype = getattr(torch, _DTYPES[compute_type])
         self.beam_size = beam_size
+        self.fallback = fallback
         self.model = WhisperForConditionalGeneration.from_pretrained(
             directory, dtype=self.dtype, attn_implementation="sdpa"
         ).to(self.device).eval()
@@ -102,15 +119,53 @@ class TransformersWhisper:
         with torch.inference_mode():
             encoder_outputs = self.model.get_encoder()(features)
             languages = self._languages(encoder_outputs, len(windows), language)
-            kwargs: dict = {"return_timestamps": False, "num_beams": self.beam_size}
-            if self.multilingual:
-                kwargs.update(task="transcribe", language=languages)
-            sequences = self.model.generate(encoder_outputs=encoder_outputs, **kwargs)
-            decoded = [
-                _Decoded(self._prompt(lang), self._text_tokens(seq.tolist()), lang)
-                for seq, lang in zip(sequences, languages)
-            ]
-            return self._align(decoded, encoder_outputs.last_hidden_state, encoder_frames)
+            states = encoder_outputs.last_hidden_state
+            results = self._decode_at(0.0, states, languages, encoder_frames)
+            for k, result in enumerate(results):
+                if self.fallback.needs_retry(result.compression_ratio, result.avg_logprob):
+                    results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k])
+            return results
+
+    def _decode_at(
+        self, temperature: float, states, languages: list[str | None], encoder_frames: list[int]
+    ) -> list[WindowTranscript]:
+        """One transcript per row of encoder states: beam search at 0, plain sampling above."""
+        from transformers.modeling_outputs import BaseModelOutput
+
+        kwargs: dict = {"return_timestamps": False}
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
+        else:
+            kwargs.update(num_beams=self.beam_size)
+        if self.multilingual:
+            kwargs.update(task="transcribe", language=languages)
+        sequences = self.model.generate(encoder_outputs=BaseModelOutput(last_hidden_state=states), **kwargs)
+        decoded = [
+            _Decoded(self._prompt(lang), self._text_tokens(seq.tolist()), lang, temperature)
+            for seq, lang in zip(sequences, languages)
+        ]
+        return self._align(decoded, states, encoder_frames)
+
+    def _fall_back(self, first: WindowTranscript, states, language: str | None, frames: int) -> WindowTranscript:
+        """Whisper's fallback for one window: the first temperature whose best sample passes; when none
+        does, the most probable result that does not loop (else of all), reported at the last temperature
+        tried, as faster-whisper reports it."""
+        torch = self.torch
+        tried = [first]
+        temperature = 0.0
+        devices = [self.device] if self.device.type == "cuda" else []
+        for temperature in (t for t in self.fallback.temperatures if t > 0):
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(self.fallback.seed)
+                samples = self._decode_at(
+                    temperature, states.expand(BEST_OF, -1, -1), [language] * BEST_OF, [frames] * BEST_OF
+                )
+            best = max(samples, key=lambda t: t.avg_logprob)
+            if not self.fallback.needs_retry(best.compression_ratio, best.avg_logprob):
+                return best
+            tried.append(best)
+        not_looping = [t for t in tried if t.compression_ratio <= self.fallback.compression_ratio_threshold]
+        return dataclasses.replace(max(not_looping or tried, key=lambda t: t.avg_logprob), temperature=temperature)
 
     def _languages(self, encoder_outputs, batch: int, language: str | None) -> list[str | None]:
         if not self.multilingual:
@@ -199,8 +254,9 @@ class TransformersWhisper:
         avg_logprob = float(log_probs[positions, target_ids].mean())
         no_speech_prob = float(torch.softmax(logits[0], dim=-1)[self.no_speech]) if self.no_speech is not None else 0.0
         text = self._decode(d.text_tokens).strip()
+        decoding = (compression_ratio(text), d.temperature, len(d.text_tokens))
         if not d.text_tokens or qk.shape[-1] < 2:
-            return WindowTranscript(text, [], d.language, no_speech_prob, avg_logprob)
+            return WindowTranscript(text, [], d.language, no_speech_prob, avg_logprob, *decoding)
         # Probabilities among text tokens only, as OpenAI and faster-whisper report them.
         text_probs = torch.softmax(logits[positions[:-1], : self.eot], dim=-1)
         token_probs = text_probs[torch.arange(len(d.text_tokens)), target_ids[:-1]].cpu().numpy()
@@ -226,7 +282,7 @@ class TransformersWhisper:
             for w, a, b in zip(words, bounds[:-1], bounds[1:])
         ]
         timed = _clamp_long_words([w for w in _merge_punctuation(timed) if w.word.strip()])
-        return WindowTranscript(text, timed, d.language, no_speech_prob, avg_logprob)
+        return WindowTranscript(text, timed, d.language, no_speech_prob, avg_logprob, *decoding)
 
     def _decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)

@@ -13,16 +13,25 @@ decoding a clip must pass two gates: its loudest 50 ms must reach
 `min_rms_dbfs`, and Silero VAD (the model that ships inside faster-whisper)
 must find speech in it. Only the speech spans are decoded, grouped into windows
 of at most 30 s, which is also how files longer than Whisper's 30 s input are
-handled. A decoded window is then dropped by Whisper's own rule (no-speech
-probability above `no_speech_threshold` while the average log-probability is
-below `logprob_threshold`). A clip with nothing left gets `agent_response` ""
-and `asr.reason`.
+handled. A clip with no speech gets `agent_response` "" and `asr.reason`.
+
+Each window is decoded the way Whisper itself does it: at temperature 0, and
+again at rising temperatures (0.2 ... 1.0, sampling seeded, so a re-run gives
+the same transcript) while its compression ratio is above 2.4 (a repetition
+loop) or its average log-probability below -1. `transcript_quality` then says
+how far to trust the result: the numbers of the decoding and `reliable` with the
+reason. A loop that survives the fallback, a low log-probability, more words
+than the speech time allows, or Whisper's no-speech rule (no-speech probability
+above 0.6 with average log-probability below -1) make it unreliable; the
+transcript is kept, because the voice-activity gate found speech there.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import math
+import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +41,17 @@ import numpy as np
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
 from trace_eval.models import ModelCard, load_card, resolve_model, verify_sha256
 
-__all__ = ["AsrConfig", "AsrExtractor", "Word", "WindowTranscript", "plan_windows", "speech_windows"]
+__all__ = [
+    "AsrConfig",
+    "AsrExtractor",
+    "Fallback",
+    "Word",
+    "WindowTranscript",
+    "compression_ratio",
+    "longest_repeat",
+    "plan_windows",
+    "speech_windows",
+]
 
 SAMPLE_RATE = 16000
 WINDOW_S = 30.0  # Whisper's input length
@@ -58,8 +77,26 @@ class AsrConfig:
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans
     vad_pad_ms: int = 200  # audio kept either side of a speech span
     min_rms_dbfs: float = -60.0  # a clip whose loudest 50 ms is quieter is silence
-    no_speech_threshold: float = 0.6  # Whisper's rule: drop a window above this no-speech probability ...
-    logprob_threshold: float = -1.0  # ... when its average token log-probability is also below this
+    temperatures: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # Whisper's fallback, tried in turn ...
+    compression_ratio_threshold: float = 2.4  # ... while the text compresses more than this (a loop) ...
+    logprob_threshold: float = -1.0  # ... or its average token log-probability is below this
+    seed: int = 0  # seeds the sampling at temperatures above 0
+    no_speech_threshold: float = 0.6  # Whisper's no-speech rule (with logprob_threshold): marks unreliable
+    max_repeats: int = 4  # a phrase of up to 4 words said more often than this in a row is a loop
+    max_words_per_minute: float = 450.0  # more words per minute of decoded speech than people say: a loop
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """How a backend decodes one window: Whisper's temperature fallback, seeded."""
+
+    temperatures: tuple[float, ...]
+    compression_ratio_threshold: float
+    logprob_threshold: float
+    seed: int
+
+    def needs_retry(self, compression: float, avg_logprob: float) -> bool:
+        return compression > self.compression_ratio_threshold or avg_logprob < self.logprob_threshold
 
 
 @dataclass(frozen=True)
@@ -79,7 +116,29 @@ class WindowTranscript:
     language: str | None
     no_speech_prob: float
     avg_logprob: float
+    compression_ratio: float  # of the text (gzip), as Whisper computes it
+    temperature: float  # where the fallback stopped: 0 when the first decoding passed, the last tried when none did
+    tokens: int  # text tokens decoded (weights the average log-probability across windows)
 
+
+def compression_ratio(text: str) -> float:
+    """Whisper's repetition measure: text bytes over their zlib-compressed bytes."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def longest_repeat(text: str, max_words: int = 4) -> tuple[str, int]:
+    """The phrase of at most `max_words` words said most often in a row, and how often."""
+    words = re.findall(r"[\w']+", text.lower())
+    best, count = "", 1
+    for n in range(1, max_words + 1):
+        for start in range(len(words) - n):
+            phrase, times = words[start : start + n], 1
+            while words[start + times * n : start + (times + 1) * n] == phrase:
+                times += 1
+            if times > count:
+                best, count = " ".join(phrase), times
+    return best, count
 
 # -- speech gate ------------------------------------------------------------------------------
 def loudest_dbfs(samples: np.ndarray, frame_s: float = 0.05) -> float:
@@ -153,6 +212,21 @@ def batches_by_duration(windows: list[tuple[int, float, float]], budget_s: float
 
 
 # -- model choice ---------------------------------------------------------------------------------
+def _temperatures(value) -> tuple[float, ...]:
+    """The fallback temperatures from the config: a sequence, or "0,0.2,0.4" from --set."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    try:
+        temperatures = tuple(float(t) for t in items)
+    except (TypeError, ValueError):
+        temperatures = ()
+    if not temperatures or any(not 0 <= t <= 1 for t in temperatures) or list(temperatures) != sorted(temperatures):
+        raise ValueError(
+            f"asr.temperatures={value!r}; expected rising temperatures from 0 to 1, "
+            "e.g. --set asr.temperatures=0,0.2,0.4"
+        )
+    return temperatures
+
+
 def _is_ctranslate2(card: ModelCard) -> bool:
     return "model.bin" in card.files or "faster-whisper" in (card.hub_id or "").lower()
 
@@ -209,12 +283,12 @@ def _packaged_weights(card: ModelCard) -> Path | None:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "1"
-    description = "Whisper transcript and word timings, decoded only where there is speech"
+    version = "2"
+    description = "Whisper transcript, word timings and how far to trust them, decoded only where there is speech"
     sample_rate = SAMPLE_RATE
     uses_gpu = True
     batched = True
-    outputs = ("agent_response", "words", "asr")
+    outputs = ("agent_response", "words", "asr", "transcript_quality")
     Config = AsrConfig
 
     def __init__(self, config: AsrConfig | None = None, device: str = "cpu"):
@@ -230,6 +304,7 @@ class AsrExtractor(Extractor):
             backend=backend,
             model=self.card.name,
             compute_type=self.config.compute_type or _default_compute_type(backend, self.device),
+            temperatures=_temperatures(self.config.temperatures),
         )
         self._backend = None
         self._source: str | None = None
@@ -262,16 +337,22 @@ class AsrExtractor(Extractor):
             return
         directory = self._resolve_weights()
         config = self.config
+        fallback = Fallback(
+            config.temperatures,
+            config.compression_ratio_threshold,
+            config.logprob_threshold,
+            config.seed,
+        )
         try:
             if config.backend == "transformers":
                 from extractors._whisper_hf import TransformersWhisper
 
-                backend = TransformersWhisper(directory, self.device, config.compute_type, config.beam_size)
+                backend = TransformersWhisper(directory, fallback, self.device, config.compute_type, config.beam_size)
             else:
                 from extractors._whisper_ct2 import FasterWhisper
 
                 backend = FasterWhisper(
-                    directory, self.device, config.compute_type, config.beam_size, config.num_threads
+                    directory, fallback, self.device, config.compute_type, config.beam_size, config.num_threads
                 )
         except ImportError as e:
             raise ExtractorUnavailable(
@@ -355,17 +436,10 @@ class AsrExtractor(Extractor):
 
     def _assemble(self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]]) -> Section:
         cfg = self.config
-        kept, dropped = [], 0
-        for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]):
-            if t.no_speech_prob > cfg.no_speech_threshold and t.avg_logprob < cfg.logprob_threshold:
-                dropped += 1
-            elif t.text:
-                kept.append((start, end, t))
+        kept = [(start, end, t) for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]) if t.text]
         if not kept:
-            reason = (
-                "no speech detected (Whisper no-speech probability)" if dropped else "no words recognised in speech"
-            )
-            return self._section("", [], cfg.language, reason)
+            doubt = "voice activity detection found speech but Whisper recognised no words"
+            return self._section("", [], cfg.language, "no words recognised in speech", [], [doubt])
         duration = clip.duration_s
         words = [
             {
@@ -384,13 +458,87 @@ class AsrExtractor(Extractor):
             for start, end, t in kept:
                 votes[t.language] += end - start
             language = votes.most_common(1)[0][0]
-        return self._section(" ".join(t.text for _, _, t in kept), words, language, None)
+        doubts = [doubt for start, end, t in kept for doubt in self._doubts(t, end - start)]
+        text = " ".join(t.text for _, _, t in kept)
+        return self._section(text, words, language, None, [t for _, _, t in kept], doubts)
 
-    def _section(self, text: str, words: list[dict], language: str | None, reason: str | None) -> Section:
+    def _doubts(self, t: WindowTranscript, seconds: float) -> list[str]:
+        """Why the transcript of one window of speech cannot be trusted (none: it can)."""
+        cfg = self.config
+        doubts = []
+        if t.no_speech_prob > cfg.no_speech_threshold and t.avg_logprob < cfg.logprob_threshold:
+            doubts.append(
+                f"Whisper takes this speech for silence (no-speech probability {t.no_speech_prob:.2f} with "
+                f"average log-probability {t.avg_logprob:.2f}) where voice activity detection found speech"
+            )
+        elif t.avg_logprob < cfg.logprob_threshold:
+            doubts.append(
+                f"low recogniser confidence: average log-probability {t.avg_logprob:.2f} below "
+                f"{cfg.logprob_threshold}{_tried(t)}"
+            )
+        if t.compression_ratio > cfg.compression_ratio_threshold:
+            doubts.append(
+                f"repetition loop: compression ratio {t.compression_ratio:.2f} above "
+                f"{cfg.compression_ratio_threshold}{_tried(t)}"
+            )
+        phrase, times = longest_repeat(t.text)
+        if times > cfg.max_repeats:
+            doubts.append(f'repetition loop: "{phrase}" {times} times in a row')
+        words_per_minute = len(t.text.split()) / seconds * 60.0 if seconds > 0 else math.inf
+        if words_per_minute > cfg.max_words_per_minute:
+            doubts.append(
+                f"more words than the speech allows: {words_per_minute:.0f} words per minute of speech, "
+                f"above {cfg.max_words_per_minute:g}"
+            )
+        return doubts
+
+    def _section(
+        self,
+        text: str,
+        words: list[dict],
+        language: str | None,
+        reason: str | None,
+        windows: list[WindowTranscript] = (),
+        doubts: list[str] = (),
+    ) -> Section:
         asr = {"language": language, "backend": self.config.backend, "model": self.card.hub_id or self.card.name}
         if reason:
             asr["reason"] = reason
-        return Section({"agent_response": text, "words": words, "asr": asr})
+        values = {"agent_response": text, "words": words, "asr": asr, "transcript_quality": _quality(windows, doubts)}
+        null_reasons = {}
+        if not windows:
+            why = reason or "nothing decoded"
+            null_reasons = {f"transcript_quality.{key}": why for key in _QUALITY_NUMBERS}
+        return Section(values, null_reasons)
+
+
+def _tried(t: WindowTranscript) -> str:
+    return f" after decoding at temperatures up to {t.temperature:g}" if t.temperature > 0 else ""
+
+
+# The numbers of `transcript_quality`; null when no window was decoded.
+_QUALITY_NUMBERS = ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature")
+
+
+def _quality(windows: list[WindowTranscript], doubts: list[str]) -> dict:
+    """How far to trust a clip's transcript, over the windows that gave its text.
+
+    The average log-probability is over all text tokens; the other numbers are
+    those of the worst window (a loop or a no-speech call in one window is enough
+    to doubt the transcript).
+    """
+    quality: dict = dict.fromkeys(_QUALITY_NUMBERS)
+    if windows:
+        tokens = sum(max(t.tokens, 1) for t in windows)
+        quality.update(
+            avg_logprob=round(sum(t.avg_logprob * max(t.tokens, 1) for t in windows) / tokens, 3),
+            compression_ratio=round(max(t.compression_ratio for t in windows), 3),
+            no_speech_prob=round(max(t.no_speech_prob for t in windows), 3),
+            temperature=max(t.temperature for t in windows),
+        )
+    quality["reliable"] = not doubts
+    quality["reason"] = "; ".join(dict.fromkeys(doubts)) or None
+    return quality
 
 
 def _free_accelerator_memory() -> None:

@@ -13,7 +13,11 @@
   words whose midpoint falls in the window, per minute. It shows an answer
   speeding up or slowing down, which instructions ask for.
 
-Needs no audio: it reads `words` and `duration_s` from the blueprint.
+Needs no audio: it reads `words`, `duration_s` and `transcript_quality` from the
+blueprint. Rates from a transcript marked unreliable (a repetition loop, speech
+Whisper took for silence) are null with the transcript's reason, and so is a rate
+beyond what people say (`max_speech_wpm`, `max_articulation_wpm`): such a number
+measures the recogniser, not the speaker.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ class RateConfig:
     pause_s: float = 0.25  # a gap between words longer than this is a pause, not speaking time
     contour_min_window_s: float = 2.0
     contour_max_windows: int = 5
+    max_speech_wpm: float = 400.0  # beyond fast speech (espeak-ng at its fast setting measures about 370)
+    max_articulation_wpm: float = 450.0
 
 
 @dataclass
@@ -91,6 +97,19 @@ def speaking_rates(words: list, duration_s: float, config: RateConfig | None = N
     else:
         reasons[_ARTICULATION] = "word timings span no time"
 
+    if speech is not None and speech > config.max_speech_wpm:
+        reasons[_SPEECH] = f"{speech:g} words per minute is beyond human speech (above {config.max_speech_wpm:g})"
+        speech = None
+    if articulation is not None and articulation > config.max_articulation_wpm:
+        reasons[_ARTICULATION] = (
+            f"{articulation:g} words per minute of speaking time is beyond human speech "
+            f"(above {config.max_articulation_wpm:g})"
+        )
+        articulation = None
+        # The contour counts the same words over the same time: it cannot be trusted either.
+        reasons[_CONTOUR] = reasons[_ARTICULATION]
+        return Rates(speech, None, None, reasons)
+
     contour = None
     span = last - first
     if span > 0:
@@ -108,7 +127,7 @@ def speaking_rates(words: list, duration_s: float, config: RateConfig | None = N
 @register
 class RateExtractor(Extractor):
     name = "rate"
-    version = "1"
+    version = "2"
     description = "Speech rate, articulation rate and pace contour from ASR word timings"
     sample_rate = None
     depends_on = ("asr",)
@@ -119,6 +138,10 @@ class RateExtractor(Extractor):
         words = clip.blueprint.get("words")
         if words is None:
             reason = "no word timings: asr did not run or failed on this clip"
+            return _section(Rates(None, None, None, {_SPEECH: reason, _ARTICULATION: reason, _CONTOUR: reason}))
+        quality = clip.blueprint.get("transcript_quality") or {}
+        if words and quality.get("reliable") is False:
+            reason = f"transcript unreliable: {quality.get('reason') or 'no reason recorded'}"
             return _section(Rates(None, None, None, {_SPEECH: reason, _ARTICULATION: reason, _CONTOUR: reason}))
         try:
             rates = speaking_rates(words, clip.duration_s, self.config)

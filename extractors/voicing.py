@@ -14,7 +14,8 @@ No transcript is needed, so these cues exist for every clip and language.
   between the first and last sounding stretch, pauses excluded), i.e. an
   articulation rate. Nuclei are intensity peaks inside sounding stretches that
   stand out at least `min_dip_db` from the dips around them (peak prominence)
-  and fall on voiced frames (de Jong & Wempe 2009).
+  and fall on voiced frames (de Jong & Wempe 2009). Above `max_syllables_per_s`
+  (10, beyond human speech) the peaks are not syllables: null with the reason.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class Config:
     intensity_min_pitch_hz: float = 75.0  # Praat intensity window is 6.4 / this: short enough to part fast syllables
     time_step_s: float = 0.01
     min_voiced_s: float = 0.1  # less voiced time than this is no speech to measure
+    max_syllables_per_s: float = 10.0  # more is beyond human speech: a measurement, not a speaker
 
 
 @dataclass
@@ -111,7 +113,7 @@ def syllable_nuclei(intensity_db: np.ndarray, sounding: np.ndarray, voiced: np.n
 @register
 class VoicingExtractor(Extractor):
     name = "voicing"
-    version = "1"
+    version = "2"
     description = "voiced fraction, pauses and syllable rate from intensity and pitch (de Jong & Wempe 2009)"
     sample_rate = 16000
     outputs = tuple(f"{_SECTION}.{key}" for key in _KEYS)
@@ -163,6 +165,14 @@ class VoicingExtractor(Extractor):
         values[_PAUSE_TOTAL] = round(float(pauses.sum()), 2)
         values[_LONGEST_PAUSE] = round(float(pauses.max()), 2) if len(pauses) else 0.0
         nuclei = syllable_nuclei(intensity_db, sounding, voiced, config)
-        values[_SYLLABLE_RATE] = round(nuclei / speaking_s, 2) if speaking_s > 0 else None
-        reasons = {} if speaking_s > 0 else {f"{_SECTION}.{_SYLLABLE_RATE}": "no sounding frames"}
+        reasons = {}
+        if speaking_s <= 0:
+            reasons[f"{_SECTION}.{_SYLLABLE_RATE}"] = "no sounding frames"
+        elif nuclei / speaking_s > config.max_syllables_per_s:
+            reasons[f"{_SECTION}.{_SYLLABLE_RATE}"] = (
+                f"{nuclei / speaking_s:.1f} syllables per second is beyond human speech "
+                f"(above {config.max_syllables_per_s:g}): the intensity peaks are not syllables"
+            )
+        else:
+            values[_SYLLABLE_RATE] = round(nuclei / speaking_s, 2)
         return Section({_SECTION: values}, reasons)

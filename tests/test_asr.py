@@ -4,8 +4,11 @@ same tiny.en rewritten in the transformers layout, against faster-whisper.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jiwer
@@ -14,7 +17,16 @@ import pytest
 
 from extractors import REGISTRY, Clip, ExtractorUnavailable, Section
 from extractors._whisper_hf import dynamic_time_warping, split_words
-from extractors.asr import AsrConfig, AsrExtractor, choose_backend, plan_windows
+from extractors.asr import (
+    AsrConfig,
+    AsrExtractor,
+    WindowTranscript,
+    Word,
+    choose_backend,
+    compression_ratio,
+    longest_repeat,
+    plan_windows,
+)
 from extractors.rate import RateExtractor
 from tiny_models import build_tiny_whisper, build_tiny_whisper_en_from_package
 from trace_eval.audio import Audio, load_audio
@@ -29,6 +41,8 @@ SENTENCES = [
     "Turn left at the next corner and keep walking.",
     "We will meet at the station tomorrow.",
 ]
+
+NO_FALLBACK = (0.0,)  # temperature 0 only: Whisper's fallback off
 
 
 def normalise(text: str) -> str:
@@ -52,7 +66,13 @@ def check_asr_section(section: Section, clip: Clip, backend: str) -> None:
     """The keys and types every consumer of the blueprint relies on."""
     assert isinstance(section, Section), section
     values = section.values
-    assert set(values) == {"agent_response", "words", "asr"}
+    assert set(values) == {"agent_response", "words", "asr", "transcript_quality"}
+    quality = values["transcript_quality"]
+    assert set(quality) == {"avg_logprob", "compression_ratio", "no_speech_prob", "temperature", "reliable", "reason"}
+    assert isinstance(quality["reliable"], bool) and (quality["reason"] is None) == quality["reliable"]
+    if values["words"]:
+        assert quality["temperature"] in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+        assert quality["avg_logprob"] <= 0 and 0 <= quality["no_speech_prob"] <= 1
     assert isinstance(values["agent_response"], str)
     assert values["agent_response"] == values["agent_response"].strip()
     assert values["asr"]["backend"] == backend
@@ -163,6 +183,113 @@ def test_files_longer_than_30_s_are_transcribed_whole(tiny_en, speech):
     assert section.values["words"][-1]["end"] > 30.0
 
 
+# -- how far to trust a transcript ------------------------------------------------------------------
+FOX = "The quick brown fox jumps over the lazy dog."
+GATHER = "Everyone please gather at the front entrance of the building right now."
+
+
+def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_path):
+    # At temperature 0 tiny.en is unsure of this fast clip (average log-probability below -1), so it
+    # samples at 0.2; the seeded sampler gives the same transcript in every fresh run.
+    path = speak(FOX, tmp_path / "fox260.wav", Voice(wpm=260))
+    script = (
+        "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
+        "from trace_eval.audio import load_audio; "
+        "(s,) = AsrExtractor(AsrConfig(num_threads=1)).extract([Clip('x', load_audio(sys.argv[1]))]); "
+        "print(json.dumps([s.values['agent_response'], s.values['transcript_quality']]))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    runs = [
+        json.loads(subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True,
+                                  text=True, check=True).stdout)
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert runs[0][1]["temperature"] == 0.2 and runs[0][1]["reliable"] is True, runs[0]
+
+
+def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
+    path = speak(GATHER, tmp_path / "gather260.wav", Voice(wpm=260))  # about 2.5 s, 280 words/min
+    clip = clip_of(path)
+    assert 2.2 < clip.duration_s < 2.8
+    (section,) = tiny_en.extract([clip])
+    check_asr_section(section, clip, "faster-whisper")
+    assert jiwer.wer(normalise(GATHER), normalise(section.values["agent_response"])) <= 0.2, section.values
+    blueprint = {"duration_s": clip.duration_s, **section.values}
+    rate = RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values["agent_audio_properties"]
+    assert 200 < rate["Speech_Rate_WPM"] < 350, rate
+
+
+def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(tmp_path):
+    # Decoded whole (no voice-activity trimming), this slow whispered clip makes tiny.en loop at
+    # temperature 0: "Kill, bruh, kill it, kill, bruh, kill, it, ..." and then "kill" 87 times in a row.
+    path = speak("Children kill it, children kill it, children kill it.", tmp_path / "loop.wav",
+                 Voice(wpm=85, voice="en+whisper"))
+    clip = clip_of(path)
+
+    def decoded(**config) -> tuple[dict, dict]:
+        (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
+        blueprint = {"duration_s": clip.duration_s, **section.values}
+        return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
+            "agent_audio_properties"]
+
+    looping, rates = decoded(temperatures=NO_FALLBACK)
+    quality = looping["transcript_quality"]
+    assert len(looping["agent_response"].split()) > 40, looping["agent_response"]
+    assert quality["reliable"] is False and quality["compression_ratio"] > 2.4, quality
+    assert "repetition loop" in quality["reason"]
+    assert rates["Speech_Rate_WPM"] is None
+
+    fixed, rates = decoded()
+    quality = fixed["transcript_quality"]
+    assert quality["reliable"] is True and quality["temperature"] == 0.2 and quality["compression_ratio"] < 2.4
+    # "Chilled rock, killed it" three times: the nine words said, "children" heard as two
+    text = normalise(fixed["agent_response"])
+    assert 9 <= len(text.split()) <= 12 and text.count("it") == 3, fixed["agent_response"]
+    assert 60 < rates["Speech_Rate_WPM"] < 130, rates  # espeak-ng at 85 words per minute
+
+
+def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
+    words = [Word(f" {w}", 0.3 * k, 0.3 * k + 0.25, 0.9) for k, w in enumerate(text.split())]
+    return WindowTranscript(text, words, "en", no_speech_prob, avg_logprob, compression_ratio(text), temperature,
+                            len(words))
+
+
+def _assessed(tiny_en, window, seconds: float) -> dict:
+    clip = Clip("x", Audio(np.zeros(int(seconds * RATE), dtype=np.float32), RATE))
+    return tiny_en._assemble(clip, [((0, 0.0, seconds), window)]).values
+
+
+def test_speech_whisper_takes_for_silence_is_kept_and_marked_unreliable(tiny_en):
+    # Whisper's no-speech rule (0.6 and -1) once erased such windows; the voice-activity gate found speech there.
+    values = _assessed(tiny_en, _window("please hold the line", no_speech_prob=0.83, avg_logprob=-1.35), 2.4)
+    assert values["agent_response"] == "please hold the line" and len(values["words"]) == 4
+    quality = values["transcript_quality"]
+    assert quality["reliable"] is False and quality["no_speech_prob"] == 0.83 and quality["avg_logprob"] == -1.35
+    assert "takes this speech for silence" in quality["reason"] and "voice activity detection" in quality["reason"]
+
+
+def test_a_loop_that_survives_the_fallback_is_flagged_and_its_rates_are_null(tiny_en):
+    # What tiny.en wrote for 3 s of slow speech: eight times the real length.
+    text = "Children kill it, " + ", ".join(["kill it"] * 30) + "."
+    values = _assessed(tiny_en, _window(text, temperature=1.0), 3.0)
+    quality = values["transcript_quality"]
+    assert quality["reliable"] is False and quality["compression_ratio"] > 2.4 and quality["temperature"] == 1.0
+    assert "repetition loop: compression ratio" in quality["reason"]
+    assert 'repetition loop: "kill it" 31 times in a row' in quality["reason"]
+    assert "more words than the speech allows" in quality["reason"]
+    rate = RateExtractor().extract_one(Clip("x", None, {"duration_s": 3.0, **values}))
+    assert rate.values["agent_audio_properties"]["Speech_Rate_WPM"] is None
+    assert rate.null_reasons["agent_audio_properties.Speech_Rate_WPM"].startswith("transcript unreliable: repetition")
+
+
+def test_repeats_and_compression_measure_loops_not_speech():
+    assert longest_repeat("no, no, no, that is not it") == ("no", 3)
+    assert longest_repeat("we will, we will, we will, we will, we will rock you") == ("we will", 5)
+    assert longest_repeat("a plain sentence") == ("", 1)
+    assert compression_ratio(GATHER) < 1.5 < 2.4 < compression_ratio(" ".join(["kill it"] * 30))
+
+
 def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
     source = Path(tiny_en.model().source)
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
@@ -254,6 +381,7 @@ def tiny_random_whisper(tmp_path_factory) -> Path:
     return build_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))
 
 
+# Random weights are never confident, so every window would fall back: tests about other things turn it off.
 def transformers_asr(directory: Path, **config) -> AsrExtractor:
     extractor = AsrExtractor(AsrConfig(**{"model_path": str(directory), "beam_size": 1, **config}), device="cpu")
     extractor.load()
@@ -264,8 +392,8 @@ def test_transformers_backend_batched_equals_one_by_one(tiny_random_whisper, spe
     clips = [clip_of(speech[name]) for name in ("plain0", "wpm110", "plain3", "wpm220")]
     clips.append(long_clip([speech["plain1"], speech["plain2"]] * 4))  # two windows
     assert clips[-1].duration_s > 30
-    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0).extract(clips)
-    single = transformers_asr(tiny_random_whisper, batch_seconds=0.1)
+    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0, temperatures=NO_FALLBACK).extract(clips)
+    single = transformers_asr(tiny_random_whisper, batch_seconds=0.1, temperatures=NO_FALLBACK)
     one_by_one = [single.extract([clip])[0] for clip in clips]
     for clip, section in zip(clips, batched):
         check_asr_section(section, clip, "transformers")
@@ -278,8 +406,23 @@ def test_transformers_backend_batched_equals_one_by_one(tiny_random_whisper, spe
     assert len({s.values["agent_response"] for s in batched}) > 1
 
 
+def test_transformers_backend_falls_back_the_same_way_batched_or_alone(tiny_random_whisper, speech):
+    # Random weights: an average log-probability far below -1 at every temperature, so the fallback samples
+    # at 0.2, keeps the most probable result, and the transcript is marked unreliable.
+    clips = [clip_of(speech["plain0"]), clip_of(speech["wpm220"])]
+    fallback = {"temperatures": (0.0, 0.2), "beam_size": 1}
+    batched = transformers_asr(tiny_random_whisper, batch_seconds=1000.0, **fallback).extract(clips)
+    alone = transformers_asr(tiny_random_whisper, batch_seconds=0.1, **fallback).extract(clips[:1])
+    assert batched[0].values == alone[0].values
+    for clip, section in zip(clips, batched):
+        check_asr_section(section, clip, "transformers")
+        quality = section.values["transcript_quality"]
+        assert quality["temperature"] == 0.2 and quality["avg_logprob"] < -1  # none passed: the last tried
+        assert quality["reliable"] is False and "low recogniser confidence" in quality["reason"]
+
+
 def test_transformers_backend_detects_language_and_gates_silence(tiny_random_whisper, speech):
-    extractor = transformers_asr(tiny_random_whisper, language=None, beam_size=2)
+    extractor = transformers_asr(tiny_random_whisper, language=None, beam_size=2, temperatures=NO_FALLBACK)
     assert extractor.model().source == str(tiny_random_whisper)
     speech_clip = clip_of(speech["plain0"])
     silence = Clip("silence", Audio(np.zeros(2 * RATE, dtype=np.float32), RATE))
@@ -293,7 +436,7 @@ def test_transformers_backend_detects_language_and_gates_silence(tiny_random_whi
 def test_transformers_backend_english_only_model(tmp_path, speech):
     directory = build_tiny_whisper(tmp_path / "tiny-en", multilingual=False, decoder_layers=1)
     clip = clip_of(speech["plain5"])
-    (section,) = transformers_asr(directory).extract([clip])
+    (section,) = transformers_asr(directory, temperatures=NO_FALLBACK).extract([clip])
     check_asr_section(section, clip, "transformers")
     assert section.values["asr"]["language"] == "en"
     with pytest.raises(ExtractorUnavailable, match="asr.language"):
@@ -321,3 +464,27 @@ def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_pat
                 assert abs(word["start"] - other["start"]) <= 0.1, (word, other)
                 assert abs(word["end"] - other["end"]) <= 0.1, (word, other)
         assert matched >= 0.8 * len(expected.values["words"])
+
+
+def test_the_judge_is_shown_an_unreliable_transcript_as_such():
+    from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+
+    loop = "repetition loop: compression ratio 9.90 above 2.4 after decoding at temperatures up to 1"
+    doubtful = {"agent_response": "Children kill it, kill it",
+                "transcript_quality": {"reliable": False, "reason": loop}}
+    trusted = {"agent_response": "Children, keep it down.", "transcript_quality": {"reliable": True, "reason": None}}
+    for name in ("trace", "transcript"):
+        prompt = load_prompt(name)
+        assert prompt.version >= 3
+        views = tuple(blueprint_view(b, prompt.blueprint_keys) for b in (doubtful, trusted))
+        user = prompt.render(Case("p", None, "Tell the children to be quiet.", views))[1]["content"]
+        assert loop in user, user
+        assert user.count("unreliable transcript") <= 1 and user.count(loop) == 1
+
+
+def test_fallback_temperatures_are_a_setting():
+    assert AsrExtractor(AsrConfig()).config.temperatures == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    assert AsrExtractor(AsrConfig(temperatures="0,0.5")).config.temperatures == (0.0, 0.5)  # as --set gives it
+    assert AsrExtractor(AsrConfig(temperatures="0,0.5")).fingerprint() != AsrExtractor(AsrConfig()).fingerprint()
+    with pytest.raises(ValueError, match="rising temperatures"):
+        AsrExtractor(AsrConfig(temperatures="0.4,0.2"))

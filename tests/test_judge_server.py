@@ -78,7 +78,7 @@ def test_valid_fenced_prose_and_release_key_answers(bench, server, tmp_path):
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "response_format" not in body  # litellm does not know this model supports structured output
     config = json.loads((outcome.out / "config.json").read_text())
-    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v2"
+    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v3"
     assert "dummy" not in (outcome.out / "config.json").read_text()  # no API key in the run folder
     summary = json.loads((outcome.out / "summary.json").read_text())
     assert summary["status"]["ok"] == 4 and summary["tokens"] == {"prompt": 400, "completion": 80}

@@ -103,3 +103,51 @@ def test_malformed_word_timings_fail_the_clip_with_a_reason(bad):
     # through the batch interface the failure is recorded, not raised
     (result,) = RateExtractor().extract([Clip("x", None, {"duration_s": 3.0, "words": [bad]})])
     assert isinstance(result, ClipError)
+
+
+def test_rates_from_an_unreliable_transcript_are_null_with_its_reason():
+    loop = "repetition loop: compression ratio 3.10 above 2.4 at temperature 1"
+    section = run({"duration_s": 4.0, "words": words((0.0, 0.5), (0.6, 1.0), (2.0, 2.5), (2.6, 3.0)),
+                   "transcript_quality": {"reliable": False, "reason": loop}})
+    assert section.values[PROPS] == {key: None for key in KEYS}
+    for key in KEYS:
+        assert section.null_reasons[f"{PROPS}.{key}"] == f"transcript unreliable: {loop}"
+    reliable = run({"duration_s": 4.0, "words": words((0.0, 0.5), (0.6, 1.0)),
+                    "transcript_quality": {"reliable": True, "reason": None}})
+    assert reliable.values[PROPS]["Speech_Rate_WPM"] == 30.0
+
+
+def test_speech_rate_beyond_human_speech_is_null_with_the_reason():
+    # 24 words in 3 s: 480 words/min overall (a recogniser loop), each word 0.1 s with no pauses
+    section = run({"duration_s": 3.0, "words": words(*[(0.125 * k, 0.125 * k + 0.1) for k in range(24)])})
+    values = section.values[PROPS]
+    assert values == {key: None for key in KEYS}
+    assert "480 words per minute is beyond human speech (above 400)" in section.null_reasons[f"{PROPS}.Speech_Rate_WPM"]
+    assert "beyond human speech (above 450)" in section.null_reasons[f"{PROPS}.Articulation_Rate_WPM"]
+    assert section.null_reasons[f"{PROPS}.Pace_Contour_WPM"] == section.null_reasons[f"{PROPS}.Articulation_Rate_WPM"]
+
+
+def test_fast_human_speech_is_kept():
+    # 12 words in 3 s (240 words/min), spoken over 2.35 s (306 words/min of articulation)
+    section = run({"duration_s": 3.0, "words": words(*[(0.2 * k, 0.2 * k + 0.15) for k in range(12)])})
+    values = section.values[PROPS]
+    assert values["Speech_Rate_WPM"] == 240.0 and values["Articulation_Rate_WPM"] == 306.4
+    assert section.null_reasons == {}
+
+
+def test_syllable_rate_beyond_human_speech_is_null_with_the_reason():
+    """A buzz pulsing 16 times a second has 16 intensity peaks per second on voiced frames: not syllables."""
+    import numpy as np
+
+    from extractors.voicing import VoicingExtractor
+    from trace_eval.audio import Audio
+
+    rate = 16000
+    t = np.arange(2 * rate) / rate
+    buzz = np.sign(np.sin(2 * np.pi * 140 * t)) * 0.3  # a voiced-like 140 Hz source
+    pulses = 0.55 + 0.45 * np.sin(2 * np.pi * 16 * t)
+    clip = Clip("buzz", Audio((buzz * pulses).astype(np.float32), rate))
+    section = VoicingExtractor().extract_one(clip)
+    assert section.values["agent_voicing"]["Syllable_Rate_Per_S"] is None
+    reason = section.null_reasons["agent_voicing.Syllable_Rate_Per_S"]
+    assert "syllables per second is beyond human speech (above 10)" in reason

@@ -35,6 +35,7 @@ __all__ = [
     "load_prompt",
     "load_prompt_file",
     "prompt_from_doc",
+    "transcript_shown",
 ]
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -134,6 +135,17 @@ def blueprint_view(blueprint: dict | None, keys: tuple[str, ...], drop: tuple[st
     return view
 
 
+def transcript_shown(blueprint: dict | None) -> str:
+    """A response's transcript as the judge reads it, with the recogniser's doubt when it has one."""
+    transcript = (blueprint or {}).get("agent_response")
+    if not transcript:
+        return "(no speech recognised)"
+    quality = (blueprint or {}).get("transcript_quality") or {}
+    if quality.get("reliable") is False:
+        return f"{transcript}\n(unreliable transcript: {quality.get('reason') or 'no reason recorded'})"
+    return transcript
+
+
 def _audio_part(path: Path) -> dict:
     """An input_audio message part; anything but wav/mp3 is converted to 16-bit wav first."""
     suffix = path.suffix.lower().lstrip(".")
@@ -184,8 +196,7 @@ class Prompt:
                      "instruction_source": case.instruction_source}
         for n, blueprint in enumerate(case.blueprints, start=1):
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
-            transcript = (blueprint or {}).get("agent_response")
-            variables[f"transcript_{n}"] = transcript if transcript else "(no speech recognised)"
+            variables[f"transcript_{n}"] = transcript_shown(blueprint)
         if len(case.blueprints) == 1:  # pointwise
             variables["blueprint"], variables["transcript"] = variables["blueprint_1"], variables["transcript_1"]
         return variables
