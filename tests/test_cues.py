@@ -226,7 +226,7 @@ def test_cue_availability_counts_clips_and_gives_the_reasons():
     silent["agent_audio_properties"]["Mean_Pitch_Hz"] = None
     silent["provenance"]["extractors"]["pitch"] = {"status": "ok", "null_reasons": {
         "agent_audio_properties.Mean_Pitch_Hz": "no voiced frames"}}
-    doubted = {**blueprint(), "asr": {"reliable": False, "reason": "compression ratio 3.1"},
+    doubted = {**blueprint(), "transcript_quality": {"reliable": False, "reason": "compression ratio 3.1"},
                "provenance": _provenance("")}
     cues = cue_availability([measured] * 8 + [silent, doubted], KEYS, drop=("accent",))
     groups = cues["groups"]

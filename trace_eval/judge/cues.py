@@ -171,18 +171,10 @@ def split_instruction(text: str) -> tuple[str, str]:
 
 
 def transcript_doubt(blueprint: dict | None) -> str | None:
-    """Why the blueprint says not to trust its transcript (`reliable: false` and its reason), else None.
-
-    Read defensively: the flag may sit in the `asr` or `transcript` record, or in
-    a `reliability` record inside either.
-    """
-    records = [(blueprint or {}).get(key) for key in ("asr", "transcript")]
-    records += [r.get(k) for r in list(records) if isinstance(r, dict) for k in ("reliability", "trust")]
-    for record in records:
-        if isinstance(record, dict) and record.get("reliable") is False:
-            reason = next((record[k] for k in ("unreliable_reason", "reliability_reason", "reason", "why")
-                           if isinstance(record.get(k), str) and record[k]), "no reason given")
-            return f"transcript marked unreliable ({reason})"
+    """Why the blueprint says not to trust its transcript (`transcript_quality.reliable` false), else None."""
+    quality = (blueprint or {}).get("transcript_quality")
+    if isinstance(quality, dict) and quality.get("reliable") is False:
+        return f"transcript marked unreliable ({quality.get('reason') or 'no reason given'})"
     return None
 
 
