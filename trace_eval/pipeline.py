@@ -71,16 +71,19 @@ def resolve_device(device: str) -> str:
     """
     if device == "cpu":
         return device
-    has_cuda = False
+    has_cuda = torch_missing = False
     if _cuda_driver_devices():
         try:
             import torch
 
             has_cuda = torch.cuda.is_available()
         except ImportError:
-            pass
+            torch_missing = True
     if device == "auto":
         return "cuda" if has_cuda else "cpu"
+    if device.startswith("cuda") and torch_missing:
+        raise ValueError(f"--device {device} needs torch, which the models extra installs: "
+                         "pip install 'trace-eval[models]' (or make install); or use --device cpu")
     if device.startswith("cuda") and not has_cuda:
         raise ValueError(f"--device {device}, but torch sees no CUDA device here; use --device auto or cpu")
     return device
