@@ -1,40 +1,39 @@
-"""Deterministic fusion policies: (Content, Voice Quality, Paralinguistics) -> overall label.
+"""Deterministic fusion policies: a rubric's typed-tie dimension verdicts -> overall label.
 
     >>> import fusion
-    >>> fusion.fuse("content-first", "both_good", "1", "2")
+    >>> trace = fusion.Fusion(order=("content", "paralinguistics", "voice_quality"),
+    ...                       acceptability=("content", "paralinguistics"), policies=tuple(fusion.POLICIES))
+    >>> trace.fuse("content-first", {"content": "both_good", "voice_quality": "1", "paralinguistics": "2"})
     '2'
-    >>> fusion.fuse("content-first", None, "1", "2") is None  # an undetermined dimension
+    >>> trace.fuse("content-first", {"content": None, "voice_quality": "1", "paralinguistics": "2"}) is None
     True
 
-A policy is a pure function registered by name with `@fusion.register(name, description)`;
-`fusion.POLICIES` maps names to `Policy` objects (callable, with `.name` and `.description`).
+A policy is a pure function of the labels in priority order and of the labels of
+the acceptability dimensions, registered by name with
+`@fusion.register(name, description)`; `fusion.POLICIES` maps names to `Policy`
+objects. Which dimensions fuse, in which order, under which policies, is the
+rubric's to say (`fusion:` in its YAML file), read into a `Fusion`.
 """
 from __future__ import annotations
 
 from . import policies as _policies  # noqa: F401  (registers the built-in policies)
-from .labels import (
-    DIMENSIONS,
-    LABELS,
-    WINNERS,
-    InvalidLabel,
-    check_label,
-    is_winner,
-    rating_min,
-)
-from .registry import POLICIES, Policy, UnknownPolicy, fuse, get_policy, register
+from .labels import LABELS, WINNERS, InvalidLabel, check_label, is_winner, label_of, rating_min
+from .registry import POLICIES, Policy, UnknownPolicy, get_policy, register
+from .tree import Fusion, FusionError
 
 __all__ = [
-    "DIMENSIONS",
     "LABELS",
     "POLICIES",
     "WINNERS",
+    "Fusion",
+    "FusionError",
     "InvalidLabel",
     "Policy",
     "UnknownPolicy",
     "check_label",
-    "fuse",
     "get_policy",
     "is_winner",
+    "label_of",
     "rating_min",
     "register",
 ]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 LABELS: tuple[str, ...] = ("1", "2", "both_good", "both_bad")
-DIMENSIONS: tuple[str, ...] = ("content", "voice_quality", "paralinguistics")
 WINNERS: frozenset[str] = frozenset({"1", "2"})
 
 # A label read as (response 1 acceptable, response 2 acceptable).
@@ -29,6 +28,11 @@ def check_label(value: object, what: str = "label") -> str:
 def is_winner(label: str) -> bool:
     """True for "1" or "2": the label names one response."""
     return label in WINNERS
+
+
+def label_of(acceptable_1: bool, acceptable_2: bool) -> str:
+    """The label that accepts exactly the responses found acceptable: 1, 2, both_good or both_bad."""
+    return _FROM_ACCEPTABLE[(int(acceptable_1), int(acceptable_2))]
 
 
 def rating_min(a: str, b: str) -> str:

@@ -2,24 +2,29 @@
 and the CLI's choices are read from POLICIES."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .labels import DIMENSIONS, check_label
-
-PolicyFunction = Callable[[str, str, str], str]
+# (labels of the fused dimensions in priority order, labels of the acceptability dimensions) -> overall label
+PolicyFunction = Callable[[Sequence[str], Sequence[str]], str]
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A deterministic map from the three dimension verdicts to the overall label."""
+    """A deterministic map from dimension verdicts to the overall label.
+
+    The function sees the verdicts twice over: `ranked`, every fused dimension in
+    the rubric's priority order, and `acceptability`, the dimensions a response must
+    be acceptable on (see `fusion.Fusion`). It never sees dimension names, so one
+    policy serves every rubric that fuses typed-tie dimensions.
+    """
 
     name: str
     description: str  # one line, shown by the CLI
     function: PolicyFunction
 
-    def __call__(self, content: str, voice_quality: str, paralinguistics: str) -> str:
-        return self.function(content, voice_quality, paralinguistics)
+    def __call__(self, ranked: Sequence[str], acceptability: Sequence[str]) -> str:
+        return self.function(ranked, acceptability)
 
 
 POLICIES: dict[str, Policy] = {}
@@ -30,7 +35,7 @@ class UnknownPolicy(ValueError):
 
 
 def register(name: str, description: str) -> Callable[[PolicyFunction], PolicyFunction]:
-    """Register `function(content, voice_quality, paralinguistics) -> label` under `name`."""
+    """Register `function(ranked, acceptability) -> label` under `name`."""
     if "\n" in description:
         raise ValueError(f"policy {name!r}: the description must be one line")
 
@@ -51,22 +56,3 @@ def get_policy(name: str) -> Policy:
         raise UnknownPolicy(
             f"unknown fusion policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}"
         ) from None
-
-
-def fuse(policy_name: str, content: str | None, voice_quality: str | None, paralinguistics: str | None) -> str | None:
-    """Overall label of (content, voice_quality, paralinguistics) under `policy_name`.
-
-    An undetermined verdict (None: the judge lacked the evidence) gives None under
-    every policy: fusion over a missing label has no answer, and guessing one
-    would hide the gap. Raises UnknownPolicy for an unregistered name and
-    InvalidLabel when a verdict is neither a label nor None (a failed verdict
-    must be handled by the caller, never fused).
-    """
-    policy = get_policy(policy_name)
-    verdicts = (content, voice_quality, paralinguistics)
-    for dimension, label in zip(DIMENSIONS, verdicts):
-        if label is not None:
-            check_label(label, what=f"{dimension} verdict")
-    if None in verdicts:
-        return None
-    return policy(content, voice_quality, paralinguistics)  # type: ignore[arg-type]

@@ -47,13 +47,15 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import fusion  # noqa: E402
+from fusion import label_of as typed_tie  # noqa: E402
+from trace_eval.rubrics import load_rubric  # noqa: E402
 from trace_eval.synth import SOX, SynthesisUnavailable, Voice, _run, have_tools, speak  # noqa: E402
 
 SAMPLE_RATE = 16000
 AUDIO_DIR = "audio"
 PAD_S = 0.25  # silence before and after every response, so added noise is heard in the pauses too
 INSTRUCTION_VOICE = Voice(wpm=180, pitch=50, voice="en-us")
+TRACE = load_rubric("trace")
 
 
 @dataclass(frozen=True)
@@ -112,11 +114,7 @@ class Pair:
 
     @property
     def overall(self) -> str:
-        return fusion.fuse("cap", self.content, self.voice_quality, self.paralinguistics)
-
-
-def typed_tie(ok_a: bool, ok_b: bool) -> str:
-    return "both_good" if ok_a and ok_b else "1" if ok_a else "2" if ok_b else "both_bad"
+        return TRACE.fusion.fuse("cap", vars(self))
 
 
 @dataclass(frozen=True)

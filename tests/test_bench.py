@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from trace_eval.bench import ManifestError, load_benchmark, normalise_label
+from trace_eval.bench import ManifestError, load_benchmark
+from trace_eval.rubrics.labels import label_space
 
 
 def _wav(path, seconds=0.5, sr=16000):
@@ -77,10 +78,12 @@ def test_every_problem_is_reported_at_once(folder):
 
 
 def test_label_spellings_are_normalised():
-    assert normalise_label(1) == "1"
-    assert normalise_label("Both Good") == "both_good"
-    assert normalise_label("both-bad") == "both_bad"
-    assert normalise_label("tie") is None
+    typed_tie = label_space("typed-tie")
+    assert typed_tie.normalise_human(1) == "1"
+    assert typed_tie.normalise_human(2.0) == typed_tie.normalise_human("2.0") == "2"
+    assert typed_tie.normalise_human("Both Good") == "both_good"
+    assert typed_tie.normalise_human("both-bad") == "both_bad"
+    assert typed_tie.normalise_human("tie") is None
 
 
 def test_missing_manifest_names_the_expected_files(tmp_path):

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-import fusion
 from llm_server import LLMServer, PairSpec, Reply, blueprint, write_benchmark
 from trace_eval.cli import main
 from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
@@ -16,6 +15,10 @@ from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 from trace_eval.judge.runfolder import read_results
 
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
+
 KEYS = load_prompt("trace").blueprint_keys
 
 
@@ -23,7 +26,7 @@ def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = (),
             doubts: tuple[str | None, str | None] = (None, None)) -> dict:
     views = (blueprint_view(bp1, KEYS, drop), blueprint_view(bp2, KEYS, drop))
     answer = judge_case(Case("x", None, instruction, views, transcript_doubts=doubts))
-    parsed = parse_verdict(json.dumps(answer), allow_undetermined=True)
+    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
     assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
     return answer
 
@@ -68,7 +71,7 @@ def test_a_free_form_question_leaves_content_undetermined_never_both_good():
     assert answer["content"] is None
     assert "no quoted words" in answer["undetermined"]["content"]
     assert answer["paralinguistics"] == "both_good"  # nothing asked of the manner: both meet it
-    assert fusion.fuse("cap", answer["content"], answer["voice_quality"], answer["paralinguistics"]) is None
+    assert TRACE.fusion.fuse("cap", answer) is None
 
 
 def test_no_speech_is_evidence_even_without_quoted_words():
@@ -135,11 +138,11 @@ def test_an_unreliable_transcript_is_missing_evidence_for_content_and_its_rates(
 def test_only_a_backbone_that_declares_it_may_leave_a_label_null():
     answer = json.dumps({"reasoning": "r", "content": None, "voice_quality": "1", "paralinguistics": "2",
                          "undetermined": {"content": "no quoted words"}})
-    llm = parse_verdict(answer)
+    llm = parse_verdict(answer, TRACE)
     assert not llm.ok and "content: null is not a label" in llm.error
-    assert parse_verdict(answer, allow_undetermined=True).undetermined == {"content": "no quoted words"}
+    assert parse_verdict(answer, TRACE, allow_undetermined=True).undetermined == {"content": "no quoted words"}
     unexplained = json.dumps({"reasoning": "r", "content": None, "voice_quality": "1", "paralinguistics": "2"})
-    assert not parse_verdict(unexplained, allow_undetermined=True).ok
+    assert not parse_verdict(unexplained, TRACE, allow_undetermined=True).ok
 
 
 def test_an_llm_answer_with_a_null_label_is_repaired_then_invalid(tmp_path):
@@ -193,7 +196,7 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     question, cheerful, plain = records["question"], records["cheerful"], records["plain"]
     assert question["status"] == "ok" and question["verdicts"]["content"] is None
     assert set(question["undetermined"]) == {"content"}
-    assert question["fused"] == {name: None for name in fusion.POLICIES} and question["overall"] is None
+    assert question["fused"] == {name: None for name in TRACE.fusion.policies} and question["overall"] is None
     assert cheerful["verdicts"] == {"content": "both_good", "voice_quality": "both_good", "paralinguistics": None}
     assert "emotion unmeasured" in cheerful["undetermined"]["paralinguistics"] and cheerful["overall"] is None
     assert plain["undetermined"] == {} and plain["overall"] == "1"
@@ -207,7 +210,8 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "undetermined 2" in table and "C: no quoted words" in table
     refused = {r["id"]: r for r in read_results(out / "results.jsonl")}
-    assert refused["question"]["overall"] is None and refused["plain"]["overall"] == fusion.fuse("vote", "1", "both_good", "both_good")
+    said = dict(content="1", voice_quality="both_good", paralinguistics="both_good")
+    assert refused["question"]["overall"] is None and refused["plain"]["overall"] == TRACE.fusion.fuse("vote", said)
     assert json.loads((out / "summary.json").read_text())["cues"] == summary["cues"]  # kept by re-fusing
 
     # Both presentation orders: undetermined in either order stays undetermined.

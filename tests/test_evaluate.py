@@ -13,6 +13,10 @@ from trace_eval.cli import main
 from trace_eval.evaluation import BootstrapSettings, evaluate_runs, load_run, metrics, oracle, probes
 from trace_eval.evaluation.bootstrap import PairedBootstrap
 
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
+
 G, B = "both_good", "both_bad"
 
 # ---------------------------------------------------------------- metrics
@@ -194,13 +198,11 @@ def write_bench(root: Path, labels: dict[str, tuple[str, ...]] = HUMAN) -> Path:
 def write_run(folder: Path, bench: Path, verdicts: dict[str, tuple[str, str, str]], failed: dict[str, str] | None = None,
               policy: str = "content-first-strict", extra_lines: tuple[str, ...] = ()) -> Path:
     """A run folder as the judge writes it (config.json, results.jsonl, summary.json)."""
-    import fusion
-
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"bench": str(bench), "model": "offline", "fusion": policy, "judge": "cues"}))
     lines = []
     for item_id, (c, vq, p) in verdicts.items():
-        fused = {name: fusion.fuse(name, c, vq, p) for name in fusion.POLICIES}
+        fused = TRACE.fusion.fuse_all(_v(c, vq, p))
         lines.append({"id": item_id, "status": "ok", "reason": None, "verdicts": _v(c, vq, p), "fused": fused,
                       "overall": fused.get(policy), "reasoning": {}, "raw": "{}", "tokens": 0, "cost": 0.0,
                       "latency": 0.01, "cache_hit": False})

@@ -20,9 +20,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import fusion
 from trace_eval.audio import load_audio
 from trace_eval.synth import have_tools
+
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "examples" / "mini"
@@ -115,7 +118,7 @@ def test_labels_are_valid_and_overall_is_the_cap_policy(manifest):
     for item in manifest:
         label = item["label"]
         assert set(label.values()) <= LABELS, item["index"]
-        fused = fusion.fuse("cap", label["content"], label["voice_quality"], label["paralinguistics"])
+        fused = TRACE.fusion.fuse("cap", label)
         assert label["overall"] == fused, f"{item['index']}: overall {label['overall']}, cap gives {fused}"
 
 

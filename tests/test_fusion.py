@@ -1,4 +1,5 @@
-"""Fusion policies checked on all 64 (C, VQ, P) combinations against tables written by hand."""
+"""Fusion policies checked on all 64 (C, VQ, P) combinations of the trace rubric against tables written
+by hand, and fusion over other rubrics' own dimensions."""
 from __future__ import annotations
 
 import itertools
@@ -6,6 +7,13 @@ import itertools
 import pytest
 
 import fusion
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace").fusion
+
+
+def fuse(name: str, content: str | None, voice_quality: str | None, paralinguistics: str | None) -> str | None:
+    return TRACE.fuse(name, {"content": content, "voice_quality": voice_quality, "paralinguistics": paralinguistics})
 
 # Short names used in the hand-written tables.
 SHORT = {"1": "1", "2": "2", "G": "both_good", "B": "both_bad"}
@@ -59,7 +67,9 @@ def expand(table: dict[str, list[str]]) -> dict[tuple[str, str, str], str]:
 
 def test_constants() -> None:
     assert fusion.LABELS == ("1", "2", "both_good", "both_bad")
-    assert fusion.DIMENSIONS == ("content", "voice_quality", "paralinguistics")
+    assert TRACE.order == ("content", "paralinguistics", "voice_quality")
+    assert TRACE.acceptability == ("content", "paralinguistics")
+    assert TRACE.policies == tuple(fusion.POLICIES)  # the trace rubric fuses under every built-in policy
 
 
 def test_builtin_policies_are_registered_with_one_line_descriptions() -> None:
@@ -73,19 +83,14 @@ def test_builtin_policies_are_registered_with_one_line_descriptions() -> None:
 def test_policy_matches_hand_table_on_all_64_combinations(name: str) -> None:
     cases = expand(TABLES[name])
     assert len(cases) == 64
-    policy = fusion.POLICIES[name]
-    wrong = {
-        combo: (policy(*combo), want) for combo, want in cases.items() if policy(*combo) != want
-    }
+    wrong = {combo: (fuse(name, *combo), want) for combo, want in cases.items() if fuse(name, *combo) != want}
     assert not wrong, f"{name}: (C, VQ, P) -> (got, expected): {wrong}"
-    for combo, want in cases.items():
-        assert fusion.fuse(name, *combo) == want
 
 
 def test_strict_differs_from_content_first_only_when_content_and_para_are_both_bad() -> None:
     for combo in itertools.product(fusion.LABELS, repeat=3):
         c, _, p = combo
-        same = fusion.fuse("content-first", *combo) == fusion.fuse("content-first-strict", *combo)
+        same = fuse("content-first", *combo) == fuse("content-first-strict", *combo)
         assert same or (c == "both_bad" and p == "both_bad")
 
 
@@ -109,7 +114,7 @@ def test_rating_min_algebra() -> None:
 
 def test_unknown_policy_lists_the_choices() -> None:
     with pytest.raises(ValueError, match="content-first-strict") as caught:
-        fusion.fuse("majority", "1", "1", "1")
+        fuse("majority", "1", "1", "1")
     assert isinstance(caught.value, fusion.UnknownPolicy)
 
 
@@ -119,31 +124,63 @@ def test_fusion_over_an_undetermined_verdict_is_undetermined(name: str, position
     for combo in itertools.product(fusion.LABELS, repeat=2):
         verdicts = list(combo)
         verdicts.insert(position, None)
-        assert fusion.fuse(name, *verdicts) is None
-    assert fusion.fuse(name, None, None, None) is None
+        assert fuse(name, *verdicts) is None
+    assert fuse(name, None, None, None) is None
 
 
 def test_an_undetermined_verdict_does_not_excuse_an_invalid_one() -> None:
     with pytest.raises(fusion.InvalidLabel, match="paralinguistics"):
-        fusion.fuse("cap", None, "1", "tie")
+        fuse("cap", None, "1", "tie")
 
 
 @pytest.mark.parametrize("bad", ["tie", "both good", 1])
 def test_fuse_refuses_values_that_are_not_labels(bad: object) -> None:
     with pytest.raises(fusion.InvalidLabel, match="voice_quality"):
-        fusion.fuse("vote", "1", bad, "1")  # type: ignore[arg-type]
+        fuse("vote", "1", bad, "1")  # type: ignore[arg-type]
     with pytest.raises(fusion.InvalidLabel):
         fusion.rating_min("1", bad)  # type: ignore[arg-type]
 
 
 def test_register_adds_a_policy_by_name_and_refuses_duplicates() -> None:
-    @fusion.register("test-always-content", "Always the Content verdict")
-    def always_content(content: str, voice_quality: str, paralinguistics: str) -> str:
-        return content
+    @fusion.register("test-always-first", "Always the verdict of the most important dimension")
+    def always_first(ranked, acceptability) -> str:
+        return ranked[0]
 
     try:
-        assert fusion.fuse("test-always-content", "2", "1", "1") == "2"
+        tree = fusion.Fusion(TRACE.order, TRACE.acceptability, policies=("test-always-first",))
+        assert tree.fuse("test-always-first", {"content": "2", "voice_quality": "1", "paralinguistics": "1"}) == "2"
         with pytest.raises(ValueError, match="twice"):
-            fusion.register("test-always-content", "again")(always_content)
+            fusion.register("test-always-first", "again")(always_first)
     finally:
-        del fusion.POLICIES["test-always-content"]
+        del fusion.POLICIES["test-always-first"]
+
+
+def test_a_policy_the_rubric_does_not_name_is_refused() -> None:
+    tree = fusion.Fusion(TRACE.order, TRACE.acceptability, policies=("cap",))
+    with pytest.raises(fusion.UnknownPolicy, match="fuses|does not apply"):
+        tree.fuse("vote", {"content": "1", "voice_quality": "1", "paralinguistics": "1"})
+    assert tree.fuse_all({"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}) == {"cap": "1"}
+
+
+@pytest.mark.parametrize("order, acceptability, policies, problem", [
+    ((), ("a",), ("cap",), "order names no dimension"),
+    (("a", "a"), ("a",), ("cap",), "order names a twice"),
+    (("a", "b"), ("c",), ("cap",), "acceptability names c, which is not in order"),
+    (("a", "b"), ("a",), ("majority",), "unknown fusion policy 'majority'"),
+])
+def test_an_impossible_arrangement_is_refused(order, acceptability, policies, problem) -> None:
+    with pytest.raises(fusion.FusionError, match=problem):
+        fusion.Fusion(order, acceptability, policies)
+
+
+def test_two_dimensions_fuse_under_the_same_policies() -> None:
+    """The policies never see dimension names: over (answer, delivery), with answer the acceptability gate."""
+    tree = fusion.Fusion(order=("answer", "delivery"), acceptability=("answer",), policies=tuple(fusion.POLICIES))
+    said = {"answer": "both_good", "delivery": "2"}
+    assert tree.fuse_all(said) == {"content-first": "2", "content-first-strict": "2", "cap": "2", "vote": "both_good"}
+    said = {"answer": "1", "delivery": "2"}
+    assert tree.fuse_all(said) == {"content-first": "1", "content-first-strict": "1", "cap": "1", "vote": "1"}
+    said = {"answer": "both_bad", "delivery": "1"}  # the winner on delivery is capped by the unacceptable answers
+    assert tree.fuse_all(said) == {"content-first": "1", "content-first-strict": "both_bad", "cap": "both_bad",
+                                   "vote": "both_bad"}
+    assert tree.fuse_all({"answer": "1"}) == dict.fromkeys(fusion.POLICIES)  # delivery undetermined

@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
-import fusion
 from llm_server import Fail, LLMServer, PairSpec, blueprint, write_benchmark
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.judge.runfolder import read_results
+
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
 
 def _labelled_bench(root: Path) -> Path:
     specs = [
@@ -35,12 +38,13 @@ def test_judge_with_cues_then_refuse(tmp_path, capsys, monkeypatch):
     records = {r["id"]: r for r in read_results(out / "results.jsonl")}
     assert records["slow"]["verdicts"] == {"content": "both_good", "voice_quality": "1", "paralinguistics": "1"}
     assert records["quiet"]["verdicts"] == {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
-    assert records["quiet"]["overall"] == fusion.fuse("cap", "1", "both_good", "2") == "both_bad"
-    assert set(records["slow"]["fused"]) == set(fusion.POLICIES)
+    quiet = dict(content="1", voice_quality="both_good", paralinguistics="2")
+    assert records["quiet"]["overall"] == TRACE.fusion.fuse("cap", quiet) == "both_bad"
+    assert set(records["slow"]["fused"]) == set(TRACE.fusion.policies)
 
     assert main(["fuse", str(out), "--fusion", "vote"]) == 0
     refused = {r["id"]: r for r in read_results(out / "results.jsonl")}
-    assert refused["quiet"]["overall"] == fusion.fuse("vote", "1", "both_good", "2") == "1"
+    assert refused["quiet"]["overall"] == TRACE.fusion.fuse("vote", quiet) == "1"
     assert {k: r["verdicts"] for k, r in refused.items()} == {k: r["verdicts"] for k, r in records.items()}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["fusion"] == "vote" and summary["labels"]["overall"]["1"] == 2

@@ -1,15 +1,20 @@
 """Verdict parsing, combining answers (samples, swapped orders) and the cache key: pure functions."""
 from __future__ import annotations
 
-import itertools
 import json
 
+import jsonschema
 import pytest
 
 import fusion
 from trace_eval.judge.cache import AnswerCache, request_key
-from trace_eval.judge.combine import fuse_all, majority, resolve_orders, swap_back
-from trace_eval.judge.parse import parse_verdict, response_schema
+from trace_eval.judge.combine import majority, resolve_orders, swap_back
+from trace_eval.judge.parse import parse_verdict
+from trace_eval.rubrics import load_rubric
+from trace_eval.schemas import validation_errors
+
+TRACE = load_rubric("trace")
+SPACES = TRACE.spaces()
 
 VALID = {"reasoning": "r", "content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
 EXPECTED = {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
@@ -23,7 +28,7 @@ EXPECTED = {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"
     f"<think>maybe {{\"content\": \"2\"}} is right?</think>{json.dumps(VALID)}",
 ])
 def test_valid_answers_in_any_wrapping(text):
-    parsed = parse_verdict(text)
+    parsed = parse_verdict(text, TRACE)
     assert parsed.ok, parsed.error
     assert parsed.verdicts == EXPECTED
     assert parsed.reasoning == "r"
@@ -35,7 +40,7 @@ def test_valid_answers_in_any_wrapping(text):
     "",
 ])
 def test_reasoning_of_any_shape_is_kept_as_given(reasoning):
-    parsed = parse_verdict(json.dumps({**VALID, "reasoning": reasoning}))
+    parsed = parse_verdict(json.dumps({**VALID, "reasoning": reasoning}), TRACE)
     assert parsed.ok, parsed.error
     assert parsed.verdicts == EXPECTED
     assert parsed.reasoning == reasoning
@@ -54,20 +59,20 @@ def test_reasoning_of_any_shape_is_kept_under_other_rubrics():
 
 def test_a_missing_reasoning_is_still_invalid():
     doc = {k: v for k, v in VALID.items() if k != "reasoning"}
-    assert "reasoning" in parse_verdict(json.dumps(doc)).error
+    assert "reasoning" in parse_verdict(json.dumps(doc), TRACE).error
 
 
 def test_trace_release_key_is_read_as_paralinguistics():
     doc = dict(VALID)
     doc["instruction_following_audio"] = doc.pop("paralinguistics")
-    assert parse_verdict(json.dumps(doc)).verdicts == EXPECTED
+    assert parse_verdict(json.dumps(doc), TRACE).verdicts == EXPECTED
 
 
 @pytest.mark.parametrize("value, label", [(1, "1"), (2, "2"), ("Both Good", "both_good"), ("both-bad", "both_bad"),
                                           ("Response 2", "2"), (" BOTH_GOOD ", "both_good")])
 def test_unambiguous_spellings_are_normalised(value, label):
     doc = dict(VALID, content=value)
-    assert parse_verdict(json.dumps(doc)).verdicts["content"] == label
+    assert parse_verdict(json.dumps(doc), TRACE).verdicts["content"] == label
 
 
 @pytest.mark.parametrize("doc, fragment", [
@@ -78,29 +83,46 @@ def test_unambiguous_spellings_are_normalised(value, label):
     ({k: v for k, v in VALID.items() if k != "reasoning"}, "reasoning"),
 ])
 def test_wrong_labels_and_missing_keys_are_invalid_never_guessed(doc, fragment):
-    parsed = parse_verdict(json.dumps(doc))
+    parsed = parse_verdict(json.dumps(doc), TRACE)
     assert not parsed.ok and parsed.verdicts is None
     assert fragment in parsed.error
 
 
 @pytest.mark.parametrize("text", ["", "   ", "I think response 1 is better overall.", "{not json}", "[1, 2, 3]"])
 def test_answers_without_a_verdict_object_are_invalid(text):
-    parsed = parse_verdict(text)
+    parsed = parse_verdict(text, TRACE)
     assert not parsed.ok and parsed.error
 
 
 def test_response_schema_is_strict_and_lists_every_label():
-    schema = response_schema()
+    schema = TRACE.response_schema()
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == {"reasoning", *fusion.DIMENSIONS}
-    for dim in fusion.DIMENSIONS:
+    assert set(schema["required"]) == {"reasoning", *TRACE.names}
+    for dim in TRACE.names:
         assert schema["properties"][dim]["enum"] == list(fusion.LABELS)
 
 
+@pytest.mark.parametrize("doc", [
+    VALID,
+    {**VALID, "content": "tie"},
+    {**VALID, "voice_quality": None},
+    {**VALID, "voice_quality": None, "undetermined": {"voice_quality": "no DNSMOS"}},
+    {**VALID, "voice_quality": None, "undetermined": {"content": "no quoted words"}},
+    {**VALID, "undetermined": {"loudness": "x"}},
+    {**VALID, "undetermined": {"content": ""}},
+    {"reasoning": "r", "content": "1"},
+])
+def test_the_trace_verdict_schema_file_is_what_the_rubric_generates(doc):
+    generated = jsonschema.Draft202012Validator(TRACE.verdict_schema())
+    file_accepts = not validation_errors("verdict", doc)
+    assert file_accepts == (not list(generated.iter_errors(doc)))
+    assert file_accepts == (doc is VALID or "undetermined" in doc and set(doc["undetermined"]) == {"voice_quality"})
+
+
 def test_swap_back_exchanges_winners_and_keeps_ties():
-    assert swap_back({"content": "1", "voice_quality": "2", "paralinguistics": "both_bad"}) == {
+    assert swap_back({"content": "1", "voice_quality": "2", "paralinguistics": "both_bad"}, SPACES) == {
         "content": "2", "voice_quality": "1", "paralinguistics": "both_bad"}
-    assert swap_back({"content": "both_good"}) == {"content": "both_good"}
+    assert swap_back({"content": "both_good"}, SPACES) == {"content": "both_good"}
 
 
 def _v(c, vq, p):
@@ -123,16 +145,8 @@ def test_majority_per_dimension_with_earliest_sample_breaking_ties():
     ("both_good", "both_bad", "both_bad"),
 ])
 def test_order_disagreement_becomes_a_typed_tie(a, b, expected):
-    assert resolve_orders(_v(a, a, a), _v(b, b, b)) == _v(expected, expected, expected)
-    assert resolve_orders(_v(b, b, b), _v(a, a, a)) == _v(expected, expected, expected)  # symmetric
-
-
-def test_fuse_all_gives_every_policy_or_none():
-    for c, vq, p in itertools.product(fusion.LABELS, repeat=3):
-        fused = fuse_all(_v(c, vq, p))
-        assert set(fused) == set(fusion.POLICIES)
-        assert all(fused[name] == fusion.fuse(name, c, vq, p) for name in fusion.POLICIES)
-    assert set(fuse_all(_v("1", None, "2")).values()) == {None}
+    assert resolve_orders(_v(a, a, a), _v(b, b, b), SPACES) == _v(expected, expected, expected)
+    assert resolve_orders(_v(b, b, b), _v(a, a, a), SPACES) == _v(expected, expected, expected)  # symmetric
 
 
 def test_request_key_covers_what_changes_answers_only():

@@ -15,6 +15,7 @@ from trace_eval.judge.cues import judge_case, paralinguistic_cues, split_instruc
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, available_prompts, blueprint_view, load_prompt
 from trace_eval.judge.runner import build_cases
+from trace_eval.rubrics import load_rubric
 
 
 def _bench(tmp_path: Path, **spec) -> tuple:
@@ -124,7 +125,7 @@ def _cues(instruction: str, bp1: dict, bp2: dict) -> dict:
     keys = load_prompt("trace").blueprint_keys
     case = Case("x", None, instruction, (blueprint_view(bp1, keys), blueprint_view(bp2, keys)))
     verdict = judge_case(case)
-    assert parse_verdict(json.dumps(verdict), allow_undetermined=True).ok  # the same path as an LLM answer
+    assert parse_verdict(json.dumps(verdict), load_rubric("trace"), allow_undetermined=True).ok  # the same path as an LLM answer
     return verdict
 
 

@@ -11,7 +11,7 @@ import pytest
 import fusion
 from trace_eval.evaluation import scores
 from trace_eval.evaluation.scores import ItemScores, agreement_credit
-from trace_eval.judge.parse import parse_verdict, response_schema
+from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import load_prompt
 from trace_eval.rubrics import RubricError, available_rubrics, label_space, load_rubric, render_field
 from trace_eval.schemas import validation_errors
@@ -47,13 +47,14 @@ def test_bundled_rubrics_load_with_their_dimensions_and_label_spaces():
 
 def test_trace_is_the_default_and_keeps_its_prompt_files_and_fusion():
     trace = load_rubric()
-    assert trace.name == "trace" and trace.is_trace and trace.fusion == "policies" and trace.trace_report
-    assert trace.names == fusion.DIMENSIONS
+    assert trace.name == "trace" and trace.trace_report
+    assert trace.names == ("content", "voice_quality", "paralinguistics")
+    assert trace.fusion.policies == tuple(fusion.POLICIES)
     assert list(trace.prompts) == ["trace", "transcript", "audio"] and trace.default_prompt == "trace"
     for name, prompt in trace.prompts.items():
         assert prompt == load_prompt(name)
     assert trace.dimension("paralinguistics").aliases == ("instruction_following_audio",)
-    assert not any(load_rubric(n).is_trace for n in ("multi-aspect", "roleplay", "style"))
+    assert not any(load_rubric(n).fusion for n in ("multi-aspect", "roleplay", "style"))
 
 
 @pytest.mark.parametrize("doc", [
@@ -142,8 +143,14 @@ def test_a_rubric_file_of_ones_own_by_path(tmp_path):
     ({"dimensions": [{"name": "a", "asks": "?", "labels": "stars"}]}, ["dimensions/0/labels", "stars"]),
     ({"dimensions": [{"name": "a", "asks": "?", "labels": "likert"}] * 2}, ["a appears more than once"]),
     ({"dimensions": [{"name": "a", "asks": "?", "labels": "binary", "range": [0, 3]}]}, ["range applies to likert"]),
-    ({"fusion": "policies"}, ["fusion: policies fuse typed-tie content"]),
-    ({"metrics": ["trace", "mae"]}, ["needs fusion: policies", "list it alone"]),
+    ({"fusion": "policies"}, ["former spelling", "order: [content, paralinguistics, voice_quality]"]),
+    ({"fusion": {"order": ["clarity"], "acceptability": ["clarity"]}}, ["typed-tie labels; clarity has another"]),
+    ({"format": "pairwise", "dimensions": [{"name": "a", "asks": "?", "labels": "typed-tie"},
+                                           {"name": "b", "asks": "?", "labels": "typed-tie"}],
+      "fusion": {"order": ["a", "c"], "acceptability": ["b"], "policies": ["cap", "majority"]}},
+     ["order names c, which is not a dimension", "order must name every dimension once (a, b)",
+      "acceptability names b, which is not in order", "unknown fusion policy 'majority'"]),
+    ({"metrics": ["trace", "mae"]}, ["needs an overall label (fusion)", "list it alone"]),
     ({"prompts": ["no-such-prompt"]}, ["prompts/0", "no-such-prompt"]),
     ({"prompts": [{"name": "x", "version": 1, "system": "s", "repair": "r"}]}, ["missing user or user_parts"]),
     ({"dimensions": [{"name": "a", "asks": "?", "labels": "likert", "anchors": {"9": "off the scale"}}]},
@@ -203,7 +210,7 @@ def test_only_the_dimensions_asked_are_required():
     assert parsed.verdicts == {"style": 3, "realism": 1}
     assert "'realism' is a required property" in parse_verdict(_answer(style=3), STYLE, dialogue).error
     assert not parse_verdict(_answer(style=3, realism=2), STYLE, dialogue).ok
-    schema = response_schema(STYLE, dialogue)
+    schema = STYLE.response_schema(dialogue)
     assert schema["required"] == ["reasoning", "style", "realism"] and schema["additionalProperties"] is False
     assert schema["properties"]["realism"] == {"type": "integer", "enum": [0, 1]}
 

@@ -391,3 +391,60 @@ def test_rubric_runs_are_not_fused_mixed_or_resumed_with_another_rubric(tmp_path
     assert "other rubrics than multi-aspect" in capsys.readouterr().err
     assert main(["evaluate", str(run), "--rubric", "roleplay"]) == 2
     assert "other rubrics than roleplay" in capsys.readouterr().err
+
+
+# -- a rubric of one's own, with its own fusion --------------------------------------------------
+
+TWO_DIMENSIONS = """\
+name: answer-delivery
+version: 1
+description: "What is said, then how: two typed-tie dimensions fused with the answer as the gate"
+format: pairwise
+dimensions:
+  - name: answer
+    asks: "Is what it says right?"
+    labels: typed-tie
+  - name: delivery
+    asks: "Is it said well?"
+    labels: typed-tie
+prompts:
+  - name: answer-delivery
+    version: 1
+    system: "Compare two spoken answers.\\n$dimensions\\nAnswer with $answer_format"
+    user: "$instruction\\n1: $blueprint_1\\n2: $blueprint_2"
+    repair: "Again: $error"
+fusion:
+  order: [answer, delivery]
+  acceptability: [answer]
+  policies: [cap, vote]
+metrics: [accuracy, agreement]
+"""
+
+
+def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, server, capsys):
+    rubric_file = tmp_path / "answer-delivery.yaml"
+    rubric_file.write_text(TWO_DIMENSIONS)
+    said = {"p0": ("both_bad", "1"), "p1": ("both_good", "2"), "p2": ("1", "2")}
+    human = {"p0": "both_bad", "p1": "2", "p2": "2"}
+    bench = write_benchmark(tmp_path / "bench", [
+        PairSpec(id=pid, response_1=blueprint(f"{pid} one"), label={"answer": a, "delivery": d, "overall": human[pid]})
+        for pid, (a, d) in said.items()])
+    answers = {f"{pid} one": scores_json(answer=a, delivery=d) for pid, (a, d) in said.items()}
+    server.responder = lambda body: Reply(next(text for key, text in answers.items() if key in prompt_text(body)))
+
+    with pytest.raises(JudgeError, match="fuses under cap, vote"):
+        judge(bench, server, tmp_path, out="refused", rubric=str(rubric_file), fusion="content-first")
+    outcome = judge(bench, server, tmp_path, rubric=str(rubric_file), fusion="cap")
+    found = records(outcome)
+    assert {pid: r["fused"] for pid, r in found.items()} == {
+        "p0": {"cap": "both_bad", "vote": "both_bad"},  # a delivery winner capped by two unacceptable answers
+        "p1": {"cap": "2", "vote": "both_good"},
+        "p2": {"cap": "1", "vote": "1"}}
+    assert {pid: r["overall"] for pid, r in found.items()} == {"p0": "both_bad", "p1": "2", "p2": "1"}
+
+    assert main(["fuse", str(outcome.out), "--fusion", "vote", "--table"]) == 0
+    table = capsys.readouterr().out
+    assert "overall under vote: 1 1, 2 0, both_good 1, both_bad 1" in table
+    assert table.splitlines()[1].split() == ["pair", "A", "D", "overall", "status"]
+    assert main(["fuse", str(outcome.out), "--fusion", "content-first"]) == 2
+    assert "fuses under cap, vote, not content-first" in capsys.readouterr().err

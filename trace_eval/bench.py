@@ -18,22 +18,18 @@ from trace_eval.schemas import load_schema, validator
 
 if TYPE_CHECKING:
     from trace_eval.rubrics import Rubric
+    from trace_eval.rubrics.labels import LabelSpace
 
 __all__ = [
     "Benchmark",
     "Pair",
     "ManifestError",
     "load_benchmark",
-    "normalise_label",
     "label_keys",
-    "LABELS",
-    "LABEL_KEYS",
     "CONTEXT_FIELDS",
     "RELEASE_FIELDS",
 ]
 
-LABELS = ("1", "2", "both_good", "both_bad")
-LABEL_KEYS = ("content", "voice_quality", "paralinguistics", "overall")
 AUDIO_FIELDS = ("instruction_path", "audio1_path", "audio2_path", "audio_path")
 _KNOWN_FIELDS = {"index", "id", "instruction_text", "model_a", "model_b", "label", *AUDIO_FIELDS}
 # Free-form context the bundled rubrics' prompts show ($context, $dialogue_history, ...).
@@ -54,16 +50,6 @@ class ManifestError(ValueError):
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
         note = f"\n{hint}" if hint else ""
         super().__init__(f"{path}: {len(problems)} problem(s):\n  {shown}{more}{note}")
-
-
-def normalise_label(value: Any) -> str | None:
-    """Map the spellings found in released files ("1", 1, "Both Good", "both-bad") to the typed-tie set."""
-    if value is None:
-        return None
-    text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
-    if text in ("1.0", "2.0"):
-        text = text[0]
-    return text if text in LABELS else None
 
 
 @dataclass
@@ -156,21 +142,23 @@ def _read_items(path: Path) -> list[Any]:
     return data
 
 
-def label_keys(rubric: Rubric | None = None) -> dict[str, str]:
-    """The keys a manifest `label` may hold -> the dimension each is read as: every dimension of the
-    bundled rubrics (and of `rubric`), `overall`, and the dimensions' aliases (the TRACE release's
-    `instruction_following_audio` is paralinguistics)."""
+def label_keys(rubric: Rubric | None = None) -> dict[str, tuple[str, LabelSpace]]:
+    """The keys a manifest `label` may hold -> (the dimension each is read as, its label space): every
+    dimension of the bundled rubrics (and of `rubric`, which wins a clash), `overall` for rubrics that
+    fuse, and the dimensions' aliases (the TRACE release's `instruction_following_audio` is
+    paralinguistics)."""
     from trace_eval.rubrics import DEFAULT_RUBRIC, available_rubrics, load_rubric
+    from trace_eval.rubrics.labels import label_space
 
     names = sorted(available_rubrics(), key=lambda name: name != DEFAULT_RUBRIC)  # the default first
     rubrics = [load_rubric(name) for name in names] + ([rubric] if rubric is not None else [])
-    keys: dict[str, str] = {}
+    keys: dict[str, tuple[str, LabelSpace]] = {}
     for r in rubrics:
         for dimension in r.dimensions:
-            keys[dimension.name] = dimension.name
-            keys.update((alias, dimension.name) for alias in dimension.aliases)
+            keys[dimension.name] = (dimension.name, dimension.labels)
+            keys.update((alias, (dimension.name, dimension.labels)) for alias in dimension.aliases)
         if r.fusion:
-            keys["overall"] = "overall"  # the fused label
+            keys["overall"] = ("overall", label_space("typed-tie"))  # the fused label
     return keys
 
 
@@ -249,7 +237,7 @@ def _schema_message(err: Any) -> str:
     return f"{loc}: {message}" if loc else message
 
 
-def _hint(misspelled: bool, unknown_labels: bool, allowed_labels: dict[str, str]) -> str | None:
+def _hint(misspelled: bool, unknown_labels: bool, allowed_labels: dict[str, Any]) -> str | None:
     """What is allowed, said once below the problems it explains."""
     lines = []
     if misspelled:
@@ -285,7 +273,8 @@ def _misspelled_fields(item: dict) -> list[str]:
     return problems
 
 
-def _read_labels(item: dict, allowed: dict[str, str], strict: bool) -> tuple[dict[str, Any], list[str], bool]:
+def _read_labels(item: dict, allowed: dict[str, tuple[str, LabelSpace]],
+                 strict: bool) -> tuple[dict[str, Any], list[str], bool]:
     """The item's human labels under their dimension names (typed-tie labels normalised), what is wrong
     with them, and whether a key was refused. Not `strict`, a key that is no near miss of an allowed
     one is kept as it is (the dimension of a rubric file not known here)."""
@@ -305,19 +294,18 @@ def _read_labels(item: dict, allowed: dict[str, str], strict: bool) -> tuple[dic
             else:
                 labels[key] = value
             continue
-        name = allowed[key]
+        name, space = allowed[key]
         if name != key and name in given:
             problems.append(f"label gives both {name} and {key}, which is read as {name}")
             continue
-        if name in LABEL_KEYS and value is not None and not _is_score(item, value):
-            norm = normalise_label(value)
+        # Typed-tie labels (the released annotation files) are refused here when they are none; scores
+        # and other labels are checked where they are scored, which leaves a bad one out with the reason.
+        if value is not None and space.kind == "typed-tie":
+            norm = space.normalise_human(value)
             if norm is None:
-                problems.append(f"label.{key} = {value!r} is not one of {', '.join(LABELS)}")
+                problems.append(f"label.{key} = {value!r} is not {space.describe()}")
             value = norm
         labels[name] = value
     return labels, problems, unknown
 
 
-def _is_score(item: dict, value: Any) -> bool:
-    """Pointwise items carry numeric scores (Likert, binary) rather than typed-tie labels."""
-    return "audio_path" in item and "audio1_path" not in item and isinstance(value, (int, float))

@@ -39,16 +39,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_table(run_dir: Path) -> None:
-    from trace_eval.judge.runfolder import read_results
+    """Each item's verdicts, one column per dimension of the run's rubric (headed by the initials of its
+    title: C, VQ, P for TRACE), and its fused label."""
+    from trace_eval.judge.runfolder import load_config, read_results
+    from trace_eval.rubrics import rubric_of_run
 
-    short = {"content": "C", "voice_quality": "VQ", "paralinguistics": "P"}
-    print(f"{'pair':16s} {'C':>10s} {'VQ':>10s} {'P':>10s} {'overall':>10s}  status")
+    rubric = rubric_of_run(load_config(run_dir))
+    short = {d.name: "".join(word[0] for word in d.title.split()).upper() for d in rubric.dimensions}
+    print(f"{'pair':16s} " + " ".join(f"{s:>10s}" for s in short.values()) + f" {'overall':>10s}  status")
     for record in read_results(run_dir / "results.jsonl"):
         verdicts = record.get("verdicts") or {}
         # "?" marks an undetermined label (the judge lacked the evidence); "-" no verdict at all.
         blank = "?" if record.get("status") == "ok" else "-"
         cells = [str(verdicts.get(d) or blank) for d in short]
         missing = "; ".join(f"{short.get(d, d)}: {why}" for d, why in (record.get("undetermined") or {}).items())
-        print(f"{record['id'][:16]:16s} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>10s} "
-              f"{str(record.get('overall') or blank):>10s}  {record.get('status')}"
+        print(f"{record['id'][:16]:16s} " + " ".join(f"{cell:>10s}" for cell in cells)
+              + f" {str(record.get('overall') or blank):>10s}  {record.get('status')}"
               + (f"  undetermined: {missing}" if missing else ""))

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 import fusion
-from fusion import DIMENSIONS, LABELS, WINNERS
+from fusion import LABELS, WINNERS
 
 from . import metrics, probes
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
-from .records import JudgeRun
+from .records import DIMENSIONS, JudgeRun
 
 FORMAT_VERSION = 1
 

@@ -9,7 +9,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from fusion import DIMENSIONS, LABELS
+from fusion import LABELS
+
+from .records import DIMENSIONS
 
 DPI = 110
 _NAMES = {"content": "Content", "voice_quality": "Voice quality", "paralinguistics": "Paralinguistics", "overall": "Overall"}

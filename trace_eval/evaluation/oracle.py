@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-import fusion
-from fusion import DIMENSIONS
+from fusion import get_policy
 
 from .analysis import FORMAT_VERSION
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
+from .records import DIMENSIONS, TRACE
 
 
 def oracle(human: dict[str, dict[str, str]], settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
@@ -21,10 +21,10 @@ def oracle(human: dict[str, dict[str, str]], settings: BootstrapSettings = DEFAU
     complete = [labels for labels in human.values() if all(k in labels for k in (*DIMENSIONS, "overall"))]
     boot = PairedBootstrap(len(complete))
     policies: dict[str, dict[str, Any]] = {}
-    for name, policy in fusion.POLICIES.items():
-        correct = np.array([policy(*(l[d] for d in DIMENSIONS)) == l["overall"] for l in complete], dtype=bool)
+    for name in TRACE.fusion.policies:
+        correct = np.array([TRACE.fusion.fuse(name, l) == l["overall"] for l in complete], dtype=bool)
         n = len(complete)
-        policies[name] = {"description": policy.description, "correct": int(correct.sum()), "n": n}
+        policies[name] = {"description": get_policy(name).description, "correct": int(correct.sum()), "n": n}
         if n:
             boot.add_ratio(name, correct, np.ones(n, dtype=bool))
         else:

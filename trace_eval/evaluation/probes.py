@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import fusion
-from fusion import DIMENSIONS, is_winner
+from fusion import is_winner
+
+from .records import DIMENSIONS, TRACE
 
 NEUTRAL = "both_good"  # the RatingMin identity: a dimension that prefers neither response
 DECIDERS = ("paralinguistics", "voice_quality", "tie")
 
 
 def fused(policy: str, verdicts: Mapping[str, str]) -> str:
-    return fusion.fuse(policy, *(verdicts[d] for d in DIMENSIONS))
+    return TRACE.fusion.fuse(policy, verdicts)
 
 
 def with_neutral(verdicts: Mapping[str, str], dimension: str) -> dict[str, str]:

@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusion import DIMENSIONS, LABELS
+from fusion import LABELS
+from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric
+
+TRACE = load_rubric(DEFAULT_RUBRIC)  # the rubric these records are read with
+DIMENSIONS = TRACE.names
 
 HUMAN_KEYS = (*DIMENSIONS, "overall")
 

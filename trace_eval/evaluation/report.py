@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusion import DIMENSIONS, POLICIES
+from fusion import POLICIES
+
+from .records import DIMENSIONS
 
 FAILED_SHOWN = 50  # failed and undetermined items listed in the report; metrics.json lists all
 

@@ -11,8 +11,8 @@
   acceptable in at least one order: a winner in one order or both_good in the
   other). Win/lose/tie: "tie".
 
-Label spaces are given per dimension (`spaces`); without them every dimension
-has typed ties, as in TRACE.
+Label spaces are given per dimension (`spaces`, from the rubric). Fused labels
+come from the rubric's fusion (`rubric.fusion.fuse_all`).
 """
 from __future__ import annotations
 
@@ -20,25 +20,16 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-import fusion
-from fusion import DIMENSIONS
-from trace_eval.rubrics.labels import LabelSpace, label_space
+from trace_eval.rubrics.labels import LabelSpace
 
-__all__ = ["fuse_all", "majority", "resolve_orders", "swap_back", "SWAP"]
+__all__ = ["majority", "resolve_orders", "swap_back"]
 
-SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
-_TYPED_TIE = label_space("typed-tie")
-
-Spaces = Mapping[str, LabelSpace] | None
+Spaces = Mapping[str, LabelSpace]
 
 
-def _space(spaces: Spaces, dim: str) -> LabelSpace:
-    return spaces[dim] if spaces is not None else _TYPED_TIE
-
-
-def swap_back(verdicts: dict[str, Any], spaces: Spaces = None) -> dict[str, Any]:
+def swap_back(verdicts: dict[str, Any], spaces: Spaces) -> dict[str, Any]:
     """Labels given with the responses shown in swapped order, in the manifest's numbering."""
-    return {dim: _space(spaces, dim).swap(label) for dim, label in verdicts.items()}
+    return {dim: spaces[dim].swap(label) for dim, label in verdicts.items()}
 
 
 def majority(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -54,16 +45,9 @@ def majority(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], spaces: Spaces = None) -> dict[str, Any]:
+def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], spaces: Spaces) -> dict[str, Any]:
     """One label per dimension from both presentation orders (see the module docstring)."""
     # An undetermined label in either order leaves the dimension undetermined.
     return {dim: None if label is None or swapped_back[dim] is None
-            else _space(spaces, dim).resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
+            else spaces[dim].resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
 
-
-def fuse_all(verdicts: dict[str, str | None] | None) -> dict[str, str | None]:
-    """The overall label under every registered policy; None for every policy when a verdict is missing
-    (no verdicts, or a dimension left undetermined)."""
-    if not verdicts:
-        return {name: None for name in fusion.POLICIES}
-    return {name: fusion.fuse(name, *(verdicts.get(dim) for dim in DIMENSIONS)) for name in fusion.POLICIES}

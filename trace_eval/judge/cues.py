@@ -71,8 +71,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Callable
 
+import fusion
 from trace_eval.judge.backbones import Completion
 from trace_eval.judge.prompts import Case
+from trace_eval.rubrics import Rubric, load_rubric
 
 __all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_case", "read_instruction",
            "transcript_doubt"]
@@ -180,13 +182,9 @@ def transcript_doubt(blueprint: dict | None) -> str | None:
 
 def typed_tie(ok1: bool, ok2: bool, better: str | None = None) -> str:
     """The typed-tie label from two acceptability decisions and, when both pass, the clearly better one."""
-    if ok1 and ok2:
-        return better or "both_good"
-    if ok1:
-        return "1"
-    if ok2:
-        return "2"
-    return "both_bad"
+    if ok1 and ok2 and better:
+        return better
+    return fusion.label_of(ok1, ok2)
 
 
 def _get(blueprint: dict | None, group: str, key: str) -> float | None:
@@ -522,6 +520,12 @@ class CuesBackbone:
 
     def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS):
         self.thresholds = thresholds
+
+    @staticmethod
+    def judges(rubric: Rubric) -> bool:
+        """Its rules decide the trace rubric's dimensions, so it judges rubrics with exactly those."""
+        trace = load_rubric("trace")
+        return rubric.pairwise and rubric.spaces() == trace.spaces()
 
     async def complete(self, messages: list[dict], case: Case, response_format: dict | None) -> Completion:
         start = time.perf_counter()

@@ -14,9 +14,8 @@ object) are accepted only with `allow_undetermined`, which the runner sets for
 backbones that declare `may_leave_undetermined` (the offline cues backbone); from
 any other backbone a null label is invalid like any other non-label.
 
-Without a rubric the TRACE rubric is used; its answers are checked against
-schemas/verdict.schema.json, every other rubric's against the schema it
-generates for the dimensions asked (`Rubric.verdict_schema`).
+Answers are checked against the schema the rubric generates for the dimensions
+asked (`Rubric.verdict_schema`; for TRACE the same as schemas/verdict.schema.json).
 """
 from __future__ import annotations
 
@@ -27,15 +26,12 @@ from typing import Any
 
 import jsonschema
 
-from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, load_rubric
-from trace_eval.rubrics.labels import label_space
-from trace_eval.schemas import validation_errors
+from trace_eval.rubrics import Rubric
 
-__all__ = ["ParsedVerdict", "parse_verdict", "normalise_label", "response_schema"]
+__all__ = ["ParsedVerdict", "parse_verdict"]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_TYPED_TIE = label_space("typed-tie")
 
 
 @dataclass(frozen=True)
@@ -50,11 +46,6 @@ class ParsedVerdict:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-def normalise_label(value: Any) -> Any:
-    """The typed-tie spelling of an unambiguous variant; anything else is returned unchanged (and fails validation)."""
-    return _TYPED_TIE.normalise(value)
 
 
 def _json_objects(text: str) -> list[dict]:
@@ -80,20 +71,17 @@ def _json_objects(text: str) -> list[dict]:
 
 
 def _schema_errors(rubric: Rubric, names: tuple[str, ...], doc: dict) -> list[str]:
-    if rubric.is_trace and names == rubric.names:
-        return validation_errors("verdict", doc)
     check = jsonschema.Draft202012Validator(rubric.verdict_schema(names))
     return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
             for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
 
 
-def parse_verdict(text: str | None, rubric: Rubric | None = None,
-                  dimensions: tuple[str, ...] | None = None, allow_undetermined: bool = False) -> ParsedVerdict:
-    """Read `text` as an answer about `dimensions` (default: every dimension of `rubric`, default TRACE).
+def parse_verdict(text: str | None, rubric: Rubric, dimensions: tuple[str, ...] | None = None,
+                  allow_undetermined: bool = False) -> ParsedVerdict:
+    """Read `text` as an answer about `dimensions` (default: every dimension of `rubric`).
 
     `error` says what was wrong (suitable for the repair message and the run record).
     """
-    rubric = rubric or load_rubric(DEFAULT_RUBRIC)
     names = dimensions or rubric.names
     if text is None or not text.strip():
         return ParsedVerdict(None, None, "the answer is empty")
@@ -119,8 +107,3 @@ def parse_verdict(text: str | None, rubric: Rubric | None = None,
             f"{key}: null is not a label; expected one of: {', '.join(map(str, rubric.dimension(key).labels.values))}"
             for key in undetermined))
     return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined)
-
-
-def response_schema(rubric: Rubric | None = None, dimensions: tuple[str, ...] | None = None) -> dict:
-    """The verdict schema in the strict form structured-output APIs accept (all keys required, no others)."""
-    return (rubric or load_rubric(DEFAULT_RUBRIC)).response_schema(dimensions)

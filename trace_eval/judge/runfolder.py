@@ -111,18 +111,16 @@ def undetermined_reasons(verdicts: dict[str, Any], answers: Iterable[Any]) -> di
     return reasons
 
 
-def set_overall(record: dict, policy: str, rubric: Rubric | None = None) -> dict:
-    """Recompute `fused` (every registered policy) and `overall` (under `policy`) from the verdicts.
+def set_overall(record: dict, policy: str, rubric: Rubric) -> dict:
+    """Recompute `fused` (every policy of the rubric) and `overall` (under `policy`) from the verdicts.
 
     Rubrics without fusion have no overall label: `fused` is {} and `overall` null.
     """
-    from trace_eval.judge.combine import fuse_all
-
-    if rubric is not None and rubric.fusion is None:
+    if rubric.fusion is None:
         record["fused"], record["overall"] = {}, None
         return record
     verdicts = record.get("verdicts") if record.get("status") == "ok" else None
-    record["fused"] = fuse_all(verdicts)
+    record["fused"] = rubric.fusion.fuse_all(verdicts)
     record["overall"] = record["fused"].get(policy)
     return record
 
@@ -237,6 +235,8 @@ def refuse(folder: str | Path, policy: str) -> dict:
     if rubric.fusion is None:
         raise RunFolderError(f"{folder} was judged with the {rubric.name} rubric, which has no overall label to "
                              "fuse; its dimensions are evaluated one by one")
+    if policy not in rubric.fusion.policies:
+        raise RunFolderError(f"the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}, not {policy}")
     records = [set_overall(r, policy, rubric) for r in read_results(folder / RESULTS)]
     write_results(folder / RESULTS, records)
     config["fusion"] = policy

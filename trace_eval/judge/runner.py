@@ -203,7 +203,7 @@ def _check_options(options: JudgeOptions) -> None:
 
 def make_backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric | None = None, check_key: bool = True):
     if options.model == CUES_MODEL:
-        if rubric is not None and not rubric.is_trace:
+        if rubric is not None and not CuesBackbone.judges(rubric):
             raise JudgeError(f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice "
                              f"quality, paralinguistics), not {rubric.name}; pass --model with a litellm model id "
                              "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)")
@@ -781,6 +781,9 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
         raise JudgeError(str(e)) from None
     if options.swap and not rubric.pairwise:
         raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
+    if rubric.fusion and options.fusion not in rubric.fusion.policies:
+        raise JudgeError(f"--fusion {options.fusion}: the {rubric.name} rubric fuses under "
+                         f"{', '.join(rubric.fusion.policies)}")
     bench = load_benchmark(options.bench, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = make_backbone(options, prompt, rubric, check_key)

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import fusion
+
 __all__ = ["KINDS", "LabelSpace", "label_space"]
 
 KINDS = ("typed-tie", "win-lose-tie", "likert", "binary")
@@ -61,11 +63,13 @@ class LabelSpace:
     def _normalise_pairwise(self, value: Any) -> Any:
         if isinstance(value, bool):
             return value
-        if isinstance(value, int) and value in (1, 2):
-            return str(value)
+        if isinstance(value, (int, float)) and value in (1, 2):
+            return str(int(value))
         if not isinstance(value, str):
             return value
         text = _label_text(value)
+        if text in ("1.0", "2.0"):  # spreadsheet exports of the released annotation files
+            return text[0]
         match = _RESPONSE_N.match(text)
         if match:
             return match.group(1)
@@ -140,7 +144,7 @@ class LabelSpace:
 def label_space(kind: str, value_range: tuple[int, int] | None = None) -> LabelSpace:
     """The label space `kind` (one of KINDS); `value_range` (low, high) only for likert."""
     if kind == "typed-tie":
-        return LabelSpace(kind, ("1", "2", "both_good", "both_bad"))
+        return LabelSpace(kind, fusion.LABELS)  # the fusion policies' own labels
     if kind == "win-lose-tie":
         return LabelSpace(kind, ("1", "2", "tie"))
     if kind == "binary":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
+from fusion import POLICIES, Fusion, FusionError
 from trace_eval.rubrics.labels import LabelSpace, label_space
 from trace_eval.schemas import validator
 
@@ -45,7 +46,6 @@ __all__ = [
 
 RUBRICS_DIR = Path(__file__).resolve().parent
 DEFAULT_RUBRIC = "trace"
-FUSION_DIMENSIONS = ("content", "voice_quality", "paralinguistics")  # what the fusion policies take, in order
 TRACE_REPORT = "trace"  # the metrics entry that asks for the full TRACE agreement report
 
 
@@ -121,7 +121,7 @@ class Rubric:
     format: str  # pairwise | pointwise
     dimensions: tuple[Dimension, ...]
     prompts: dict[str, Prompt] = field(hash=False, compare=False)  # the first is the default
-    fusion: str | None = None  # "policies": the registered fusion policies give an overall label
+    fusion: Fusion | None = None  # how the dimensions fuse into an overall label; None: no overall label
     metrics: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -142,13 +142,6 @@ class Rubric:
     @property
     def default_prompt(self) -> str:
         return next(iter(self.prompts))
-
-    @property
-    def is_trace(self) -> bool:
-        """The TRACE layout: pairwise typed-tie Content, Voice Quality, Paralinguistics (what the cues backbone
-        and the fusion policies read)."""
-        return (self.pairwise and self.names == FUSION_DIMENSIONS
-                and all(d.labels.kind == "typed-tie" for d in self.dimensions))
 
     @property
     def trace_report(self) -> bool:
@@ -204,14 +197,30 @@ class Rubric:
         return "{" + ", ".join(fields) + "}"
 
     def verdict_schema(self, names: tuple[str, ...] | None = None) -> dict:
-        """JSON Schema of a valid answer about `names` (default: every dimension); other keys are allowed."""
+        """JSON Schema of a valid answer about `names` (default: every dimension); other keys are allowed.
+
+        An answer with an `undetermined` object may leave the dimensions it names null (the judge lacked
+        the evidence); whether a backbone may answer so is the parser's to decide. For TRACE this is
+        schemas/verdict.schema.json.
+        """
         names = names or self.names
+        labels = {n: list(self.dimension(n).labels.values) for n in names}
         return {
             "type": "object",
             "required": ["reasoning", *names],
             # Reasoning is kept as given (text, one text per dimension, a list): only the labels are checked.
-            "properties": {"reasoning": {},
-                           **{n: {"enum": list(self.dimension(n).labels.values)} for n in names}},
+            "properties": {
+                "reasoning": {},
+                "undetermined": {"type": "object", "propertyNames": {"enum": list(names)},
+                                 "additionalProperties": {"type": "string", "minLength": 1}},
+            },
+            "if": {"required": ["undetermined"]},
+            "then": {
+                "properties": {n: {"enum": [*values, None]} for n, values in labels.items()},
+                "allOf": [{"if": {"properties": {n: {"const": None}}},
+                           "then": {"properties": {"undetermined": {"required": [n]}}}} for n in names],
+            },
+            "else": {"properties": {n: {"enum": values} for n, values in labels.items()}},
             "additionalProperties": True,
         }
 
@@ -230,6 +239,10 @@ class Rubric:
 # -- loading ------------------------------------------------------------------------------
 
 def _problems(doc: Any) -> list[str]:
+    if isinstance(doc, dict) and doc.get("fusion") == "policies":
+        return ["fusion: `policies` is the former spelling of the TRACE arrangement; write it out as in "
+                "trace_eval/rubrics/trace.yaml: {order: [content, paralinguistics, voice_quality], "
+                "acceptability: [content, paralinguistics]}"]
     check = validator("rubric")
     found = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
              for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
@@ -246,17 +259,38 @@ def _problems(doc: Any) -> list[str]:
     for d in doc["dimensions"]:
         if "range" in d and d["labels"] != "likert":
             found.append(f"dimensions/{d['name']}: range applies to likert only")
-    if doc.get("fusion") == "policies":
-        typed = [d["name"] for d in doc["dimensions"] if d["labels"] == "typed-tie"]
-        if tuple(typed) != FUSION_DIMENSIONS or len(names) != len(typed):
-            found.append(f"fusion: policies fuse typed-tie {', '.join(FUSION_DIMENSIONS)} (in that order) "
-                         "and nothing else")
+    if isinstance(doc.get("fusion"), dict):
+        found += _fusion_problems(doc)
     if TRACE_REPORT in doc["metrics"]:
-        if doc.get("fusion") != "policies":
-            found.append(f"metrics: {TRACE_REPORT} is the TRACE report, which needs fusion: policies")
+        if not isinstance(doc.get("fusion"), dict):
+            found.append(f"metrics: {TRACE_REPORT} is the TRACE report, which needs an overall label (fusion)")
         if len(doc["metrics"]) > 1:
             found.append(f"metrics: {TRACE_REPORT} is a whole report; list it alone")
     return found
+
+
+def _fusion_problems(doc: dict) -> list[str]:
+    """What keeps `fusion:` from fusing this rubric's dimensions."""
+    spec, names = doc["fusion"], [d["name"] for d in doc["dimensions"]]
+    found = [f"fusion: {key} names {name}, which is not a dimension of this rubric"
+             for key in ("order", "acceptability") for name in spec[key] if name not in names]
+    if sorted(spec["order"]) != sorted(names):
+        found.append(f"fusion: order must name every dimension once ({', '.join(names)})")
+    other = [d["name"] for d in doc["dimensions"] if d["labels"] != "typed-tie"]
+    if other:
+        found.append(f"fusion: the policies fuse typed-tie labels; {', '.join(other)} has another label space")
+    try:
+        _fusion(spec)
+    except FusionError as e:
+        found.append(f"fusion: {e}")
+    return found
+
+
+def _fusion(spec: dict | str | None) -> Fusion | None:
+    if not isinstance(spec, dict):
+        return None  # "none": no overall label
+    return Fusion(order=tuple(spec["order"]), acceptability=tuple(spec["acceptability"]),
+                  policies=tuple(spec.get("policies") or POLICIES))
 
 
 def _dimension(doc: dict) -> Dimension:
@@ -317,7 +351,7 @@ def _load_file(path: Path) -> Rubric:
         format=doc["format"],
         dimensions=tuple(_dimension(d) for d in doc["dimensions"]),
         prompts=_prompts(doc["prompts"], path),
-        fusion=None if doc.get("fusion", "none") == "none" else doc["fusion"],
+        fusion=_fusion(doc.get("fusion")),
         metrics=tuple(doc["metrics"]),
         requires=tuple(doc.get("requires") or ()),
         defaults={key: str(value) for key, value in (doc.get("defaults") or {}).items()},
