@@ -12,25 +12,27 @@ from scipy import stats
 
 from trace_eval.cli import main
 from trace_eval.evaluation.bootstrap import BootstrapSettings, PairedBootstrap, pearson_statistic
-from trace_eval.evaluation.rubric_report import HumanLabels, RubricRun, evaluate_rubric_runs
+from trace_eval.evaluation.records import HumanLabels, JudgeRun
+from trace_eval.evaluation.rubric_report import evaluate_rubric_runs
+from trace_eval.judge.runfolder import RunFolder
 from trace_eval.rubrics import load_rubric
 
 MULTI, ROLEPLAY, STYLE = (load_rubric(name) for name in ("multi-aspect", "roleplay", "style"))
 SETTINGS = BootstrapSettings(resamples=2000, seed=0)
 
 
-def _run(verdicts: dict[str, dict], name: str = "run", orders: dict[str, dict] | None = None) -> RubricRun:
+def _run(verdicts: dict[str, dict], name: str = "run", orders: dict[str, dict] | None = None) -> JudgeRun:
     raws = {item: {"id": item, "status": "ok", "verdicts": labels,
                    **({"orders": orders[item]} if orders and item in orders else {})}
             for item, labels in verdicts.items()}
-    return RubricRun(name, Path(name), {}, raws, [])
+    return JudgeRun(name, RunFolder(Path(name), {}, raws, [], {}))
 
 
 def _human(labels: dict[str, dict], systems: dict[str, str] | None = None) -> HumanLabels:
     return HumanLabels(labels, systems or dict.fromkeys(labels), [], Path("manifest.json"))
 
 
-def _evaluate(rubric, runs: list[RubricRun], human: HumanLabels, settings: BootstrapSettings = SETTINGS) -> dict:
+def _evaluate(rubric, runs: list[JudgeRun], human: HumanLabels, settings: BootstrapSettings = SETTINGS) -> dict:
     metrics = evaluate_rubric_runs(runs, rubric, human, settings)
     json.dumps(metrics, allow_nan=False)  # never a NaN in metrics.json
     return metrics
@@ -44,7 +46,7 @@ def _noisy_scores(n: int, seed: int = 3) -> tuple[list[int], list[int]]:
     return [int(j) for j in judge], [int(h) for h in human]
 
 
-def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[RubricRun], HumanLabels]:
+def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[JudgeRun], HumanLabels]:
     """n items scored on `dims` by a judge and by humans, made by two systems in turn."""
     judge, human = _noisy_scores(n)
     return ([_run({f"i{k}": dict.fromkeys(dims, judge[k]) for k in range(n)})],
@@ -52,11 +54,11 @@ def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[RubricRun], HumanL
                    {f"i{k}": "alpha" if k % 2 else "bravo" for k in range(n)}))
 
 
-def _roleplay_case(n: int) -> tuple[list[RubricRun], HumanLabels]:
+def _roleplay_case(n: int) -> tuple[list[JudgeRun], HumanLabels]:
     return _scored_case(n, ("logical_coherence", "style_alignment"))
 
 
-def _style_case(n: int) -> tuple[list[RubricRun], HumanLabels]:
+def _style_case(n: int) -> tuple[list[JudgeRun], HumanLabels]:
     return _scored_case(n, ("style_following",))
 
 
@@ -125,7 +127,7 @@ def test_intervals_repeat_for_a_seed_and_change_with_another():
 
 def test_runs_are_resampled_together():
     runs, human = _roleplay_case(40)
-    twin = RubricRun("twin", Path("twin"), {}, runs[0].raws, [])
+    twin = JudgeRun("twin", RunFolder(Path("twin"), {}, runs[0].raws, [], {}))
     both = _evaluate(ROLEPLAY, [runs[0], twin], human)["runs"]
     alone = _evaluate(ROLEPLAY, runs, human)["runs"][0]
     assert both[0]["intervals"] == both[1]["intervals"] == alone["intervals"]  # the same draws of the same items
