@@ -307,6 +307,9 @@ def test_cli_writes_report_files_and_pictures(two_runs, tmp_path: Path, capsys) 
 
     markdown = (out / "report.md").read_text()
     assert "| run-a |" in markdown and "backbone timed out" in markdown and "(3/7)" in markdown
+    # An unreadable line of results.jsonl is never dropped silently: metrics.json and the report say where.
+    assert metrics_json["runs"][0]["problems"] == ["results.jsonl line 10: not JSON (Expecting value); skipped"]
+    assert "Note: results.jsonl line 10: not JSON (Expecting value); skipped" in markdown
     html = (out / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == 4
     assert 'src="http' not in html and ".png\"" not in html  # self-contained

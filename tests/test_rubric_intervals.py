@@ -193,3 +193,32 @@ def test_evaluate_passes_resamples_and_seed_to_rubric_runs(tmp_path, capsys):
     for report in ("report.md", "report.html"):
         text = (run / "evaluation" / report).read_text()
         assert "2500 resamples, seed 11" in text and shown in text, report
+
+
+def test_a_rubric_listing_kappa_gets_it_with_intervals_from_the_same_engine():
+    from dataclasses import replace
+
+    from trace_eval.evaluation import metrics
+
+    rubric = replace(MULTI, metrics=("accuracy", "kappa"))  # what a rubric file listing them gives
+    rng = np.random.default_rng(11)
+    judged, human = {}, {}
+    for k in range(80):
+        said = str(rng.choice(["1", "2", "tie"]))
+        judged[f"p{k}"] = {"truthfulness": said, "honesty": "tie"}
+        human[f"p{k}"] = {"truthfulness": said if rng.random() < 0.6 else str(rng.choice(["1", "2", "tie"])),
+                          "honesty": "tie"}
+    run = _evaluate(rubric, [_run(judged)], _human(human))["runs"][0]
+    pairs = [(judged[i]["truthfulness"], human[i]["truthfulness"]) for i in judged]
+    expected = metrics.cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], ("1", "2", "tie"))
+    slot = run["metrics"]["kappa"]["truthfulness"]
+    assert slot == {"value": pytest.approx(expected), "n": 80} and 0.2 < expected < 0.9
+    low, high = run["intervals"]["kappa"]["truthfulness"]["ci95"]
+    assert low < expected < high
+    # Accuracy and kappa of one run come from the same draws: a second evaluation repeats both.
+    assert _evaluate(rubric, [_run(judged)], _human(human))["runs"][0]["intervals"] == run["intervals"]
+    # Both raters always saying tie: kappa is undefined, with the reason, never NaN.
+    assert run["metrics"]["kappa"]["honesty"]["value"] is None
+    assert "chance agreement is total" in run["metrics"]["kappa"]["honesty"]["reason"]
+    assert run["intervals"]["kappa"]["honesty"]["ci95"] is None
+    assert run["metrics"]["kappa"]["helpfulness"]["reason"].startswith("no item has both")
