@@ -1,7 +1,7 @@
 """`python -m trace_eval evaluate`: agreement of judge runs with human labels.
 
-The rubric the runs were judged with says what is reported: TRACE runs get the
-full TRACE report; runs of other rubrics get the metrics their rubric lists.
+The rubric the runs were judged with says what is reported: the report of the
+metrics it lists (`trace` for TRACE's whole report; see trace_eval/evaluation/scores.py).
 """
 from __future__ import annotations
 
