@@ -53,8 +53,6 @@ class ItemScores:
 
 
 Compute = Callable[[Rubric, list[ItemScores]], dict[str, dict[str, Any]]]
-
-
 ColumnsOf = Callable[[Rubric, list[ItemScores]], dict[SlotPath, Columns]]
 
 
@@ -115,7 +113,7 @@ def _check(rubric: Rubric) -> None:
 def report_of(rubric: Rubric) -> Report:
     """The report of the rubric's metrics: the whole report one of them is, else the report of them all
     (rubric_report)."""
-    from .rubric_report import METRICS_REPORT
+    from .rubric_report import METRICS_REPORT  # built on this registry, so imported when asked for
 
     _check(rubric)
     return next((METRICS[name].report for name in rubric.metrics if METRICS[name].report), METRICS_REPORT)
