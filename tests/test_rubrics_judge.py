@@ -38,7 +38,7 @@ def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **op
 
 
 def records(outcome) -> dict[str, dict]:
-    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl")}
+    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl").records}
 
 
 def evaluate(run: Path, capsys, *extra: str) -> dict:
