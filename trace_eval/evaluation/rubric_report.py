@@ -15,7 +15,7 @@ from trace_eval.rubrics import Rubric
 from . import report, scores
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .engine import Estimates
-from .records import EvaluationError, HumanLabels, JudgeRun, read_record
+from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun, RunRecord, read_record
 
 FORMAT_VERSION = 1
 FAILED_SHOWN = report.FAILED_SHOWN
@@ -29,8 +29,21 @@ def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
             and isinstance(s.get("verdicts"), dict)]
 
 
+def _labelled(rubric: Rubric) -> tuple[str, ...]:
+    """What human labels are compared with: the dimensions, and the overall label of a rubric that fuses."""
+    return (*rubric.names, OVERALL) if rubric.fusion else rubric.names
+
+
+def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict[str, Any] | None:
+    """The record's labels, with its overall label (re-fused under `policy` when one is given)."""
+    if record.verdicts is None or rubric.fusion is None:
+        return record.verdicts
+    overall = rubric.fusion.fuse(policy, record.verdicts) if policy else record.overall
+    return {**record.verdicts, OVERALL: overall}
+
+
 def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
-               estimates: Estimates) -> dict[str, Any]:
+               estimates: Estimates, policy: str | None) -> dict[str, Any]:
     items, failed = [], []
     by_status: dict[str, int] = {}
     for item_id, raw in run.raws.items():
@@ -41,7 +54,7 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
         if raw is None:
             continue
         record = read_record(raw, rubric)
-        judged = record.verdicts
+        judged = _with_overall(record, rubric, policy)
         if judged is None:
             failed.append({"id": item_id, "status": "invalid" if raw.get("status") == "ok" else raw.get("status"),
                            "reason": record.reason})
@@ -52,7 +65,7 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
     columns = scores.compute_columns(rubric, items)
     judged_by_id = {item.id: item.judged or {} for item in items}
     coverage = {}
-    for d in rubric.names:
+    for d in _labelled(rubric):
         labelled = [i for i in ids if d in human.labels.get(i, {})]
         decided = sum(judged_by_id.get(i, {}).get(d) is not None for i in labelled)
         coverage[d] = {"decided": decided, "of": len(labelled), "value": decided / len(labelled) if labelled else None}
@@ -82,17 +95,21 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
 
 
 def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabels,
-                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
-    """metrics.json of runs judged with `rubric` (any but TRACE) against the human labels."""
+                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP, policy: str | None = None) -> dict[str, Any]:
+    """metrics.json of runs judged with `rubric` against the human labels; `policy` re-fuses the overall
+    label of a rubric that fuses (default: the label each run recorded)."""
     if not runs:
         raise EvaluationError("no judge run to evaluate")
+    if policy and rubric.fusion and policy not in rubric.fusion.policies:
+        raise EvaluationError(f"--fusion {policy}: the {rubric.name} rubric fuses under "
+                              f"{', '.join(rubric.fusion.policies)}")
     judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human.labels if i in judged]
     if not ids:
         raise EvaluationError("no id of the judge run(s) is in the benchmark's manifest; "
                               "check --labels points at the benchmark that was judged")
     estimates = Estimates(ids)
-    blocks = [_run_block(run, rubric, human, ids, index, estimates) for index, run in enumerate(runs)]
+    blocks = [_run_block(run, rubric, human, ids, index, estimates, policy) for index, run in enumerate(runs)]
     estimates.fill(settings)
     return {
         "format_version": FORMAT_VERSION,
@@ -102,7 +119,7 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
         "items": {
             "evaluated": len(ids),
             "in_benchmark": len(human.labels),
-            "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in rubric.names},
+            "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in _labelled(rubric)},
         },
         "bootstrap": settings.describe(),
         "runs": blocks,
@@ -212,7 +229,7 @@ class MetricsReport:
 
     def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
                  settings: BootstrapSettings) -> dict[str, Any]:
-        return evaluate_rubric_runs(runs, rubric, human, settings)
+        return evaluate_rubric_runs(runs, rubric, human, settings, policy)
 
     def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
         return {}

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trace_eval.judge.runfolder import same_in_both_orders
 from trace_eval.rubrics import Rubric
+from trace_eval.rubrics.labels import LabelSpace, label_space
 
 from .engine import PEARSON_MIN_ITEMS, Columns, KappaColumns, MeanColumns, PairColumns, SlotPath
+from .records import OVERALL
 
 if TYPE_CHECKING:
     from .bootstrap import BootstrapSettings
@@ -161,7 +163,9 @@ def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, P
             (dim,): MeanColumns(values, dict.fromkeys(values, 1)) for dim, values in per_dim.items()}
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
-        for values in per_dim.values():
+        for dim, values in per_dim.items():
+            if dim == OVERALL:
+                continue  # "all" pools the dimensions, not the label fused from them
             for item, value in values.items():
                 sums[item] = sums.get(item, 0.0) + value
                 counts[item] = counts.get(item, 0) + 1
@@ -171,13 +175,20 @@ def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, P
     return columns
 
 
-def _dims(rubric: Rubric, numeric: bool | None = None) -> list[str]:
-    return [d.name for d in rubric.dimensions if numeric is None or d.labels.numeric == numeric]
+def _dims(rubric: Rubric, numeric: bool | None = None, overall: bool = False) -> list[str]:
+    """The rubric's dimensions (only the numeric or only the pairwise ones), and with `overall` its fused
+    label when it has one: agreement metrics score it like one more pairwise dimension."""
+    dims = [d.name for d in rubric.dimensions if numeric is None or d.labels.numeric == numeric]
+    return dims + [OVERALL] if overall and rubric.fusion and not numeric else dims
+
+
+def _space(rubric: Rubric, key: str) -> LabelSpace:
+    return label_space("typed-tie") if key == OVERALL else rubric.dimension(key).labels
 
 
 def _pool(slots: dict[str, dict[str, Any]], totals: list[float], empty: str) -> dict[str, dict[str, Any]]:
     """`slots` with "all": the mean over every (item, dimension) value in `totals`."""
-    if len(slots) > 1:
+    if len(set(slots) - {OVERALL}) > 1:
         slots["all"] = _mean_slot(totals, empty)
     return slots
 
@@ -188,7 +199,8 @@ NO_LABELS = "no item has both a judge label and a human label on this dimension"
 # -- metrics ----------------------------------------------------------------------------
 
 def _hits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()} for dim in _dims(rubric)}
+    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()}
+            for dim in _dims(rubric, overall=True)}
 
 
 @register("accuracy", "judge label equals the human label (exact match; human means such as 3.5 never match)",
@@ -198,8 +210,8 @@ def accuracy(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any
     for dim, by_item in _hits(rubric, items).items():
         hits = list(by_item.values())
         slots[dim] = _mean_slot(hits, NO_LABELS, correct=int(sum(hits)))
-        pooled += hits
-    if len(slots) > 1:
+        pooled += hits if dim != OVERALL else []
+    if len(set(slots) - {OVERALL}) > 1:
         slots["all"] = _mean_slot(pooled, NO_LABELS, correct=int(sum(pooled)))
     return slots
 
@@ -213,9 +225,9 @@ def agreement_credit(judge: Any, human: Any, ties: frozenset) -> float:
 
 
 def _credits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: agreement_credit(j, h, rubric.dimension(dim).labels.ties)
+    return {dim: {i: agreement_credit(j, h, _space(rubric, dim).ties)
                   for i, (j, h) in _both_by_id(items, dim).items()}
-            for dim in _dims(rubric, numeric=False)}
+            for dim in _dims(rubric, numeric=False, overall=True)}
 
 
 @register("agreement", "pairwise agreement with humans: 1 for the same label, 0.5 when one side says tie "
@@ -225,13 +237,13 @@ def agreement(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, An
     for dim, by_item in _credits(rubric, items).items():
         credits = list(by_item.values())
         slots[dim] = _mean_slot(credits, NO_LABELS, credit=sum(credits))
-        pooled += credits
+        pooled += credits if dim != OVERALL else []
     return _pool(slots, pooled, NO_LABELS)
 
 
 def _label_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
-    return {(dim,): KappaColumns(_both_by_id(items, dim), tuple(rubric.dimension(dim).labels.values))
-            for dim in _dims(rubric, numeric=False)}
+    return {(dim,): KappaColumns(_both_by_id(items, dim), tuple(_space(rubric, dim).values))
+            for dim in _dims(rubric, numeric=False, overall=True)}
 
 
 @register("kappa", "Cohen's kappa between the judge's and the human labels (chance-corrected agreement)",
@@ -240,12 +252,12 @@ def kappa(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from .metrics import cohen_kappa
 
     slots = {}
-    for dim in _dims(rubric, numeric=False):
+    for dim in _dims(rubric, numeric=False, overall=True):
         pairs = _both(items, dim)
         if not pairs:
             slots[dim] = {"value": None, "n": 0, "reason": NO_LABELS}
             continue
-        value = cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], rubric.dimension(dim).labels.values)
+        value = cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], _space(rubric, dim).values)
         slots[dim] = ({"value": value, "n": len(pairs)} if value is not None else
                       {"value": None, "n": len(pairs), "reason": "undefined: chance agreement is total "
                                                                  "(both raters use one label)"})
