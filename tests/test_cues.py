@@ -154,7 +154,7 @@ def test_an_llm_answer_with_a_null_label_is_repaired_then_invalid(tmp_path):
                                          api_key="dummy", cache_dir=tmp_path / "cache", out=tmp_path / "run",
                                          progress=False, retry=RetryPolicy(max_retries=0)), notice=lambda m: None)
         assert server.request_count == 2  # the answer and one repair
-    [record] = read_results(outcome.out / "results.jsonl")
+    [record] = read_results(outcome.out / "results.jsonl").records
     assert record["status"] == "invalid" and "null is not a label" in record["reason"]
 
 
@@ -192,7 +192,7 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     assert "emotion: 0 of 6 clips: weights for emotion2vec_plus_large not found" in printed.out
     assert "warning: emotion: missing for 6 of 6 clips (100%)" in printed.err
 
-    records = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    records = {r["id"]: r for r in read_results(out / "results.jsonl").records}
     question, cheerful, plain = records["question"], records["cheerful"], records["plain"]
     assert question["status"] == "ok" and question["verdicts"]["content"] is None
     assert set(question["undetermined"]) == {"content"}
@@ -209,7 +209,7 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     assert main(["fuse", str(out), "--fusion", "vote", "--table"]) == 0
     table = capsys.readouterr().out
     assert "undetermined 2" in table and "C: no quoted words" in table
-    refused = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    refused = {r["id"]: r for r in read_results(out / "results.jsonl").records}
     said = dict(content="1", voice_quality="both_good", paralinguistics="both_good")
     assert refused["question"]["overall"] is None and refused["plain"]["overall"] == TRACE.fusion.fuse("vote", said)
     assert json.loads((out / "summary.json").read_text())["cues"] == summary["cues"]  # kept by re-fusing
@@ -217,7 +217,7 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
     # Both presentation orders: undetermined in either order stays undetermined.
     swapped = tmp_path / "swapped"
     assert main(["judge", "--bench", str(bench), "--model", "cues", "--swap", "--out", str(swapped), "--quiet"]) == 0
-    both = {r["id"]: r for r in read_results(swapped / "results.jsonl")}
+    both = {r["id"]: r for r in read_results(swapped / "results.jsonl").records}
     assert both["question"]["verdicts"]["content"] is None and set(both["question"]["undetermined"]) == {"content"}
     assert both["plain"]["verdicts"] == plain["verdicts"] and both["plain"]["undetermined"] == {}
 

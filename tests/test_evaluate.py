@@ -141,14 +141,14 @@ def _v(c: str, vq: str, p: str) -> dict[str, str]:
 
 
 def test_content_counterfactual_reports_the_deciding_dimension() -> None:
-    assert probes.content_counterfactual("content-first", _v("1", "2", G)) == ("2", "voice_quality")
-    assert probes.content_counterfactual("content-first", _v("1", "2", "1")) == ("1", "paralinguistics")
-    assert probes.content_counterfactual("content-first", _v(B, G, B)) == (G, "tie")
-    assert probes.content_counterfactual("cap", _v("2", "1", B)) == (B, "tie")
+    assert probes.content_counterfactual(TRACE, "content-first", _v("1", "2", G)) == ("2", "voice_quality")
+    assert probes.content_counterfactual(TRACE, "content-first", _v("1", "2", "1")) == ("1", "paralinguistics")
+    assert probes.content_counterfactual(TRACE, "content-first", _v(B, G, B)) == (G, "tie")
+    assert probes.content_counterfactual(TRACE, "cap", _v("2", "1", B)) == (B, "tie")
 
 
 def test_flips_set_one_dimension_to_both_good() -> None:
-    assert probes.flips("content-first-strict", _v(B, "1", B)) == {
+    assert probes.flips(TRACE, "content-first-strict", _v(B, "1", B)) == {
         "content": "1",
         "voice_quality": B,
         "paralinguistics": "1",
@@ -230,7 +230,7 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_metrics_match_hand_computed_values(two_runs) -> None:
     _, run_a, run_b = two_runs
-    result = evaluate_runs([load_run(run_a), load_run(run_b)], human_labels(), settings=BootstrapSettings(resamples=2000))
+    result = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=BootstrapSettings(resamples=2000))
     assert result["items"]["evaluated"] == 8  # item 8 was judged by no run
     a = result["runs"][0]
 
@@ -275,7 +275,7 @@ def test_metrics_match_hand_computed_values(two_runs) -> None:
 
 def test_fusion_override_refuses_everything_with_one_policy(two_runs) -> None:
     _, run_a, _ = two_runs
-    result = evaluate_runs([load_run(run_a)], human_labels(), policy="vote")
+    result = evaluate_runs([load_run(run_a)], TRACE, human_labels(), policy="vote")
     assert result["runs"][0]["fusion"] == "vote"
     assert (result["runs"][0]["accuracy"]["4way"]["correct"], result["runs"][0]["accuracy"]["4way"]["n"]) == (5, 7)
 
@@ -307,6 +307,9 @@ def test_cli_writes_report_files_and_pictures(two_runs, tmp_path: Path, capsys) 
 
     markdown = (out / "report.md").read_text()
     assert "| run-a |" in markdown and "backbone timed out" in markdown and "(3/7)" in markdown
+    # An unreadable line of results.jsonl is never dropped silently: metrics.json and the report say where.
+    assert metrics_json["runs"][0]["problems"] == ["results.jsonl line 10: not JSON (Expecting value); skipped"]
+    assert "Note: results.jsonl line 10: not JSON (Expecting value); skipped" in markdown
     html = (out / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == 4
     assert 'src="http' not in html and ".png\"" not in html  # self-contained
@@ -344,7 +347,7 @@ def test_failed_verdicts_are_never_scored(tmp_path: Path) -> None:
     lines = (run / "results.jsonl").read_text() + json.dumps(
         {"id": "8", "status": "ok", "verdicts": _v("1", "tie", "1"), "fused": {}, "overall": None}) + "\n"
     (run / "results.jsonl").write_text(lines)
-    result = evaluate_runs([load_run(run)], human_labels())
+    result = evaluate_runs([load_run(run)], TRACE, human_labels())
     block = result["runs"][0]
     assert block["accuracy"]["4way"]["n"] == 1
     assert block["items"]["failed"] == 8
@@ -363,7 +366,7 @@ def test_oracle_counts_by_policy(tmp_path: Path, capsys) -> None:
     # content-first misses 5, 6; strict misses 5; cap misses 5, 10 (both give both_bad); vote misses 2, 10.
     expected = {"content-first": 8, "content-first-strict": 9, "cap": 8, "vote": 8}
     result = oracle({i: {k: v for k, v in zip(("content", "voice_quality", "paralinguistics", "overall"), l) if v}
-                     for i, l in labels.items()})
+                     for i, l in labels.items()}, TRACE)
     assert {name: p["correct"] for name, p in result["policies"].items()} == expected
     assert result["items"] == {"in_benchmark": 11, "complete": 10, "skipped": 1}
 
@@ -392,7 +395,7 @@ def test_coverage_and_accuracy_on_the_decided_items(tmp_path: Path) -> None:
     ]
     with open(run / "results.jsonl", "a") as f:
         f.writelines(json.dumps(line) + "\n" for line in undetermined)
-    block = evaluate_runs([load_run(run)], human_labels())["runs"][0]
+    block = evaluate_runs([load_run(run)], TRACE, human_labels())["runs"][0]
 
     assert block["coverage"]["overall"] == {"decided": 6, "of": 8, "value": 0.75, "undetermined": 2, "no_verdict": 0}
     assert block["coverage"]["content"] == {"decided": 7, "of": 8, "value": 7 / 8, "undetermined": 1, "no_verdict": 0}
@@ -418,20 +421,20 @@ def test_a_null_label_without_its_reason_is_invalid_not_undetermined(tmp_path: P
     run = write_run(tmp_path / "run", bench, {"0": ("1", "1", "1")})
     with open(run / "results.jsonl", "a") as f:
         f.write(json.dumps({"id": "1", "status": "ok", "verdicts": _v(None, "1", "1"), "overall": None}) + "\n")
-    block = evaluate_runs([load_run(run)], human_labels())["runs"][0]
+    block = evaluate_runs([load_run(run)], TRACE, human_labels())["runs"][0]
     assert block["items"]["undetermined"] == 0 and block["failed"][0]["status"] == "invalid"
 
 
 def test_run_folders_without_undetermined_fields_give_the_same_numbers(two_runs) -> None:
     _, run_a, run_b = two_runs
     settings = BootstrapSettings(resamples=500)
-    before = evaluate_runs([load_run(run_a), load_run(run_b)], human_labels(), settings=settings)
+    before = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=settings)
     for run in (run_a, run_b):  # as the judge writes them now: every line says what was undetermined
         lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()
                  if line.startswith("{")]
         (run / "results.jsonl").write_text("".join(json.dumps({**line, "undetermined": {}}) + "\n" for line in lines))
         (run / "summary.json").write_text(json.dumps({"undetermined": {}, "cues": {"clips": 0, "groups": {}, "warnings": []}}))
-    after = evaluate_runs([load_run(run_a), load_run(run_b)], human_labels(), settings=settings)
+    after = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=settings)
     for block in (*before["runs"], *after["runs"]):
         block.pop("cues")
         block["problems"] = [p for p in block["problems"] if "not JSON" not in p]

@@ -35,7 +35,7 @@ def test_judge_with_cues_then_refuse(tmp_path, capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "offline `cues` backbone" in captured.err
     assert "judged 2 pairs" in captured.out
-    records = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    records = {r["id"]: r for r in read_results(out / "results.jsonl").records}
     assert records["slow"]["verdicts"] == {"content": "both_good", "voice_quality": "1", "paralinguistics": "1"}
     assert records["quiet"]["verdicts"] == {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
     quiet = dict(content="1", voice_quality="both_good", paralinguistics="2")
@@ -43,7 +43,7 @@ def test_judge_with_cues_then_refuse(tmp_path, capsys, monkeypatch):
     assert set(records["slow"]["fused"]) == set(TRACE.fusion.policies)
 
     assert main(["fuse", str(out), "--fusion", "vote"]) == 0
-    refused = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    refused = {r["id"]: r for r in read_results(out / "results.jsonl").records}
     assert refused["quiet"]["overall"] == TRACE.fusion.fuse("vote", quiet) == "1"
     assert {k: r["verdicts"] for k, r in refused.items()} == {k: r["verdicts"] for k, r in records.items()}
     summary = json.loads((out / "summary.json").read_text())
@@ -104,7 +104,7 @@ def test_a_failed_clip_is_reported_with_its_cause_and_skipped_on_request(tmp_pat
     assert "Format not recognised" in err and "remove" in err and "make blueprints" not in err
 
     assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet", "--skip-failed"]) == 0
-    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl")}
+    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl").records}
     assert [records[i]["status"] for i in ("p0000", "p0001", "p0002")] == ["ok", "skipped", "ok"]
     assert "audio/p0001_audio2.wav" in records["p0001"]["reason"] and reason in records["p0001"]["reason"]
     assert records["p0001"]["overall"] is None
@@ -135,7 +135,7 @@ def test_bad_options_are_reported(tmp_path, capsys):
 def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path, example_with_blueprints):
     bench = load_benchmark(example_with_blueprints)
     assert main(["judge", "--bench", str(bench.root), "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
-    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl")}
+    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl").records}
     wrong = [
         f"{pair.id} {key}: {records[pair.id]['verdicts'].get(key, records[pair.id]['overall'])} != {label}"
         for pair in bench.pairs for key, label in pair.label.items()

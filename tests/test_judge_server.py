@@ -46,7 +46,7 @@ def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **op
 
 
 def _by_id(outcome) -> dict[str, dict]:
-    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl")}
+    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl").records}
 
 
 def _pair_of(body: dict) -> int:
@@ -179,7 +179,7 @@ def test_rejected_key_or_unknown_model_stops_the_run_at_once(tmp_path, server, f
     assert "Traceback" not in outcome.stopped and "\n" not in outcome.stopped
     assert server.request_count <= 3  # not once per pair, never retried
     assert outcome.summary["run"]["retries"] == 0
-    assert read_results(outcome.out / "results.jsonl") == []
+    assert read_results(outcome.out / "results.jsonl").records == []
     assert len(outcome.summary["run"]["not_run"]) == 30
 
 
@@ -323,7 +323,7 @@ def test_max_cost_stops_new_calls_and_skips_the_rest(tmp_path, server):
     # 100 prompt tokens at 1000 USD per million: 0.10 USD per call.
     options = dict(model="openai/priced-judge", price_in_per_mtok=1000.0, price_out_per_mtok=0.0, concurrency=1)
     outcome = judge(bench, server, tmp_path, max_cost=0.25, **options)
-    statuses = [r["status"] for r in read_results(outcome.out / "results.jsonl")]
+    statuses = [r["status"] for r in read_results(outcome.out / "results.jsonl").records]
     assert statuses == ["ok"] * 3 + ["skipped"] * 3
     assert server.request_count == 3
     skipped = _by_id(outcome)["p0005"]
@@ -348,7 +348,7 @@ def test_rerun_with_the_same_out_resumes(tmp_path, server):
     second = judge(bench, server, tmp_path, use_cache=False)
     assert server.request_count == calls + 2  # the failed pair and the cut one
     assert second.summary["status"]["ok"] == 4
-    assert [r["id"] for r in read_results(second.out / "results.jsonl")] == ["p0", "p1", "p2", "p3"]
+    assert [r["id"] for r in read_results(second.out / "results.jsonl").records] == ["p0", "p1", "p2", "p3"]
     with pytest.raises(JudgeError, match="other settings"):
         judge(bench, server, tmp_path, model="openai/another-judge")
 

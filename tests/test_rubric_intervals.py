@@ -12,25 +12,27 @@ from scipy import stats
 
 from trace_eval.cli import main
 from trace_eval.evaluation.bootstrap import BootstrapSettings, PairedBootstrap, pearson_statistic
-from trace_eval.evaluation.rubric_report import HumanLabels, RubricRun, evaluate_rubric_runs
+from trace_eval.evaluation.records import HumanLabels, JudgeRun
+from trace_eval.evaluation.rubric_report import evaluate_rubric_runs
+from trace_eval.judge.runfolder import RunFolder
 from trace_eval.rubrics import load_rubric
 
 MULTI, ROLEPLAY, STYLE = (load_rubric(name) for name in ("multi-aspect", "roleplay", "style"))
 SETTINGS = BootstrapSettings(resamples=2000, seed=0)
 
 
-def _run(verdicts: dict[str, dict], name: str = "run", orders: dict[str, dict] | None = None) -> RubricRun:
+def _run(verdicts: dict[str, dict], name: str = "run", orders: dict[str, dict] | None = None) -> JudgeRun:
     raws = {item: {"id": item, "status": "ok", "verdicts": labels,
                    **({"orders": orders[item]} if orders and item in orders else {})}
             for item, labels in verdicts.items()}
-    return RubricRun(name, Path(name), {}, raws, [])
+    return JudgeRun(name, RunFolder(Path(name), {}, raws, [], {}))
 
 
 def _human(labels: dict[str, dict], systems: dict[str, str] | None = None) -> HumanLabels:
     return HumanLabels(labels, systems or dict.fromkeys(labels), [], Path("manifest.json"))
 
 
-def _evaluate(rubric, runs: list[RubricRun], human: HumanLabels, settings: BootstrapSettings = SETTINGS) -> dict:
+def _evaluate(rubric, runs: list[JudgeRun], human: HumanLabels, settings: BootstrapSettings = SETTINGS) -> dict:
     metrics = evaluate_rubric_runs(runs, rubric, human, settings)
     json.dumps(metrics, allow_nan=False)  # never a NaN in metrics.json
     return metrics
@@ -44,7 +46,7 @@ def _noisy_scores(n: int, seed: int = 3) -> tuple[list[int], list[int]]:
     return [int(j) for j in judge], [int(h) for h in human]
 
 
-def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[RubricRun], HumanLabels]:
+def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[JudgeRun], HumanLabels]:
     """n items scored on `dims` by a judge and by humans, made by two systems in turn."""
     judge, human = _noisy_scores(n)
     return ([_run({f"i{k}": dict.fromkeys(dims, judge[k]) for k in range(n)})],
@@ -52,11 +54,11 @@ def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[RubricRun], HumanL
                    {f"i{k}": "alpha" if k % 2 else "bravo" for k in range(n)}))
 
 
-def _roleplay_case(n: int) -> tuple[list[RubricRun], HumanLabels]:
+def _roleplay_case(n: int) -> tuple[list[JudgeRun], HumanLabels]:
     return _scored_case(n, ("logical_coherence", "style_alignment"))
 
 
-def _style_case(n: int) -> tuple[list[RubricRun], HumanLabels]:
+def _style_case(n: int) -> tuple[list[JudgeRun], HumanLabels]:
     return _scored_case(n, ("style_following",))
 
 
@@ -125,7 +127,7 @@ def test_intervals_repeat_for_a_seed_and_change_with_another():
 
 def test_runs_are_resampled_together():
     runs, human = _roleplay_case(40)
-    twin = RubricRun("twin", Path("twin"), {}, runs[0].raws, [])
+    twin = JudgeRun("twin", RunFolder(Path("twin"), {}, runs[0].raws, [], {}))
     both = _evaluate(ROLEPLAY, [runs[0], twin], human)["runs"]
     alone = _evaluate(ROLEPLAY, runs, human)["runs"][0]
     assert both[0]["intervals"] == both[1]["intervals"] == alone["intervals"]  # the same draws of the same items
@@ -191,3 +193,32 @@ def test_evaluate_passes_resamples_and_seed_to_rubric_runs(tmp_path, capsys):
     for report in ("report.md", "report.html"):
         text = (run / "evaluation" / report).read_text()
         assert "2500 resamples, seed 11" in text and shown in text, report
+
+
+def test_a_rubric_listing_kappa_gets_it_with_intervals_from_the_same_engine():
+    from dataclasses import replace
+
+    from trace_eval.evaluation import metrics
+
+    rubric = replace(MULTI, metrics=("accuracy", "kappa"))  # what a rubric file listing them gives
+    rng = np.random.default_rng(11)
+    judged, human = {}, {}
+    for k in range(80):
+        said = str(rng.choice(["1", "2", "tie"]))
+        judged[f"p{k}"] = {"truthfulness": said, "honesty": "tie"}
+        human[f"p{k}"] = {"truthfulness": said if rng.random() < 0.6 else str(rng.choice(["1", "2", "tie"])),
+                          "honesty": "tie"}
+    run = _evaluate(rubric, [_run(judged)], _human(human))["runs"][0]
+    pairs = [(judged[i]["truthfulness"], human[i]["truthfulness"]) for i in judged]
+    expected = metrics.cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], ("1", "2", "tie"))
+    slot = run["metrics"]["kappa"]["truthfulness"]
+    assert slot == {"value": pytest.approx(expected), "n": 80} and 0.2 < expected < 0.9
+    low, high = run["intervals"]["kappa"]["truthfulness"]["ci95"]
+    assert low < expected < high
+    # Accuracy and kappa of one run come from the same draws: a second evaluation repeats both.
+    assert _evaluate(rubric, [_run(judged)], _human(human))["runs"][0]["intervals"] == run["intervals"]
+    # Both raters always saying tie: kappa is undefined, with the reason, never NaN.
+    assert run["metrics"]["kappa"]["honesty"]["value"] is None
+    assert "chance agreement is total" in run["metrics"]["kappa"]["honesty"]["reason"]
+    assert run["intervals"]["kappa"]["honesty"]["ci95"] is None
+    assert run["metrics"]["kappa"]["helpfulness"]["reason"].startswith("no item has both")

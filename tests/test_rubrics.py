@@ -299,7 +299,7 @@ def test_a_rubric_naming_an_unknown_metric_is_refused_at_evaluation(tmp_path):
 
 
 def test_human_labels_outside_the_label_space_are_left_out_with_a_reason(tmp_path):
-    from trace_eval.evaluation.rubric_report import load_human_labels
+    from trace_eval.evaluation import load_human_labels
 
     items = [{"id": "a", "instruction_text": "hi", "audio_path": "a.wav", "model": "alpha",
               "label": {"style_following": 3.5}},

@@ -38,7 +38,7 @@ def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **op
 
 
 def records(outcome) -> dict[str, dict]:
-    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl")}
+    return {r["id"]: r for r in read_results(outcome.out / "results.jsonl").records}
 
 
 def evaluate(run: Path, capsys, *extra: str) -> dict:
@@ -448,3 +448,14 @@ def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, s
     assert table.splitlines()[1].split() == ["pair", "A", "D", "overall", "status"]
     assert main(["fuse", str(outcome.out), "--fusion", "content-first"]) == 2
     assert "fuses under cap, vote, not content-first" in capsys.readouterr().err
+
+    # The overall label is scored beside the dimensions; "all" pools the dimensions only.
+    run = evaluate(outcome.out, capsys)["runs"][0]
+    accuracy, agreement = run["metrics"]["accuracy"], run["metrics"]["agreement"]
+    assert {key: slot["value"] for key, slot in accuracy.items()} == {
+        "answer": 1.0, "delivery": 1.0, "overall": 1 / 3, "all": 1.0}  # under vote, p1 both_good and p2 1: human 2
+    assert agreement["overall"]["value"] == (1 + 0.5 + 0) / 3  # a tie against a winner earns half
+    assert run["coverage"]["overall"] == {"decided": 3, "of": 3, "value": 1.0}
+    assert "overall" in run["intervals"]["accuracy"]
+    capped = evaluate(outcome.out, capsys, "--fusion", "cap")["runs"][0]["metrics"]["accuracy"]["overall"]
+    assert capped["value"] == 2 / 3  # under cap only p2 misses

@@ -1,7 +1,7 @@
 """`python -m trace_eval evaluate`: agreement of judge runs with human labels.
 
-The rubric the runs were judged with says what is reported: TRACE runs get the
-full TRACE report; runs of other rubrics get the metrics their rubric lists.
+The rubric the runs were judged with says what is reported: the report of the
+metrics it lists (`trace` for TRACE's whole report; see trace_eval/evaluation/scores.py).
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             if args.runs:
                 print("error: give either --oracle BENCH or RUNDIR(s), not both", file=sys.stderr)
                 return 2
-            if args.rubric and not _load_rubric(args.rubric).trace_report:
+            if args.rubric and _load_rubric(args.rubric).fusion is None:
                 print("error: --oracle fuses human TRACE labels; it has no meaning for other rubrics", file=sys.stderr)
                 return 2
             return _oracle(args, settings)
@@ -77,18 +77,11 @@ def _load_rubric(name: str) -> Rubric:
 
 def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
     """The rubric to evaluate with: --rubric, else the one every run records; runs of another rubric are refused."""
-    import json
-
     from trace_eval.evaluation import EvaluationError
+    from trace_eval.judge.runfolder import read_run_folder
     from trace_eval.rubrics import DEFAULT_RUBRIC, rubric_of_run
 
-    configs = {}
-    for run in runs:
-        try:
-            config = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            config = {}  # reading the run itself says what is wrong with it
-        configs[run] = config if isinstance(config, dict) else {}
+    configs = {run: read_run_folder(run).config for run in runs}
     recorded = {run: config.get("rubric") or DEFAULT_RUBRIC for run, config in configs.items()}
     rubric = _load_rubric(given) if given else rubric_of_run(configs[runs[0]])
     others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
@@ -99,7 +92,7 @@ def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
 
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
-    from trace_eval.evaluation import evaluate_folders
+    from trace_eval.evaluation import evaluate_folders, scores
 
     if args.out:
         out = Path(args.out)
@@ -109,72 +102,15 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         print("error: several runs need --out DIR for the shared report", file=sys.stderr)
         return 2
     rubric = _rubric_of_runs(args.runs, args.rubric)
-    if not rubric.trace_report:
-        return _evaluate_rubric(args, out, rubric, settings)
-    files = evaluate_folders(args.runs, out, labels=args.labels, policy=args.fusion, settings=settings)
-    from trace_eval.evaluation.report import coverage, percent
-
-    for run in files.metrics["runs"]:
-        print(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
-              f"coverage {coverage(run['coverage']['overall'])}, {run['items']['undetermined']} undetermined, "
-              f"{run['items']['failed']} failed ({run['fusion']})")
-        excluded = _excluded(run["items"], files.metrics["items"]["in_benchmark"], "scored_with_overall_label",
-                             "without a human overall label")
-        print(f"  {excluded}")
-    for comparison in files.metrics["comparisons"]:
-        print(f"{comparison['a']} vs {comparison['b']}: McNemar p = {comparison['p_value']:.3g} (n={comparison['n']})")
-    print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
-    return 0
-
-
-def _evaluate_rubric(args: argparse.Namespace, out: Path, rubric: Rubric, settings: BootstrapSettings) -> int:
-    from trace_eval.evaluation import evaluate_rubric_folders
-
-    if args.fusion:
+    if args.fusion and rubric.fusion is None:
         print(f"error: --fusion re-fuses TRACE verdicts; the {rubric.name} rubric has no overall label",
               file=sys.stderr)
         return 2
-    files = evaluate_rubric_folders(args.runs, out, rubric, labels=args.labels, settings=settings)
-    items = files.metrics["items"]
-    for run in files.metrics["runs"]:
-        shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
-        print(f"{run['name']} ({rubric.name}): {'; '.join(shown) or 'no metric computable'}; "
-              f"{run['items']['failed']} failed")
-        print(f"  {_excluded(run['items'], items['in_benchmark'])}")
-    labelled = items.get("with_human_label", {})
-    if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
-        print(f"  human labels among the {items['evaluated']} judged manifest item(s): "
-              + ", ".join(f"{dim} {n}" for dim, n in labelled.items()))
-    if files.metrics.get("label_problems"):
-        print(f"  {len(files.metrics['label_problems'])} human label(s) outside their label space, left out "
-              f"(listed in {files.markdown_path})")
+    files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
+    for line in scores.report_of(rubric).lines(files):
+        print(line)
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
     return 0
-
-
-def _excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabelled: str | None = None) -> str:
-    """How many of a run's items were scored, why the others were not, and how many of the manifest's
-    items the run has no result for."""
-    in_run, scored = items["in_run"], items[scored_key]
-    in_manifest = in_run - items["not_in_benchmark"]
-    reasons = {
-        unlabelled: items["scored"] - scored if unlabelled else 0,
-        "whose verdict failed": in_manifest - items["scored"],
-        "not in the manifest": items["not_in_benchmark"],
-    }
-    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items() if n)
-    line = f"scored {scored} of {in_run} judged item(s)" + (f"; excluded {in_run - scored}: {why}" if why else "")
-    if in_benchmark > in_manifest:
-        line += f"; {in_benchmark - in_manifest} manifest item(s) have no result in this run"
-    return line
-
-
-def _headline(metric: str, slots: dict) -> str | None:
-    """One metric in a line: its value over every dimension, else each dimension's (tables are in the report)."""
-    if (slots.get("all") or {}).get("value") is not None:
-        return f"{metric} {slots['all']['value']:.3f}"
-    values = [f"{dim} {slot['value']:.3f}" for dim, slot in slots.items() if slot.get("value") is not None]
-    return f"{metric} {', '.join(values)}" if values else None
 
 
 def _oracle(args: argparse.Namespace, settings: BootstrapSettings) -> int:
@@ -182,7 +118,9 @@ def _oracle(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     from trace_eval.evaluation.report import render_oracle_markdown
     from trace_eval.io import write_json
 
-    result = run_oracle(args.oracle, settings)
+    from trace_eval.rubrics import DEFAULT_RUBRIC
+
+    result = run_oracle(args.oracle, _load_rubric(args.rubric or DEFAULT_RUBRIC), settings)
     print(render_oracle_markdown(result, result["bench"]))
     if args.out:
         path = Path(args.out) / "metrics.json"

@@ -47,7 +47,7 @@ def print_table(run_dir: Path) -> None:
     rubric = rubric_of_run(load_config(run_dir))
     short = {d.name: "".join(word[0] for word in d.title.split()).upper() for d in rubric.dimensions}
     print(f"{'pair':16s} " + " ".join(f"{s:>10s}" for s in short.values()) + f" {'overall':>10s}  status")
-    for record in read_results(run_dir / "results.jsonl"):
+    for record in read_results(run_dir / "results.jsonl").records:
         verdicts = record.get("verdicts") or {}
         # "?" marks an undetermined label (the judge lacked the evidence); "-" no verdict at all.
         blank = "?" if record.get("status") == "ok" else "-"

@@ -1,24 +1,29 @@
-"""Everything `evaluate` measures, as one JSON-ready dictionary (metrics.json).
+"""TRACE's report, the metric `metrics: [trace]` names: everything `evaluate` measures on runs of a
+rubric that fuses typed-tie verdicts into an overall label, as one JSON-ready dictionary (metrics.json),
+and the report's sections.
 
-All statistics that get a confidence interval are registered with one
-PairedBootstrap over the evaluated items, so every interval comes from the same
-resamples: intervals of different runs and policies are paired.
+Every statistic with a confidence interval is registered with the one metrics engine
+(engine.Estimates) over the evaluated items, so every interval comes from the same resamples:
+intervals of different runs and policies are paired.
 """
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import fusion
-from fusion import LABELS, WINNERS
+from fusion import LABELS, WINNERS, get_policy
+from trace_eval.rubrics import Rubric
 
-from . import metrics, probes
-from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
-from .records import DIMENSIONS, JudgeRun
+from . import metrics, probes, scores
+from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
+from .engine import Estimates, compare
+from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun
+from .report import (FAILED_SHOWN, Block, EvaluationFiles, Heading, Image, Paragraph, Table, coverage, cue_blocks,
+                     excluded, number, percent)
 
 FORMAT_VERSION = 1
 
@@ -46,55 +51,6 @@ DEFINITIONS = {
 }
 
 
-class EvaluationError(ValueError):
-    """The runs and labels cannot be evaluated together (say what to pass instead)."""
-
-
-@dataclass
-class _Pending:
-    """Builds the output while statistics are registered; intervals are filled in at the end."""
-
-    boot: PairedBootstrap
-    slots: dict[Hashable, dict[str, Any]] = field(default_factory=dict)
-
-    def proportion(self, key: Hashable, correct: np.ndarray, eligible: np.ndarray, empty: str) -> dict[str, Any]:
-        correct = correct & eligible
-        slot = {"correct": int(correct.sum()), "n": int(eligible.sum())}
-        if slot["n"] == 0:
-            slot.update(value=None, ci95=None, reason=empty)
-            return slot
-        self.boot.add_ratio(key, correct, eligible)
-        self.slots[key] = slot
-        return slot
-
-    def kappa(self, key: Hashable, human: list[str | None], predicted: list[str | None], labels=LABELS) -> dict[str, Any]:
-        n = sum(h is not None and p is not None for h, p in zip(human, predicted))
-        slot: dict[str, Any] = {"n": n}
-        if n == 0:
-            slot.update(value=None, ci95=None, reason="no item has both labels")
-            return slot
-        self.boot.add_kappa(key, human, predicted, labels)
-        self.slots[key] = slot
-        return slot
-
-    def difference(self, key: Hashable, correct_a: np.ndarray, correct_b: np.ndarray, eligible: np.ndarray) -> dict[str, Any]:
-        slot: dict[str, Any] = {}
-        if not eligible.any():
-            slot.update(value=None, ci95=None, reason="no item scored in both runs")
-            return slot
-        self.boot.add_difference(key, correct_a & eligible, correct_b & eligible, eligible)
-        self.slots[key] = slot
-        return slot
-
-    def fill(self, settings: BootstrapSettings) -> None:
-        for key, estimate in self.boot.estimate(settings).items():
-            slot = self.slots[key]
-            slot["value"] = estimate.value
-            slot["ci95"] = list(estimate.interval) if estimate.interval else None
-            if estimate.value is None:
-                slot["reason"] = "undefined: chance agreement is total (both raters use one label)"
-
-
 def _is(values: Iterable[str | None], wanted: Iterable[str]) -> np.ndarray:
     wanted = set(wanted)
     return np.array([v in wanted for v in values], dtype=bool)
@@ -113,13 +69,12 @@ def _distribution(values: Iterable[str | None]) -> dict[str, int]:
     return {label: sum(v == label for v in values) for label in LABELS}
 
 
-def resolve_policy(run: JudgeRun, override: str | None) -> str:
+def resolve_policy(run: JudgeRun, override: str | None, rubric: Rubric) -> str:
     name = override or run.policy
     if name is None:
-        raise EvaluationError(
-            f"run {run.name}: config.json names no fusion policy; pass --fusion, one of: {', '.join(sorted(fusion.POLICIES))}"
-        )
-    fusion.get_policy(name)  # UnknownPolicy lists the choices
+        raise EvaluationError(f"run {run.name}: config.json names no fusion policy; pass --fusion, one of: "
+                              f"{', '.join(sorted(rubric.fusion.policies))}")
+    get_policy(name)  # UnknownPolicy lists the choices
     return name
 
 
@@ -133,7 +88,7 @@ def _coverage(said: list[str | None], truth: list[str | None], undetermined: np.
             "undetermined": left, "no_verdict": n - decided - left}
 
 
-def _agreement(pending: _Pending, key: tuple, predicted: list[str | None], human_overall: list[str | None], valid: np.ndarray) -> dict[str, Any]:
+def _agreement(pending: Estimates, key: tuple, predicted: list[str | None], human_overall: list[str | None], valid: np.ndarray) -> dict[str, Any]:
     """4-, 3- and 2-way accuracy and kappa of `predicted` against the human overall labels."""
     scored = valid & _present(human_overall)
     collapsed_p = [metrics.collapse_ties(p) if p else None for p in predicted]
@@ -143,22 +98,24 @@ def _agreement(pending: _Pending, key: tuple, predicted: list[str | None], human
         "4way": pending.proportion((*key, "4way"), _equal(predicted, human_overall), scored, "no item has a verdict and a human overall label"),
         "3way": pending.proportion((*key, "3way"), _equal(collapsed_p, collapsed_h), scored, "no item has a verdict and a human overall label"),
         "2way": pending.proportion((*key, "2way"), _equal(predicted, human_overall), scored & _is(human_overall, WINNERS), "no item with a verdict has a human winner label"),
-        "kappa": pending.kappa((*key, "kappa"), [h for h, _ in paired], [p for _, p in paired]),
+        "kappa": pending.kappa((*key, "kappa"), [h for h, _ in paired], [p for _, p in paired], LABELS),
     }
 
 
 def _run_metrics(
-    pending: _Pending, index: int, run: JudgeRun, policy: str, ids: list[str], human: dict[str, dict[str, str]]
+    pending: Estimates, index: int, run: JudgeRun, rubric: Rubric, policy: str, ids: list[str],
+    human: dict[str, dict[str, str]],
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     """The run's block of metrics.json, and its item-wise (4-way correct, scored) masks for comparisons."""
-    records = [run.records.get(i) for i in ids]
+    run_records = run.records(rubric)
+    records = [run_records.get(i) for i in ids]
     answered = [r.verdicts if r is not None else None for r in records]
-    # Probes and fusion need all three labels: an item with an undetermined dimension is not scored there.
+    # Probes and fusion need every label: an item with an undetermined dimension is not scored there.
     verdicts = [v if r is not None and r.decided else None for r, v in zip(records, answered)]
     valid = _present(verdicts)
     human_overall = [human[i].get("overall") for i in ids]
     labelled = _present(human_overall)
-    predicted = [probes.fused(policy, v) if v else None for v in verdicts]
+    predicted = [rubric.fusion.fuse(policy, v) if v else None for v in verdicts]
     key = ("run", index)
 
     agreement = _agreement(pending, (*key, "overall"), predicted, human_overall, valid)
@@ -166,33 +123,34 @@ def _run_metrics(
     coverage = {"overall": _coverage(predicted, human_overall, undetermined_any)}
     per_dimension = {}
     dimension_kappa = {}
-    for d in DIMENSIONS:
+    for d in rubric.names:
         said = [v[d] if v else None for v in answered]
         truth = [human[i].get(d) for i in ids]
         both = _present(said) & _present(truth)  # decided on this dimension, whatever the others
         coverage[d] = _coverage(said, truth, np.array([r is not None and d in r.undetermined for r in records], dtype=bool))
         per_dimension[d] = pending.proportion((*key, "dim", d), _equal(said, truth), both, f"no item has a verdict and a human {d} label")
-        dimension_kappa[d] = pending.kappa((*key, "dim-kappa", d), [t if b else None for t, b in zip(truth, both)], [s if b else None for s, b in zip(said, both)])
+        dimension_kappa[d] = pending.kappa((*key, "dim-kappa", d), [t if b else None for t, b in zip(truth, both)], [s if b else None for s, b in zip(said, both)],
+                                        rubric.dimension(d).labels.values)
 
     fusion_table = {}
-    for name in fusion.POLICIES:
-        fused_by = [probes.fused(name, v) if v else None for v in verdicts] if name != policy else predicted
+    for name in rubric.fusion.policies:
+        fused_by = [rubric.fusion.fuse(name, v) if v else None for v in verdicts] if name != policy else predicted
         fusion_table[name] = _agreement(pending, (*key, "fusion", name), fused_by, human_overall, valid)
 
     scored = valid & labelled
-    counterfactual = [probes.content_counterfactual(policy, v) if v else (None, None) for v in verdicts]
+    counterfactual = [probes.content_counterfactual(rubric, policy, v) if v else (None, None) for v in verdicts]
     cf_labels = [c[0] for c in counterfactual]
     cf_deciders = [c[1] for c in counterfactual]
     deciders = {}
-    for decider in probes.DECIDERS:
+    for decider in probes.deciders(rubric):
         decided = _is(cf_deciders, [decider])
         deciders[decider] = {
             "share": pending.proportion((*key, "cf-share", decider), decided, valid, "no scored item"),
             "accuracy": pending.proportion((*key, "cf-acc", decider), _equal(cf_labels, human_overall), scored & decided, f"no labelled item decided by {decider}"),
         }
-    flipped = [probes.flips(policy, v) if v else None for v in verdicts]
+    flipped = [probes.flips(rubric, policy, v) if v else None for v in verdicts]
     flip_rates = {}
-    for d in DIMENSIONS:
+    for d in rubric.names:
         after = [f[d] if f else None for f in flipped]
         flip_rates[d] = {
             "flipped": pending.proportion((*key, "flip", d), ~_equal(after, predicted) & valid, valid, "no scored item"),
@@ -211,11 +169,11 @@ def _run_metrics(
 
     failed = [
         {"id": run_id, "status": r.status, "reason": r.reason}
-        for run_id, r in run.records.items()
+        for run_id, r in run_records.items()
         if r.verdicts is None
     ]
     by_status: dict[str, int] = {}
-    for r in run.records.values():
+    for r in run_records.values():
         by_status[r.status] = by_status.get(r.status, 0) + 1
     in_bench = set(human)
     mismatched = [
@@ -226,14 +184,14 @@ def _run_metrics(
         **run.describe(),
         "fusion": policy,
         "items": {
-            "in_run": len(run.records),
+            "in_run": len(run_records),
             "scored": int(valid.sum()),
             "undetermined": int(undetermined_any.sum()),
             "scored_with_overall_label": int(scored.sum()),
             "failed": len(failed),
             "by_status": dict(sorted(by_status.items())),
-            "not_in_benchmark": sum(i not in in_bench for i in run.records),
-            "not_judged": sum(i not in run.records for i in ids),
+            "not_in_benchmark": sum(i not in in_bench for i in run_records),
+            "not_judged": sum(i not in run_records for i in ids),
         },
         "coverage": coverage,
         "accuracy": {k: agreement[k] for k in ("4way", "3way", "2way")},
@@ -249,13 +207,13 @@ def _run_metrics(
         },
         "distribution": {
             "overall": _distribution(predicted),
-            **{d: _distribution(v[d] if v else None for v in answered) for d in DIMENSIONS},
+            **{d: _distribution(v[d] if v else None for v in answered) for d in rubric.names},
         },
         "fusion_table": fusion_table,
         "probes": probe_block,
         "failed": failed,
         "undetermined": [{"id": run_id, "dimensions": dict(r.undetermined)}
-                         for run_id, r in run.records.items() if r.undetermined],
+                         for run_id, r in run_records.items() if r.undetermined],
         "cues": run.summary.get("cues"),
         "problems": list(run.problems)
         + ([f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"] if mismatched else []),
@@ -266,6 +224,7 @@ def _run_metrics(
 
 def evaluate_runs(
     runs: list[JudgeRun],
+    rubric: Rubric,
     human: dict[str, dict[str, str]],
     policy: str | None = None,
     settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
@@ -277,54 +236,222 @@ def evaluate_runs(
     """
     if not runs:
         raise EvaluationError("no judge run to evaluate")
-    policies = [resolve_policy(run, policy) for run in runs]
-    judged = set().union(*(run.records for run in runs))
+    policies = [resolve_policy(run, policy, rubric) for run in runs]
+    judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human if i in judged]
     if not ids:
         raise EvaluationError(
             "no id of the judge run(s) is in the benchmark's manifest; check --labels points at the benchmark that was judged"
         )
-    pending = _Pending(PairedBootstrap(len(ids)))
+    pending = Estimates(ids)
     blocks, correctness = [], []
     for index, (run, name) in enumerate(zip(runs, policies)):
-        block, correct = _run_metrics(pending, index, run, name, ids, human)
+        block, correct = _run_metrics(pending, index, run, rubric, name, ids, human)
         blocks.append(block)
         correctness.append(correct)
-
-    comparisons = []
-    for (a, run_a), (b, run_b) in itertools.combinations(enumerate(runs), 2):
-        (correct_a, scored_a), (correct_b, scored_b) = correctness[a], correctness[b]
-        common = scored_a & scored_b
-        only_a = int((correct_a & ~correct_b & common).sum())
-        only_b = int((correct_b & ~correct_a & common).sum())
-        test = metrics.mcnemar(only_a, only_b)
-        comparisons.append({
-            "a": run_a.name,
-            "b": run_b.name,
-            "n": int(common.sum()),
-            "both_correct": int((correct_a & correct_b & common).sum()),
-            "only_a_correct": only_a,
-            "only_b_correct": only_b,
-            "neither_correct": int((~correct_a & ~correct_b & common).sum()),
-            "method": test.method,
-            "statistic": test.statistic,
-            "p_value": test.p_value,
-            "accuracy_difference": pending.difference(("diff", a, b), correct_a, correct_b, common),
-        })
-
+    comparisons = [compare(pending, ("diff", a, b), (run_a.name, run_b.name), correctness[a], correctness[b])
+                   for (a, run_a), (b, run_b) in itertools.combinations(enumerate(runs), 2)]
     pending.fill(settings)
     return {
         "format_version": FORMAT_VERSION,
         "items": {
             "evaluated": len(ids),
             "in_benchmark": len(human),
-            "with_human_overall": sum("overall" in human[i] for i in ids),
+            "with_human_overall": sum(OVERALL in human[i] for i in ids),
         },
         "bootstrap": settings.describe(),
         "human_distribution": {
-            key: _distribution(human[i].get(key) for i in ids) for key in ("overall", *DIMENSIONS)
+            key: _distribution(human[i].get(key) for i in ids) for key in (OVERALL, *rubric.names)
         },
         "runs": blocks,
         "comparisons": comparisons,
         "definitions": DEFINITIONS,
     }
+
+
+# -- the report -------------------------------------------------------------------------
+
+class TraceReport:
+    """TRACE's whole report, for the rubrics whose metrics are `[trace]`."""
+
+    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
+                 settings: BootstrapSettings) -> dict[str, Any]:
+        return {"fusion_override": policy, **evaluate_runs(runs, rubric, human.labels, policy, settings)}
+
+    def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
+        from . import figures  # matplotlib only when a report is written
+
+        return figures.write_figures(metrics, out)
+
+    def blocks(self, metrics: dict[str, Any]) -> list[Block]:
+        return build_blocks(metrics)
+
+    def lines(self, files: EvaluationFiles) -> list[str]:
+        """What `evaluate` prints: each run's headline, what was left out, and the run comparisons."""
+        lines = []
+        for run in files.metrics["runs"]:
+            lines.append(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
+                         f"coverage {coverage(run['coverage']['overall'])}, {run['items']['undetermined']} undetermined, "
+                         f"{run['items']['failed']} failed ({run['fusion']})")
+            lines.append("  " + excluded(run["items"], files.metrics["items"]["in_benchmark"],
+                                         "scored_with_overall_label", "without a human overall label"))
+        lines += [f"{c['a']} vs {c['b']}: McNemar p = {c['p_value']:.3g} (n={c['n']})"
+                  for c in files.metrics["comparisons"]]
+        return lines
+
+
+scores.register_report("trace", "TRACE's report: 4-, 3- and 2-way agreement of the fused label, per-dimension "
+                                "agreement, Cohen's kappa, the fusion policies compared, McNemar between runs and "
+                                "the TRACE probes", TraceReport())
+
+
+def build_blocks(metrics: dict[str, Any]) -> list[Block]:
+    """The sections of TRACE's report."""
+    runs = metrics["runs"]
+    boot = metrics["bootstrap"]
+    bench, manifest = metrics["bench"], metrics["labels_manifest"]
+    dimensions = list(runs[0]["per_dimension"])
+    deciders = list(runs[0]["probes"]["content_counterfactual"]["deciders"])
+    blocks: list[Block] = [
+        Heading(1, "trace-eval evaluation"),
+        Paragraph(
+            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least one run, "
+            f"{metrics['items']['with_human_overall']} with a human overall label. Intervals are 95% {boot['method']}, "
+            f"{boot['resamples']} resamples, seed {boot['seed']}."
+        ),
+        Table(
+            ["run", "model", "fusion", "in run", "scored", "undetermined", "failed", "not in benchmark"],
+            [[r["name"], str(r.get("model") or "—"), r["fusion"], str(r["items"]["in_run"]), str(r["items"]["scored"]),
+              str(r["items"].get("undetermined", 0)), str(r["items"]["failed"]), str(r["items"]["not_in_benchmark"])]
+             for r in runs],
+        ),
+        Heading(2, "Overall agreement with humans"),
+        Table(
+            ["run", "coverage", "4-way (primary)", "3-way", "2-way", "Cohen's κ"],
+            [[r["name"], coverage(r["coverage"]["overall"]), percent(r["accuracy"]["4way"]),
+              percent(r["accuracy"]["3way"]), percent(r["accuracy"]["2way"]), number(r["kappa"]["overall"])]
+             for r in runs],
+        ),
+        Paragraph("Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
+                  "on the decided items only; an item left undetermined (a deciding cue missing) or failed is "
+                  "counted in coverage, never scored. 3-way collapses both_good and both_bad into one tie; 2-way is "
+                  "over items whose human label is a winner."),
+        Image("accuracy.png", "Accuracy with 95% intervals"),
+        Heading(2, "Per-dimension agreement"),
+        Table(
+            ["run", *[f"{d} coverage" for d in dimensions], *[f"{d} acc." for d in dimensions],
+             *[f"{d} κ" for d in dimensions]],
+            [[r["name"], *[coverage(r["coverage"][d]) for d in dimensions],
+              *[percent(r["per_dimension"][d]) for d in dimensions], *[number(r["kappa"][d]) for d in dimensions]]
+             for r in runs],
+        ),
+    ]
+    blocks += cue_blocks(runs)
+    if metrics["comparisons"]:
+        blocks += [
+            Heading(2, "Run comparisons (McNemar, two-sided)"),
+            Table(
+                ["A", "B", "n", "only A right", "only B right", "test", "statistic", "p", "accuracy A − B"],
+                [[c["a"], c["b"], str(c["n"]), str(c["only_a_correct"]), str(c["only_b_correct"]), c["method"],
+                  f"{c['statistic']:.3f}", _p_value(c["p_value"]), _signed(c["accuracy_difference"])]
+                 for c in metrics["comparisons"]],
+            ),
+        ]
+    policies = list(runs[0]["fusion_table"])
+    blocks += [Heading(2, "Fusion policies on the same verdicts")]
+    blocks += [Paragraph("; ".join(f"`{name}`: {get_policy(name).description}" for name in policies))]
+    for r in runs:
+        blocks += [
+            Heading(3, r["name"]),
+            Table(
+                ["policy", "4-way", "3-way", "2-way", "κ"],
+                [[name + (" (used)" if name == r["fusion"] else ""), percent(row["4way"]), percent(row["3way"]),
+                  percent(row["2way"]), number(row["kappa"])] for name, row in r["fusion_table"].items()],
+            ),
+        ]
+    blocks += [Image("fusion.png", "4-way accuracy by fusion policy"), Heading(2, "TRACE probes")]
+    blocks += [
+        Paragraph(
+            "Content counterfactual: Content set to both_good and fused again. Flip rate: share of items whose label "
+            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share where "
+            "the run names a winner. Winner-slice: of items where the run names a winner, share humans agree with."
+        ),
+        Table(
+            ["run", "counterfactual acc.", "label changed", *[_decided_by(d) for d in deciders], "winner-on-bad",
+             "winner-slice acc."],
+            [[r["name"], percent(r["probes"]["content_counterfactual"]["accuracy"]),
+              percent(r["probes"]["content_counterfactual"]["changed"]),
+              *[_decider(r["probes"]["content_counterfactual"]["deciders"][d]) for d in deciders],
+              percent(r["probes"]["winner_on_bad"]), percent(r["probes"]["winner_slice_accuracy"])] for r in runs],
+        ),
+        Table(
+            ["run", *[f"flip {d}" for d in dimensions], *[f"acc. with {d} neutral" for d in dimensions]],
+            [[r["name"], *[percent(r["probes"]["flip_rates"][d]["flipped"]) for d in dimensions],
+              *[percent(r["probes"]["flip_rates"][d]["accuracy_after"]) for d in dimensions]] for r in runs],
+        ),
+        Heading(2, "Confusion matrices"),
+        Image("confusion.png", "Confusion matrices, human rows against predicted columns"),
+        Heading(2, "Label distributions"),
+        Image("distribution.png", "Label counts"),
+        Heading(2, "Failed verdicts"),
+    ]
+    for r in runs:
+        failed = r["failed"]
+        blocks.append(Paragraph(f"**{r['name']}**: {len(failed)} failed ({_statuses(r)})." if failed else f"**{r['name']}**: none failed."))
+        if failed:
+            shown = failed[:FAILED_SHOWN]
+            blocks.append(Table(["id", "status", "reason"], [[f["id"], f["status"], str(f["reason"] or "")] for f in shown]))
+            if len(failed) > FAILED_SHOWN:
+                blocks.append(Paragraph(f"… and {len(failed) - FAILED_SHOWN} more, listed in metrics.json."))
+        for problem in r["problems"]:
+            blocks.append(Paragraph(f"Note: {problem}"))
+    blocks += _undetermined_blocks(runs)
+    return blocks
+
+
+
+
+def _undetermined_blocks(runs: list[dict[str, Any]]) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Undetermined verdicts")]
+    for r in runs:
+        items = r.get("undetermined") or []
+        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} item(s) with a dimension left undetermined."
+                                if items else f"**{r['name']}**: none undetermined."))
+        if items:
+            rows = [[u["id"], dim, why] for u in items[:FAILED_SHOWN] for dim, why in u["dimensions"].items()]
+            blocks.append(Table(["id", "dimension", "missing evidence"], rows))
+            if len(items) > FAILED_SHOWN:
+                blocks.append(Paragraph(f"… and {len(items) - FAILED_SHOWN} more, listed in metrics.json."))
+    return blocks
+
+
+def _signed(slot: dict[str, Any]) -> str:
+    if slot.get("value") is None:
+        return "n/a"
+    text = f"{slot['value'] * 100:+.1f} pt"
+    if slot.get("ci95"):
+        low, high = slot["ci95"]
+        text += f" [{low * 100:+.1f}, {high * 100:+.1f}]"
+    return text
+
+
+def _decider(entry: dict[str, Any]) -> str:
+    share = entry["share"]
+    if share.get("value") is None:
+        return "n/a"
+    return f"{share['value']:.0%} (acc. {percent(entry['accuracy'], with_n=False)})"
+
+
+def _statuses(run: dict[str, Any]) -> str:
+    return ", ".join(f"{status} {count}" for status, count in run["items"]["by_status"].items() if status != "ok")
+
+
+
+
+def _decided_by(decider: str) -> str:
+    """"decided by VQ" (the initials of a dimension), or "tie"."""
+    return decider if decider == probes.TIE else "decided by " + "".join(w[0] for w in decider.split("_")).upper()
+
+
+def _p_value(p: float) -> str:
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.3f}"

@@ -11,10 +11,17 @@ from matplotlib.ticker import PercentFormatter
 
 from fusion import LABELS
 
-from .records import DIMENSIONS
-
 DPI = 110
-_NAMES = {"content": "Content", "voice_quality": "Voice quality", "paralinguistics": "Paralinguistics", "overall": "Overall"}
+
+
+def _dimensions(metrics: dict[str, Any]) -> list[str]:
+    """The rubric's dimensions, in its order."""
+    return list(metrics["runs"][0]["per_dimension"])
+
+
+def _title(key: str) -> str:
+    """"voice_quality" -> "Voice quality"."""
+    return key.replace("_", " ").capitalize()
 
 
 def _short(name: str, width: int = 28) -> str:
@@ -61,14 +68,14 @@ def distribution_figure(metrics: dict[str, Any], path: Path) -> Path:
     figure = Figure(layout="constrained", figsize=(11, 7.5))
     width = 0.8 / len(sources)
     positions = np.arange(len(LABELS))
-    for index, key in enumerate(("overall", *DIMENSIONS)):
+    for index, key in enumerate(("overall", *_dimensions(metrics))):
         axes = figure.add_subplot(2, 2, index + 1)
         for s, (name, distribution) in enumerate(sources):
             counts = [distribution[key][label] for label in LABELS]
             axes.bar(positions + (s - (len(sources) - 1) / 2) * width, counts, width, label=name,
                      color="0.35" if s == 0 else f"C{s - 1}")
         axes.set_xticks(positions, LABELS)
-        axes.set_title(_NAMES[key], fontsize=10)
+        axes.set_title(_title(key), fontsize=10)
         axes.set_ylabel("items")
         if index == 0:
             axes.legend(fontsize=8)
@@ -110,8 +117,9 @@ def accuracy_figure(metrics: dict[str, Any], path: Path) -> Path:
     left.set_title("Overall accuracy (95% CI)", fontsize=10)
     left.legend(fontsize=8, loc="lower right")
     right = figure.add_subplot(1, 2, 2)
-    _interval_bars(right, [_NAMES[d] for d in DIMENSIONS],
-                   [(r["name"], [r["per_dimension"][d] for d in DIMENSIONS]) for r in runs])
+    dimensions = _dimensions(metrics)
+    _interval_bars(right, [_title(d) for d in dimensions],
+                   [(r["name"], [r["per_dimension"][d] for d in dimensions]) for r in runs])
     right.set_title("Per-dimension accuracy (95% CI)", fontsize=10)
     return _save(figure, path)
 

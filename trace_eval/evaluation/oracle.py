@@ -7,22 +7,25 @@ from typing import Any
 import numpy as np
 
 from fusion import get_policy
+from trace_eval.rubrics import Rubric
 
 from .analysis import FORMAT_VERSION
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
-from .records import DIMENSIONS, TRACE
+from .records import OVERALL
 
 
-def oracle(human: dict[str, dict[str, str]], settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
-    """Per policy: how often fusing the human (C, VQ, P) reproduces the human overall label.
+def oracle(human: dict[str, dict[str, str]], rubric: Rubric,
+           settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
+    """Per fusion policy of the rubric: how often fusing the human dimension labels (TRACE: C, VQ, P)
+    reproduces the human overall label.
 
-    Items missing any of the four human labels are counted under `skipped`.
+    Items missing any of the human labels are counted under `skipped`.
     """
-    complete = [labels for labels in human.values() if all(k in labels for k in (*DIMENSIONS, "overall"))]
+    complete = [labels for labels in human.values() if all(k in labels for k in (*rubric.names, OVERALL))]
     boot = PairedBootstrap(len(complete))
     policies: dict[str, dict[str, Any]] = {}
-    for name in TRACE.fusion.policies:
-        correct = np.array([TRACE.fusion.fuse(name, l) == l["overall"] for l in complete], dtype=bool)
+    for name in rubric.fusion.policies:
+        correct = np.array([rubric.fusion.fuse(name, l) == l[OVERALL] for l in complete], dtype=bool)
         n = len(complete)
         policies[name] = {"description": get_policy(name).description, "correct": int(correct.sum()), "n": n}
         if n:

@@ -1,22 +1,23 @@
 """TRACE probes: what the fused label depends on, item by item.
 
-Each function takes one item's dimension verdicts and a fusion policy and
-returns labels; the rates and accuracies over a run are computed in analysis.
+Each function takes a rubric that fuses, a fusion policy and one item's dimension
+verdicts and returns labels; the rates and accuracies over a run are computed in
+analysis. The first dimension of the rubric's fusion order plays Content's part.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from fusion import is_winner
-
-from .records import DIMENSIONS, TRACE
+from trace_eval.rubrics import Rubric
 
 NEUTRAL = "both_good"  # the RatingMin identity: a dimension that prefers neither response
-DECIDERS = ("paralinguistics", "voice_quality", "tie")
+TIE = "tie"  # the decider of a counterfactual label that names no winner
 
 
-def fused(policy: str, verdicts: Mapping[str, str]) -> str:
-    return TRACE.fusion.fuse(policy, verdicts)
+def deciders(rubric: Rubric) -> tuple[str, ...]:
+    """What can decide the content counterfactual: the other fused dimensions in priority order, or a tie."""
+    return (*rubric.fusion.order[1:], TIE)
 
 
 def with_neutral(verdicts: Mapping[str, str], dimension: str) -> dict[str, str]:
@@ -24,21 +25,22 @@ def with_neutral(verdicts: Mapping[str, str], dimension: str) -> dict[str, str]:
     return {**verdicts, dimension: NEUTRAL}
 
 
-def content_counterfactual(policy: str, verdicts: Mapping[str, str]) -> tuple[str, str]:
-    """Fuse again as if Content were a tie (both_good); return (label, deciding dimension).
+def content_counterfactual(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> tuple[str, str]:
+    """Fuse again as if Content (the first dimension of the fusion order) were a tie (both_good);
+    return (label, deciding dimension).
 
-    The decider is the dimension whose winner the label repeats, Paralinguistics
-    checked first (the order of the content-first tree), or "tie" when the label
-    names no winner.
+    The decider is the dimension whose winner the label repeats, looked for in the fusion order
+    (Paralinguistics before Voice Quality for TRACE), or "tie" when the label names no winner.
     """
-    label = fused(policy, with_neutral(verdicts, "content"))
+    first, *others = rubric.fusion.order
+    label = rubric.fusion.fuse(policy, with_neutral(verdicts, first))
     if is_winner(label):
-        for dimension in ("paralinguistics", "voice_quality"):
+        for dimension in others:
             if verdicts[dimension] == label:
                 return label, dimension
-    return label, "tie"
+    return label, TIE
 
 
-def flips(policy: str, verdicts: Mapping[str, str]) -> dict[str, str]:
+def flips(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> dict[str, str]:
     """The fused label with each dimension in turn set to both_good, by dimension."""
-    return {d: fused(policy, with_neutral(verdicts, d)) for d in DIMENSIONS}
+    return {d: rubric.fusion.fuse(policy, with_neutral(verdicts, d)) for d in rubric.names}

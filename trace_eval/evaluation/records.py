@@ -1,4 +1,5 @@
-"""Reading judge run folders and the human labels of a benchmark."""
+"""What an evaluation reads: judge runs (through the one run-folder reader,
+trace_eval.judge.runfolder) and the human labels of a benchmark, in a rubric's label spaces."""
 from __future__ import annotations
 
 import json
@@ -7,29 +8,29 @@ from pathlib import Path
 from typing import Any
 
 from fusion import LABELS
-from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric
+from trace_eval.judge.runfolder import RunFolder, read_run_folder
+from trace_eval.rubrics import Rubric
+from trace_eval.rubrics.labels import label_space
 
-TRACE = load_rubric(DEFAULT_RUBRIC)  # the rubric these records are read with
-DIMENSIONS = TRACE.names
-
-HUMAN_KEYS = (*DIMENSIONS, "overall")
+OVERALL = "overall"  # the fused label of rubrics with fusion
 
 
-class RunFolderError(ValueError):
-    """A judge run folder that cannot be read."""
+class EvaluationError(ValueError):
+    """The runs and labels cannot be evaluated together (say what to pass instead)."""
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One pair of a judge run, reduced to what evaluation needs."""
+    """One item of a judge run, reduced to what evaluation needs."""
 
     id: str
     status: str  # ok | invalid | error | skipped
     reason: str | None
-    # All three dimensions, or None when the verdict failed; with status ok a dimension's label is None
-    # when the judge left it undetermined (it lacked the evidence), and `undetermined` says why.
-    verdicts: dict[str, str | None] | None
-    overall: str | None  # the label the run itself recorded under its policy
+    # The rubric's dimensions the item was rated on, or None when the verdict failed; with status ok a
+    # dimension's label is None when the judge left it undetermined (it lacked the evidence), and
+    # `undetermined` says why.
+    verdicts: dict[str, Any] | None
+    overall: str | None  # the label the run itself recorded under its fusion policy
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is None
 
     @property
@@ -38,14 +39,73 @@ class RunRecord:
         return self.verdicts is not None and all(v is not None for v in self.verdicts.values())
 
 
+def read_record(raw: dict[str, Any], rubric: Rubric) -> RunRecord:
+    """Validate one results.jsonl object against the rubric; anything unusable becomes an unscored record
+    with its reason.
+
+    A rubric that fuses needs every dimension (the fused label depends on all of them); the others score
+    whichever of their dimensions the item was rated on. Run folders written before undetermined
+    verdicts existed have no `undetermined` field and no null label in an ok record, so they read
+    exactly as they always did.
+    """
+    item_id = str(raw["id"])
+    status = str(raw.get("status") or "error")
+    reason = raw.get("reason")
+    verdicts = raw.get("verdicts")
+    overall = raw.get(OVERALL) if rubric.fusion and raw.get(OVERALL) in LABELS else None
+    if status != "ok":
+        return RunRecord(item_id, status, str(reason) if reason else f"status {status}", None, overall)
+    spaces = rubric.spaces()
+    if rubric.fusion is None:
+        if not isinstance(verdicts, dict) or not set(verdicts) & set(spaces):
+            return RunRecord(item_id, "invalid", "status ok but no verdicts of this rubric's dimensions", None, None)
+        bad = [f"{d}={v!r}" for d, v in verdicts.items() if d in spaces and v not in spaces[d].values]
+        if bad:
+            return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, None)
+        return RunRecord(item_id, "ok", None, {d: v for d, v in verdicts.items() if d in spaces}, None)
+    if not isinstance(verdicts, dict):
+        return RunRecord(item_id, "invalid", "status ok but no verdicts object", None, overall)
+    reasons = raw.get("undetermined") if isinstance(raw.get("undetermined"), dict) else {}
+    # A null label is undetermined when the record says why; a missing key or any other value is invalid.
+    bad = [f"{d}={verdicts.get(d)!r}" for d, space in spaces.items()
+           if verdicts.get(d) not in space.values and not (verdicts.get(d) is None and reasons.get(d))]
+    if bad:
+        return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, overall)
+    undetermined = {d: str(reasons[d]) for d in spaces if verdicts[d] is None}
+    return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in spaces}, overall, undetermined)
+
+
 @dataclass
 class JudgeRun:
+    """One run folder as evaluated: its name in the report and what the folder holds."""
+
     name: str
-    path: Path
-    config: dict[str, Any]
-    records: dict[str, RunRecord]  # by id, in file order
-    problems: list[str] = field(default_factory=list)  # lines that could not be read, duplicates
-    summary: dict[str, Any] = field(default_factory=dict)  # summary.json as the judge wrote it ({} if absent)
+    folder: RunFolder
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.folder.config
+
+    @property
+    def raws(self) -> dict[str, dict[str, Any]]:
+        """results.jsonl objects by id, in file order."""
+        return self.folder.records
+
+    @property
+    def problems(self) -> list[str]:
+        return self.folder.problems
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.folder.summary
+
+    def records(self, rubric: Rubric) -> dict[str, RunRecord]:
+        """Every item read against the rubric, by id."""
+        return {item_id: read_record(raw, rubric) for item_id, raw in self.raws.items()}
 
     @property
     def policy(self) -> str | None:
@@ -70,87 +130,16 @@ class JudgeRun:
         }
 
 
-def _record(raw: dict[str, Any]) -> RunRecord:
-    """Validate one results.jsonl object; anything unusable becomes an unscored record with its reason.
-
-    Run folders written before undetermined verdicts existed have no `undetermined` field and no null
-    label in an ok record, so they read exactly as they always did.
-    """
-    item_id = str(raw["id"])
-    status = str(raw.get("status") or "error")
-    reason = raw.get("reason")
-    verdicts = raw.get("verdicts")
-    overall = raw.get("overall") if raw.get("overall") in LABELS else None
-    if status != "ok":
-        return RunRecord(item_id, status, str(reason) if reason else f"status {status}", None, overall)
-    if not isinstance(verdicts, dict):
-        return RunRecord(item_id, "invalid", "status ok but no verdicts object", None, overall)
-    reasons = raw.get("undetermined") if isinstance(raw.get("undetermined"), dict) else {}
-    # A null label is undetermined when the record says why; a missing key or any other value is invalid.
-    bad = [f"{d}={verdicts.get(d)!r}" for d in DIMENSIONS
-           if verdicts.get(d) not in LABELS and not (verdicts.get(d) is None and reasons.get(d))]
-    if bad:
-        return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, overall)
-    undetermined = {d: str(reasons[d]) for d in DIMENSIONS if verdicts[d] is None}
-    return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in DIMENSIONS}, overall, undetermined)
-
-
-def read_run_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
-    """RUNDIR/config.json and the results.jsonl objects by id, with the lines that could not be used.
-
-    A line that is not JSON or has no id is reported in `problems` (it cannot be
-    matched to a pair); when an id appears more than once the last line wins,
-    since a resumed run appends its newer answer.
-    """
-    path = Path(path)
-    results = path / "results.jsonl"
-    if not results.is_file():
-        raise RunFolderError(f"{path}: no results.jsonl; expected a folder written by `python -m trace_eval judge`")
-    config_path = path / "config.json"
-    config: dict[str, Any] = {}
-    if config_path.is_file():
-        try:
-            loaded = json.loads(config_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
-        if isinstance(loaded, dict):
-            config = loaded
-    raws: dict[str, dict[str, Any]] = {}
-    problems: list[str] = []
-    for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append(f"results.jsonl line {number}: not JSON ({e.msg}); skipped")
-            continue
-        if not isinstance(raw, dict) or raw.get("id") is None:
-            problems.append(f"results.jsonl line {number}: no id; skipped")
-            continue
-        item_id = str(raw["id"])
-        if item_id in raws:
-            problems.append(f"id {item_id}: appears more than once; the last line is used")
-            del raws[item_id]
-        raws[item_id] = raw
-    return config, raws, problems
-
-
 def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
-    """Read RUNDIR/config.json and RUNDIR/results.jsonl of a TRACE run (see `read_run_folder`)."""
+    """A run folder read for evaluation (see trace_eval.judge.runfolder.read_run_folder)."""
     path = Path(path)
-    config, raws, problems = read_run_folder(path)
-    records = {item_id: _record(raw) for item_id, raw in raws.items()}
-    return JudgeRun(name or path.resolve().name, path, config, records, problems, read_summary(path))
+    return JudgeRun(name or path.resolve().name, read_run_folder(path))
 
 
-def read_summary(path: Path) -> dict[str, Any]:
-    """RUNDIR/summary.json, or {} when it is absent or unreadable (it only adds to the report)."""
-    try:
-        summary = json.loads((Path(path) / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return summary if isinstance(summary, dict) else {}
+def load_runs(paths: list[str | Path]) -> list[JudgeRun]:
+    """Run folders, each named by the shortest path tail that tells it from the others."""
+    paths = [Path(p) for p in paths]
+    return [load_run(path, name) for path, name in zip(paths, unique_names(paths))]
 
 
 def unique_names(paths: list[Path]) -> list[str]:
@@ -167,16 +156,54 @@ def unique_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def load_human_labels(bench: str | Path) -> tuple[dict[str, dict[str, str]], Path]:
-    """Human typed-tie labels by pair id (only keys that hold a label) and the manifest path.
+def bench_of(runs: list[JudgeRun], labels: str | Path | None) -> Path:
+    """The benchmark whose labels the runs are scored against: `labels`, else the one every run names."""
+    if labels is not None:
+        return Path(labels)
+    benches = {run.bench for run in runs}
+    if None in benches:
+        missing = [run.name for run in runs if run.bench is None]
+        raise EvaluationError(f"run(s) {', '.join(missing)}: config.json names no bench; pass --labels BENCH")
+    if len(benches) > 1:
+        raise EvaluationError(f"the runs judged different benchmarks ({', '.join(sorted(benches))}); pass --labels BENCH")
+    return Path(benches.pop())
+
+
+@dataclass(frozen=True)
+class HumanLabels:
+    """A benchmark's human labels in a rubric's label spaces."""
+
+    labels: dict[str, dict[str, Any]]  # id -> dimension (and "overall" for rubrics that fuse) -> label
+    systems: dict[str, str | None]  # id -> the system that made the (pointwise) answer
+    problems: list[str]  # labels outside their space, left out
+    manifest: Path
+
+
+def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
+    """Human labels of every item in the rubric's label spaces; unusable ones are listed in `problems`.
 
     Only the manifest is read; audio need not be present.
     """
     from trace_eval.bench import load_benchmark
 
     benchmark = load_benchmark(bench, check_audio=False)
-    labels = {
-        pair.id: {key: pair.label[key] for key in HUMAN_KEYS if pair.label.get(key) in LABELS}
-        for pair in benchmark.pairs
-    }
-    return labels, benchmark.manifest_path
+    spaces = rubric.spaces()
+    if rubric.fusion:
+        spaces[OVERALL] = label_space("typed-tie")
+    labels: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for pair in benchmark.pairs:
+        item: dict[str, Any] = {}
+        for key, space in spaces.items():
+            value = pair.label.get(key)
+            if value is None:
+                continue
+            label = space.normalise_human(value)
+            if label is None:
+                problems.append(f"item {pair.id}: label.{key} = {value!r} is not in the "
+                                f"{space.kind} space ({space.describe()}); left out")
+            else:
+                item[key] = label
+        labels[pair.id] = item
+    systems = {p.id: (p.extra.get("model") or p.model_a) for p in benchmark.pairs}
+    return HumanLabels(labels, systems, problems, benchmark.manifest_path)

@@ -1,4 +1,5 @@
-"""report.md and report.html from metrics.json: one list of blocks, two renderers.
+"""The one report writer: metrics.json, and report.md and report.html from one list of blocks (the
+sections a rubric's metrics give), with the pictures they show.
 
 The HTML is self-contained (pictures embedded as base64) so it can be mailed or
 attached as it is.
@@ -11,9 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusion import POLICIES
-
-from .records import DIMENSIONS
+from trace_eval.io import atomic_write_text, write_json
 
 FAILED_SHOWN = 50  # failed and undetermined items listed in the report; metrics.json lists all
 
@@ -86,107 +85,21 @@ def coverage(slot: dict[str, Any] | None) -> str:
     return f"{slot['value']:.1%} ({slot['decided']}/{slot['of']})"
 
 
-def _p_value(p: float) -> str:
-    return f"{p:.2e}" if p < 1e-3 else f"{p:.3f}"
-
-
-def build_blocks(metrics: dict[str, Any], bench: str, manifest: str) -> list[Block]:
-    runs = metrics["runs"]
-    boot = metrics["bootstrap"]
-    blocks: list[Block] = [
-        Heading(1, "trace-eval evaluation"),
-        Paragraph(
-            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least one run, "
-            f"{metrics['items']['with_human_overall']} with a human overall label. Intervals are 95% {boot['method']}, "
-            f"{boot['resamples']} resamples, seed {boot['seed']}."
-        ),
-        Table(
-            ["run", "model", "fusion", "in run", "scored", "undetermined", "failed", "not in benchmark"],
-            [[r["name"], str(r.get("model") or "—"), r["fusion"], str(r["items"]["in_run"]), str(r["items"]["scored"]),
-              str(r["items"].get("undetermined", 0)), str(r["items"]["failed"]), str(r["items"]["not_in_benchmark"])]
-             for r in runs],
-        ),
-        Heading(2, "Overall agreement with humans"),
-        Table(
-            ["run", "coverage", "4-way (primary)", "3-way", "2-way", "Cohen's κ"],
-            [[r["name"], coverage(r["coverage"]["overall"]), percent(r["accuracy"]["4way"]),
-              percent(r["accuracy"]["3way"]), percent(r["accuracy"]["2way"]), number(r["kappa"]["overall"])]
-             for r in runs],
-        ),
-        Paragraph("Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
-                  "on the decided items only; an item left undetermined (a deciding cue missing) or failed is "
-                  "counted in coverage, never scored. 3-way collapses both_good and both_bad into one tie; 2-way is "
-                  "over items whose human label is a winner."),
-        Image("accuracy.png", "Accuracy with 95% intervals"),
-        Heading(2, "Per-dimension agreement"),
-        Table(
-            ["run", *[f"{d} coverage" for d in DIMENSIONS], *[f"{d} acc." for d in DIMENSIONS],
-             *[f"{d} κ" for d in DIMENSIONS]],
-            [[r["name"], *[coverage(r["coverage"][d]) for d in DIMENSIONS],
-              *[percent(r["per_dimension"][d]) for d in DIMENSIONS], *[number(r["kappa"][d]) for d in DIMENSIONS]]
-             for r in runs],
-        ),
-    ]
-    blocks += cue_blocks(runs)
-    if metrics["comparisons"]:
-        blocks += [
-            Heading(2, "Run comparisons (McNemar, two-sided)"),
-            Table(
-                ["A", "B", "n", "only A right", "only B right", "test", "statistic", "p", "accuracy A − B"],
-                [[c["a"], c["b"], str(c["n"]), str(c["only_a_correct"]), str(c["only_b_correct"]), c["method"],
-                  f"{c['statistic']:.3f}", _p_value(c["p_value"]), _signed(c["accuracy_difference"])]
-                 for c in metrics["comparisons"]],
-            ),
-        ]
-    policies = list(runs[0]["fusion_table"])
-    blocks += [Heading(2, "Fusion policies on the same verdicts")]
-    blocks += [Paragraph("; ".join(f"`{name}`: {POLICIES[name].description}" for name in policies if name in POLICIES))]
-    for r in runs:
-        blocks += [
-            Heading(3, r["name"]),
-            Table(
-                ["policy", "4-way", "3-way", "2-way", "κ"],
-                [[name + (" (used)" if name == r["fusion"] else ""), percent(row["4way"]), percent(row["3way"]),
-                  percent(row["2way"]), number(row["kappa"])] for name, row in r["fusion_table"].items()],
-            ),
-        ]
-    blocks += [Image("fusion.png", "4-way accuracy by fusion policy"), Heading(2, "TRACE probes")]
-    blocks += [
-        Paragraph(
-            "Content counterfactual: Content set to both_good and fused again. Flip rate: share of items whose label "
-            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share where "
-            "the run names a winner. Winner-slice: of items where the run names a winner, share humans agree with."
-        ),
-        Table(
-            ["run", "counterfactual acc.", "label changed", "decided by P", "decided by VQ", "tie", "winner-on-bad", "winner-slice acc."],
-            [[r["name"], percent(r["probes"]["content_counterfactual"]["accuracy"]),
-              percent(r["probes"]["content_counterfactual"]["changed"]),
-              *[_decider(r["probes"]["content_counterfactual"]["deciders"][d]) for d in ("paralinguistics", "voice_quality", "tie")],
-              percent(r["probes"]["winner_on_bad"]), percent(r["probes"]["winner_slice_accuracy"])] for r in runs],
-        ),
-        Table(
-            ["run", *[f"flip {d}" for d in DIMENSIONS], *[f"acc. with {d} neutral" for d in DIMENSIONS]],
-            [[r["name"], *[percent(r["probes"]["flip_rates"][d]["flipped"]) for d in DIMENSIONS],
-              *[percent(r["probes"]["flip_rates"][d]["accuracy_after"]) for d in DIMENSIONS]] for r in runs],
-        ),
-        Heading(2, "Confusion matrices"),
-        Image("confusion.png", "Confusion matrices, human rows against predicted columns"),
-        Heading(2, "Label distributions"),
-        Image("distribution.png", "Label counts"),
-        Heading(2, "Failed verdicts"),
-    ]
-    for r in runs:
-        failed = r["failed"]
-        blocks.append(Paragraph(f"**{r['name']}**: {len(failed)} failed ({_statuses(r)})." if failed else f"**{r['name']}**: none failed."))
-        if failed:
-            shown = failed[:FAILED_SHOWN]
-            blocks.append(Table(["id", "status", "reason"], [[f["id"], f["status"], str(f["reason"] or "")] for f in shown]))
-            if len(failed) > FAILED_SHOWN:
-                blocks.append(Paragraph(f"… and {len(failed) - FAILED_SHOWN} more, listed in metrics.json."))
-        for problem in r["problems"]:
-            blocks.append(Paragraph(f"Note: {problem}"))
-    blocks += _undetermined_blocks(runs)
-    return blocks
+def excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabelled: str | None = None) -> str:
+    """How many of a run's items were scored, why the others were not, and how many of the manifest's
+    items the run has no result for."""
+    in_run, scored = items["in_run"], items[scored_key]
+    in_manifest = in_run - items["not_in_benchmark"]
+    reasons = {
+        unlabelled: items["scored"] - scored if unlabelled else 0,
+        "whose verdict failed": in_manifest - items["scored"],
+        "not in the manifest": items["not_in_benchmark"],
+    }
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items() if n)
+    line = f"scored {scored} of {in_run} judged item(s)" + (f"; excluded {in_run - scored}: {why}" if why else "")
+    if in_benchmark > in_manifest:
+        line += f"; {in_benchmark - in_manifest} manifest item(s) have no result in this run"
+    return line
 
 
 def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
@@ -206,41 +119,6 @@ def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
         blocks += [Paragraph(f"**{r['name']}**: {cues['clips']} response clips."), table]
         blocks += [Paragraph(f"Warning: {w}") for w in cues.get("warnings", [])]
     return blocks
-
-
-def _undetermined_blocks(runs: list[dict[str, Any]]) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Undetermined verdicts")]
-    for r in runs:
-        items = r.get("undetermined") or []
-        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} item(s) with a dimension left undetermined."
-                                if items else f"**{r['name']}**: none undetermined."))
-        if items:
-            rows = [[u["id"], dim, why] for u in items[:FAILED_SHOWN] for dim, why in u["dimensions"].items()]
-            blocks.append(Table(["id", "dimension", "missing evidence"], rows))
-            if len(items) > FAILED_SHOWN:
-                blocks.append(Paragraph(f"… and {len(items) - FAILED_SHOWN} more, listed in metrics.json."))
-    return blocks
-
-
-def _signed(slot: dict[str, Any]) -> str:
-    if slot.get("value") is None:
-        return "n/a"
-    text = f"{slot['value'] * 100:+.1f} pt"
-    if slot.get("ci95"):
-        low, high = slot["ci95"]
-        text += f" [{low * 100:+.1f}, {high * 100:+.1f}]"
-    return text
-
-
-def _decider(entry: dict[str, Any]) -> str:
-    share = entry["share"]
-    if share.get("value") is None:
-        return "n/a"
-    return f"{share['value']:.0%} (acc. {percent(entry['accuracy'], with_n=False)})"
-
-
-def _statuses(run: dict[str, Any]) -> str:
-    return ", ".join(f"{status} {count}" for status, count in run["items"]["by_status"].items() if status != "ok")
 
 
 def _md_cell(text: str) -> str:
@@ -301,6 +179,16 @@ def render_html(blocks: list[Block], images: dict[str, Path]) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
+
+
+def write_report(out: Path, metrics: dict[str, Any], blocks: list[Block],
+                 pictures: dict[str, Path] | None = None) -> EvaluationFiles:
+    """Write metrics.json, report.md and report.html (with `pictures`, already written into `out`)."""
+    files = EvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html", pictures or {})
+    write_json(files.metrics_path, metrics)
+    atomic_write_text(files.markdown_path, render_markdown(blocks))
+    atomic_write_text(files.html_path, render_html(blocks, files.pictures))
+    return files
 
 
 def render_oracle_markdown(result: dict[str, Any], bench: str) -> str:

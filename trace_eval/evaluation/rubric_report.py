@@ -1,89 +1,26 @@
-"""Evaluation of runs judged with a rubric other than TRACE: the metrics the rubric lists
-(trace_eval/evaluation/scores.py), per run and dimension, written as metrics.json,
-report.md and report.html.
+"""The report of a rubric's metrics (scores.py), per run and dimension: what every rubric whose
+metrics are not a whole report of their own gets (all but TRACE's).
 
-Every slot a metric gives columns for gets a bootstrap interval, beside the metrics
-in the run's "intervals" (same keys): one PairedBootstrap over the evaluated items
-serves every run, so the intervals of different runs are paired, as in the TRACE report.
+Every slot a metric gives columns for gets a bootstrap interval from the metrics engine, beside
+the metrics in the run's "intervals" (same keys): one set of resamples over the evaluated items
+serves every run, so the intervals of different runs are paired, as in TRACE's report.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from trace_eval.io import atomic_write_text, write_json
 from trace_eval.rubrics import Rubric
 
 from . import report, scores
-from .analysis import EvaluationError
-from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
-from .records import read_run_folder, read_summary, unique_names
+from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
+from .engine import Estimates
+from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun, RunRecord, read_record
 
 FORMAT_VERSION = 1
 FAILED_SHOWN = report.FAILED_SHOWN
 # Metrics shown as percentages; the others as plain numbers.
 _SHARES = {"accuracy", "agreement", "position_consistency", "self_consistency"}
-
-
-@dataclass
-class RubricRun:
-    """One run folder read for a rubric evaluation."""
-
-    name: str
-    path: Path
-    config: dict[str, Any]
-    raws: dict[str, dict[str, Any]]  # results.jsonl objects by id
-    problems: list[str]
-
-
-@dataclass(frozen=True)
-class HumanLabels:
-    labels: dict[str, dict[str, Any]]  # id -> dimension -> label in the rubric's space
-    systems: dict[str, str | None]  # id -> system that made the answer
-    problems: list[str]
-    manifest: Path
-
-
-def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
-    """Human labels of every item in the rubric's label spaces; unusable ones are listed in `problems`."""
-    from trace_eval.bench import load_benchmark
-
-    benchmark = load_benchmark(bench, check_audio=False)
-    labels: dict[str, dict[str, Any]] = {}
-    problems: list[str] = []
-    for pair in benchmark.pairs:
-        item: dict[str, Any] = {}
-        for dimension in rubric.dimensions:
-            value = pair.label.get(dimension.name)
-            if value is None:
-                continue
-            label = dimension.labels.normalise_human(value)
-            if label is None:
-                problems.append(f"item {pair.id}: label.{dimension.name} = {value!r} is not in the "
-                                f"{dimension.labels.kind} space ({dimension.labels.describe()}); left out")
-            else:
-                item[dimension.name] = label
-        labels[pair.id] = item
-    systems = {p.id: (p.extra.get("model") or p.model_a) for p in benchmark.pairs}
-    return HumanLabels(labels, systems, problems, benchmark.manifest_path)
-
-
-def _verdicts(raw: dict[str, Any], rubric: Rubric) -> tuple[dict[str, Any] | None, str | None]:
-    """The run's labels of one item, or why they cannot be scored."""
-    status = str(raw.get("status") or "error")
-    if status != "ok":
-        return None, str(raw.get("reason") or f"status {status}")
-    verdicts = raw.get("verdicts")
-    if not isinstance(verdicts, dict) or not set(verdicts) & set(rubric.names):
-        return None, "status ok but no verdicts of this rubric's dimensions"
-    spaces = rubric.spaces()
-    bad = [f"{d}={v!r}" for d, v in verdicts.items() if d in spaces and v not in spaces[d].values]
-    if bad:
-        return None, "verdict not a label: " + ", ".join(bad)
-    return {d: v for d, v in verdicts.items() if d in spaces}, None
 
 
 def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
@@ -92,88 +29,21 @@ def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
             and isinstance(s.get("verdicts"), dict)]
 
 
-_MISSING = object()
+def _labelled(rubric: Rubric) -> tuple[str, ...]:
+    """What human labels are compared with: the dimensions, and the overall label of a rubric that fuses."""
+    return (*rubric.names, OVERALL) if rubric.fusion else rubric.names
 
 
-def _at(slots: dict[str, Any], path: scores.SlotPath) -> Any:
-    """What `path` leads to in a metric's result, or _MISSING where the metric reports no such slot."""
-    node: Any = slots
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return _MISSING
-        node = node[key]
-    return node
+def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict[str, Any] | None:
+    """The record's labels, with its overall label (re-fused under `policy` when one is given)."""
+    if record.verdicts is None or rubric.fusion is None:
+        return record.verdicts
+    overall = rubric.fusion.fuse(policy, record.verdicts) if policy else record.overall
+    return {**record.verdicts, OVERALL: overall}
 
 
-def _put(tree: dict[str, Any], path: scores.SlotPath, leaf: dict[str, Any]) -> None:
-    for key in path[:-1]:
-        tree = tree.setdefault(key, {})
-    tree[path[-1]] = leaf
-
-
-@dataclass
-class _Intervals:
-    """Registers the columns of every run's slots with one bootstrap; `fill` then writes the intervals."""
-
-    ids: list[str]  # every evaluated item, in the order of the bootstrap's rows
-    boot: PairedBootstrap = field(init=False)
-    _row: dict[str, int] = field(init=False)
-    _leaves: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # filled in by `fill`
-
-    def __post_init__(self) -> None:
-        self.boot = PairedBootstrap(len(self.ids))
-        self._row = {item: row for row, item in enumerate(self.ids)}
-
-    def of_metric(self, key: tuple, slots: dict[str, Any],
-                  columns: dict[scores.SlotPath, scores.Columns]) -> dict[str, Any]:
-        """One metric's intervals, keyed like its slots: {"ci95": [low, high]} or {"ci95": None, "reason": ...}.
-
-        `key` (run, metric) keeps the statistics of different runs and metrics apart.
-        """
-        intervals: dict[str, Any] = {}
-        for path, spec in columns.items():
-            node = _at(slots, path)
-            if node is _MISSING:
-                continue
-            value, reason = (node.get("value"), node.get("reason")) if isinstance(node, dict) else (node, None)
-            if value is None:
-                _put(intervals, path, {"ci95": None, "reason": reason or "no value on these items"})
-                continue
-            if len(spec.pairs if isinstance(spec, scores.PairColumns) else spec.counts) < 2:
-                # Resampling one item always gives its own value back: a zero-width interval would mislead.
-                _put(intervals, path, {"ci95": None, "reason": "one item: nothing to resample"})
-                continue
-            leaf: dict[str, Any] = {}
-            _put(intervals, path, leaf)
-            self._leaves[(*key, *path)] = leaf
-            self._register((*key, *path), spec)
-        return intervals
-
-    def _register(self, key: tuple, spec: scores.Columns) -> None:
-        if isinstance(spec, scores.MeanColumns):
-            self.boot.add_mean(key, self._column(spec.sums), self._column(spec.counts))
-        else:
-            judge = self._column({item: j for item, (j, _) in spec.pairs.items()})
-            human = self._column({item: h for item, (_, h) in spec.pairs.items()})
-            present = self._column(dict.fromkeys(spec.pairs, 1.0))
-            self.boot.add_pearson(key, judge, human, present, min_items=scores.PEARSON_MIN_ITEMS)
-
-    def _column(self, by_item: dict[str, float]) -> np.ndarray:
-        column = np.zeros(len(self.ids))
-        for item, value in by_item.items():
-            column[self._row[item]] = value
-        return column
-
-    def fill(self, settings: BootstrapSettings) -> None:
-        for key, estimate in self.boot.estimate(settings).items():
-            leaf = self._leaves[key]
-            leaf["ci95"] = list(estimate.interval) if estimate.interval else None
-            if estimate.interval is None:
-                leaf["reason"] = "undefined in every bootstrap resample"
-
-
-def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
-               intervals: _Intervals) -> dict[str, Any]:
+def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
+               estimates: Estimates, policy: str | None) -> dict[str, Any]:
     items, failed = [], []
     by_status: dict[str, int] = {}
     for item_id, raw in run.raws.items():
@@ -183,10 +53,11 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
         raw = run.raws.get(item_id)
         if raw is None:
             continue
-        judged, reason = _verdicts(raw, rubric)
+        record = read_record(raw, rubric)
+        judged = _with_overall(record, rubric, policy)
         if judged is None:
             failed.append({"id": item_id, "status": "invalid" if raw.get("status") == "ok" else raw.get("status"),
-                           "reason": reason})
+                           "reason": record.reason})
         orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
         items.append(scores.ItemScores(item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}),
                                        _samples(raw), orders))
@@ -194,7 +65,7 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
     columns = scores.compute_columns(rubric, items)
     judged_by_id = {item.id: item.judged or {} for item in items}
     coverage = {}
-    for d in rubric.names:
+    for d in _labelled(rubric):
         labelled = [i for i in ids if d in human.labels.get(i, {})]
         decided = sum(judged_by_id.get(i, {}).get(d) is not None for i in labelled)
         coverage[d] = {"decided": decided, "of": len(labelled), "value": decided / len(labelled) if labelled else None}
@@ -216,26 +87,30 @@ def _run_block(run: RubricRun, rubric: Rubric, human: HumanLabels, ids: list[str
         },
         "coverage": coverage,
         "metrics": metrics,
-        "intervals": {name: intervals.of_metric((index, name), metrics[name], columns[name]) for name in columns},
+        "intervals": {name: estimates.intervals((index, name), metrics[name], columns[name]) for name in columns},
         "failed": failed,
-        "cues": read_summary(run.path).get("cues"),
+        "cues": run.summary.get("cues"),
         "problems": list(run.problems),
     }
 
 
-def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabels,
-                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
-    """metrics.json of runs judged with `rubric` (any but TRACE) against the human labels."""
+def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabels,
+                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP, policy: str | None = None) -> dict[str, Any]:
+    """metrics.json of runs judged with `rubric` against the human labels; `policy` re-fuses the overall
+    label of a rubric that fuses (default: the label each run recorded)."""
     if not runs:
         raise EvaluationError("no judge run to evaluate")
+    if policy and rubric.fusion and policy not in rubric.fusion.policies:
+        raise EvaluationError(f"--fusion {policy}: the {rubric.name} rubric fuses under "
+                              f"{', '.join(rubric.fusion.policies)}")
     judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human.labels if i in judged]
     if not ids:
         raise EvaluationError("no id of the judge run(s) is in the benchmark's manifest; "
                               "check --labels points at the benchmark that was judged")
-    intervals = _Intervals(ids)
-    blocks = [_run_block(run, rubric, human, ids, index, intervals) for index, run in enumerate(runs)]
-    intervals.fill(settings)
+    estimates = Estimates(ids)
+    blocks = [_run_block(run, rubric, human, ids, index, estimates, policy) for index, run in enumerate(runs)]
+    estimates.fill(settings)
     return {
         "format_version": FORMAT_VERSION,
         "rubric": {"name": rubric.name, "version": rubric.id, "file": str(rubric.path) if rubric.path else None,
@@ -244,40 +119,13 @@ def evaluate_rubric_runs(runs: list[RubricRun], rubric: Rubric, human: HumanLabe
         "items": {
             "evaluated": len(ids),
             "in_benchmark": len(human.labels),
-            "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in rubric.names},
+            "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in _labelled(rubric)},
         },
         "bootstrap": settings.describe(),
         "runs": blocks,
         "label_problems": human.problems,
         "definitions": {name: scores.METRICS[name].description for name in rubric.metrics},
     }
-
-
-def evaluate_rubric_folders(run_dirs: list[str | Path], out: str | Path, rubric: Rubric,
-                            labels: str | Path | None = None,
-                            settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> report.EvaluationFiles:
-    """Evaluate run folders judged with `rubric` and write metrics.json, report.md and report.html into `out`."""
-    paths = [Path(p) for p in run_dirs]
-    runs = [RubricRun(name, path, *read_run_folder(path)) for path, name in zip(paths, unique_names(paths))]
-    bench = labels or _bench_of(runs)
-    human = load_human_labels(bench, rubric)
-    metrics = {"bench": str(Path(bench).resolve()), "labels_manifest": str(human.manifest),
-               **evaluate_rubric_runs(runs, rubric, human, settings)}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    blocks = build_blocks(metrics)
-    files = report.EvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html")
-    write_json(files.metrics_path, metrics)
-    atomic_write_text(files.markdown_path, report.render_markdown(blocks))
-    atomic_write_text(files.html_path, report.render_html(blocks, {}))
-    return files
-
-
-def _bench_of(runs: list[RubricRun]) -> str:
-    benches = {run.config.get("bench") for run in runs}
-    if None in benches or len(benches) != 1:
-        raise EvaluationError("the runs do not name one benchmark in config.json; pass --labels BENCH")
-    return str(benches.pop())
 
 
 # -- report -----------------------------------------------------------------------------
@@ -374,3 +222,47 @@ def _system_blocks(runs: list[dict[str, Any]]) -> list[report.Block]:
                        report.Table(["system", "judge mean", "n", "human mean", "n", "judge 95% CI", "human 95% CI"],
                                     rows)]
     return blocks
+
+
+class MetricsReport:
+    """The report of the metrics a rubric lists."""
+
+    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
+                 settings: BootstrapSettings) -> dict[str, Any]:
+        return evaluate_rubric_runs(runs, rubric, human, settings, policy)
+
+    def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
+        return {}
+
+    def blocks(self, metrics: dict[str, Any]) -> list[report.Block]:
+        return build_blocks(metrics)
+
+    def lines(self, files: report.EvaluationFiles) -> list[str]:
+        """What `evaluate` prints: each run's metrics in a line, what was left out, and the label problems."""
+        metrics = files.metrics
+        items, name = metrics["items"], metrics["rubric"]["name"]
+        lines = []
+        for run in metrics["runs"]:
+            shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
+            lines.append(f"{run['name']} ({name}): {'; '.join(shown) or 'no metric computable'}; "
+                         f"{run['items']['failed']} failed")
+            lines.append(f"  {report.excluded(run['items'], items['in_benchmark'])}")
+        labelled = items.get("with_human_label", {})
+        if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
+            lines.append(f"  human labels among the {items['evaluated']} judged manifest item(s): "
+                         + ", ".join(f"{dim} {n}" for dim, n in labelled.items()))
+        if metrics.get("label_problems"):
+            lines.append(f"  {len(metrics['label_problems'])} human label(s) outside their label space, left out "
+                         f"(listed in {files.markdown_path})")
+        return lines
+
+
+METRICS_REPORT = MetricsReport()
+
+
+def _headline(metric: str, slots: dict) -> str | None:
+    """One metric in a line: its value over every dimension, else each dimension's (tables are in the report)."""
+    if (slots.get("all") or {}).get("value") is not None:
+        return f"{metric} {slots['all']['value']:.3f}"
+    values = [f"{dim} {slot['value']:.3f}" for dim, slot in slots.items() if slot.get("value") is not None]
+    return f"{metric} {', '.join(values)}" if values else None

@@ -1,8 +1,8 @@
-"""Metrics of rubric evaluations, registered by name: a rubric's `metrics` lists what is reported.
+"""The metric registry: a rubric's `metrics` lists what its evaluation reports, by name.
 
-Each metric reads the items of one judge run (`ItemScores`: the run's labels, the
-human labels, the samples and orders behind them) and returns one slot per
-dimension it applies to, plus "all" where pooling the dimensions means
+Most metrics read the items of one judge run (`ItemScores`: the run's labels, the
+human labels, the samples and orders behind them) and return one slot per
+dimension they apply to, plus "all" where pooling the dimensions means
 something. A slot is {"value": number or None, "n": items, ...}; a None value
 comes with its "reason", never a NaN.
 
@@ -10,11 +10,12 @@ comes with its "reason", never a NaN.
     def accuracy(rubric, items): ...
 
 A metric's `columns` gives, for the slots that get a bootstrap interval, the
-per-item values the slot is computed from (`MeanColumns`, `PairColumns`), keyed
-by the slot's path; the evaluation resamples the items of every run together.
+per-item values the slot is computed from (engine.MeanColumns, PairColumns,
+KappaColumns), keyed by the slot's path; the metrics engine resamples the items of
+every run together. The report of such metrics is rubric_report.
 
-The whole TRACE report (4-, 3-, 2-way accuracy, kappa, fusion table, probes,
-McNemar) is not one of these: a rubric asks for it with `metrics: [trace]`.
+A metric may instead be a whole report of its own, registered with `register_report`:
+TRACE's (analysis.py), which a rubric asks for with `metrics: [trace]`.
 """
 from __future__ import annotations
 
@@ -22,12 +23,23 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from trace_eval.judge.runfolder import same_in_both_orders
 from trace_eval.rubrics import Rubric
+from trace_eval.rubrics.labels import LabelSpace, label_space
 
-__all__ = ["METRICS", "ItemScores", "MeanColumns", "Metric", "PairColumns", "UnknownMetric", "agreement_credit",
-           "compute", "compute_columns", "register"]
+from .engine import PEARSON_MIN_ITEMS, Columns, KappaColumns, MeanColumns, PairColumns, SlotPath
+from .records import OVERALL
+
+if TYPE_CHECKING:
+    from .bootstrap import BootstrapSettings
+    from .records import HumanLabels, JudgeRun
+    from .report import Block, EvaluationFiles
+
+__all__ = ["METRICS", "ItemScores", "Metric", "Report", "UnknownMetric", "agreement_credit", "compute",
+           "compute_columns", "register", "register_report", "report_of"]
 
 
 @dataclass(frozen=True)
@@ -43,37 +55,29 @@ class ItemScores:
 
 
 Compute = Callable[[Rubric, list[ItemScores]], dict[str, dict[str, Any]]]
-
-
-@dataclass(frozen=True)
-class MeanColumns:
-    """A slot that is a mean of values carried by items: each item's sum of values and how many it has.
-
-    An item with values on several dimensions (a pooled "all") keeps them together when resampled.
-    """
-
-    sums: dict[str, float]  # item id -> sum of the item's values
-    counts: dict[str, int]  # item id -> how many values the item has
-
-
-@dataclass(frozen=True)
-class PairColumns:
-    """A correlation slot: each item's (judge, human) scores."""
-
-    pairs: dict[str, tuple[float, float]]  # item id -> (judge score, human score)
-
-
-Columns = MeanColumns | PairColumns
-SlotPath = tuple[str, ...]  # keys from a metric's result down to a value: ("all",), ("style", "systems", "a", "judge")
 ColumnsOf = Callable[[Rubric, list[ItemScores]], dict[SlotPath, Columns]]
+
+
+class Report(Protocol):
+    """A whole evaluation report: what it adds to metrics.json, its pictures, its sections, its printed lines."""
+
+    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
+                 settings: BootstrapSettings) -> dict[str, Any]: ...
+
+    def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]: ...
+
+    def blocks(self, metrics: dict[str, Any]) -> list[Block]: ...
+
+    def lines(self, files: EvaluationFiles) -> list[str]: ...
 
 
 @dataclass(frozen=True)
 class Metric:
     name: str
     description: str  # one line, written to metrics.json and the report
-    compute: Compute
+    compute: Compute | None = None  # the metric's slots on one run's items
     columns: ColumnsOf | None = None  # what the bootstrap intervals of its slots are computed from
+    report: Report | None = None  # a metric that is a whole report of its own (TRACE's), listed alone
 
 
 METRICS: dict[str, Metric] = {}
@@ -83,22 +87,43 @@ class UnknownMetric(ValueError):
     """A rubric names a metric that is not registered."""
 
 
+def _add(metric: Metric) -> None:
+    if metric.name in METRICS:
+        raise ValueError(f"metric {metric.name!r} is registered twice")
+    METRICS[metric.name] = metric
+
+
 def register(name: str, description: str, columns: ColumnsOf | None = None) -> Callable[[Compute], Compute]:
     def decorate(function: Compute) -> Compute:
-        if name in METRICS:
-            raise ValueError(f"metric {name!r} is registered twice")
-        METRICS[name] = Metric(name, description, function, columns)
+        _add(Metric(name, description, function, columns))
         return function
 
     return decorate
 
 
-def compute(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Every metric the rubric lists, by name."""
+def register_report(name: str, description: str, report: Report) -> None:
+    _add(Metric(name, description, report=report))
+
+
+def _check(rubric: Rubric) -> None:
     unknown = [name for name in rubric.metrics if name not in METRICS]
     if unknown:
         raise UnknownMetric(f"rubric {rubric.name} lists unknown metric(s) {', '.join(unknown)}; "
                             f"expected among: {', '.join(METRICS)}")
+
+
+def report_of(rubric: Rubric) -> Report:
+    """The report of the rubric's metrics: the whole report one of them is, else the report of them all
+    (rubric_report)."""
+    from .rubric_report import METRICS_REPORT  # built on this registry, so imported when asked for
+
+    _check(rubric)
+    return next((METRICS[name].report for name in rubric.metrics if METRICS[name].report), METRICS_REPORT)
+
+
+def compute(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every metric the rubric lists, by name."""
+    _check(rubric)
     return {name: METRICS[name].compute(rubric, items) for name in rubric.metrics}
 
 
@@ -138,7 +163,9 @@ def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, P
             (dim,): MeanColumns(values, dict.fromkeys(values, 1)) for dim, values in per_dim.items()}
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
-        for values in per_dim.values():
+        for dim, values in per_dim.items():
+            if dim == OVERALL:
+                continue  # "all" pools the dimensions, not the label fused from them
             for item, value in values.items():
                 sums[item] = sums.get(item, 0.0) + value
                 counts[item] = counts.get(item, 0) + 1
@@ -148,13 +175,20 @@ def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, P
     return columns
 
 
-def _dims(rubric: Rubric, numeric: bool | None = None) -> list[str]:
-    return [d.name for d in rubric.dimensions if numeric is None or d.labels.numeric == numeric]
+def _dims(rubric: Rubric, numeric: bool | None = None, overall: bool = False) -> list[str]:
+    """The rubric's dimensions (only the numeric or only the pairwise ones), and with `overall` its fused
+    label when it has one: agreement metrics score it like one more pairwise dimension."""
+    dims = [d.name for d in rubric.dimensions if numeric is None or d.labels.numeric == numeric]
+    return dims + [OVERALL] if overall and rubric.fusion and not numeric else dims
+
+
+def _space(rubric: Rubric, key: str) -> LabelSpace:
+    return label_space("typed-tie") if key == OVERALL else rubric.dimension(key).labels
 
 
 def _pool(slots: dict[str, dict[str, Any]], totals: list[float], empty: str) -> dict[str, dict[str, Any]]:
     """`slots` with "all": the mean over every (item, dimension) value in `totals`."""
-    if len(slots) > 1:
+    if len(set(slots) - {OVERALL}) > 1:
         slots["all"] = _mean_slot(totals, empty)
     return slots
 
@@ -165,7 +199,8 @@ NO_LABELS = "no item has both a judge label and a human label on this dimension"
 # -- metrics ----------------------------------------------------------------------------
 
 def _hits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()} for dim in _dims(rubric)}
+    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()}
+            for dim in _dims(rubric, overall=True)}
 
 
 @register("accuracy", "judge label equals the human label (exact match; human means such as 3.5 never match)",
@@ -175,8 +210,8 @@ def accuracy(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any
     for dim, by_item in _hits(rubric, items).items():
         hits = list(by_item.values())
         slots[dim] = _mean_slot(hits, NO_LABELS, correct=int(sum(hits)))
-        pooled += hits
-    if len(slots) > 1:
+        pooled += hits if dim != OVERALL else []
+    if len(set(slots) - {OVERALL}) > 1:
         slots["all"] = _mean_slot(pooled, NO_LABELS, correct=int(sum(pooled)))
     return slots
 
@@ -190,9 +225,9 @@ def agreement_credit(judge: Any, human: Any, ties: frozenset) -> float:
 
 
 def _credits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: agreement_credit(j, h, rubric.dimension(dim).labels.ties)
+    return {dim: {i: agreement_credit(j, h, _space(rubric, dim).ties)
                   for i, (j, h) in _both_by_id(items, dim).items()}
-            for dim in _dims(rubric, numeric=False)}
+            for dim in _dims(rubric, numeric=False, overall=True)}
 
 
 @register("agreement", "pairwise agreement with humans: 1 for the same label, 0.5 when one side says tie "
@@ -202,15 +237,36 @@ def agreement(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, An
     for dim, by_item in _credits(rubric, items).items():
         credits = list(by_item.values())
         slots[dim] = _mean_slot(credits, NO_LABELS, credit=sum(credits))
-        pooled += credits
+        pooled += credits if dim != OVERALL else []
     return _pool(slots, pooled, NO_LABELS)
 
 
+def _label_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
+    return {(dim,): KappaColumns(_both_by_id(items, dim), tuple(_space(rubric, dim).values))
+            for dim in _dims(rubric, numeric=False, overall=True)}
+
+
+@register("kappa", "Cohen's kappa between the judge's and the human labels (chance-corrected agreement)",
+          columns=_label_pairs)
+def kappa(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
+    from .metrics import cohen_kappa
+
+    slots = {}
+    for dim in _dims(rubric, numeric=False, overall=True):
+        pairs = _both(items, dim)
+        if not pairs:
+            slots[dim] = {"value": None, "n": 0, "reason": NO_LABELS}
+            continue
+        value = cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], _space(rubric, dim).values)
+        slots[dim] = ({"value": value, "n": len(pairs)} if value is not None else
+                      {"value": None, "n": len(pairs), "reason": "undefined: chance agreement is total "
+                                                                 "(both raters use one label)"})
+    return slots
+
+
 def _same_in_both_orders(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    swapped = [i for i in items if i.orders and i.orders.get("original") and i.orders.get("swapped")]
-    return {dim: {i.id: float(i.orders["original"][dim] == i.orders["swapped"][dim])  # type: ignore[index]
-                  for i in swapped if dim in i.orders["original"]}  # type: ignore[index]
-            for dim in _dims(rubric, numeric=False)}
+    same = same_in_both_orders(({"id": i.id, "orders": i.orders} for i in items), _dims(rubric, numeric=False))
+    return {dim: {item: float(agree) for item, agree in by_item.items()} for dim, by_item in same.items()}
 
 
 @register("position_consistency", "share of items whose label stays the same when the two responses are shown "
@@ -239,9 +295,6 @@ def mae(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
         pooled += errors
     scales = {rubric.dimension(d).labels.values for d in slots}
     return _pool(slots, pooled, NO_LABELS) if len(scales) == 1 else slots
-
-
-PEARSON_MIN_ITEMS = 3  # with two items the correlation is always +1 or -1
 
 
 def _score_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:

@@ -32,21 +32,26 @@ results.jsonl fields (one line per item):
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import fusion
 from trace_eval.io import atomic_write_text, read_json, write_json
-from trace_eval.rubrics import Rubric, RubricError, load_rubric, rubric_of_run
+from trace_eval.rubrics import Rubric, RubricError, rubric_of_run
 
 __all__ = [
     "RESULTS",
     "CONFIG",
     "SUMMARY",
+    "Results",
+    "RunFolder",
     "RunFolderError",
     "ResultsWriter",
     "read_results",
+    "read_run_folder",
     "refuse",
     "summarize",
     "position_consistency",
@@ -61,21 +66,88 @@ class RunFolderError(ValueError):
     """A run folder that is missing, damaged or was made with other settings."""
 
 
-def read_results(path: Path) -> list[dict]:
-    """Records of results.jsonl; a line cut short by an interrupted run is ignored (it will be redone)."""
-    records = []
+@dataclass
+class Results:
+    """results.jsonl as read: every object with an id, in file order, and every line that could not be used."""
+
+    records: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "results.jsonl line 7: not JSON (...); skipped", ...
+
+    def latest(self) -> dict[str, dict]:
+        """The records by id; when an id appears more than once the last line wins (a resumed run
+        appends its newer answer)."""
+        by_id: dict[str, dict] = {}
+        for record in self.records:
+            by_id.pop(str(record["id"]), None)
+            by_id[str(record["id"])] = record
+        return by_id
+
+
+def read_results(path: Path) -> Results:
+    """Read results.jsonl (no file: no records). A line that is not JSON or has no id cannot be matched
+    to an item: it is reported with its line number (a line cut short by an interrupted run is one), as
+    is an id given more than once."""
+    results = Results()
     if not path.is_file():
-        return records
-    for line in path.read_text(encoding="utf-8").splitlines():
+        return results
+    seen: set[str] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as e:
+            results.problems.append(f"{path.name} line {number}: not JSON ({e.msg}); skipped")
             continue
-        if isinstance(record, dict) and "id" in record:
-            records.append(record)
-    return records
+        if not isinstance(record, dict) or record.get("id") is None:
+            results.problems.append(f"{path.name} line {number}: no id; skipped")
+            continue
+        item_id = str(record["id"])
+        if item_id in seen:
+            results.problems.append(f"id {item_id}: appears more than once; the last line is used")
+        seen.add(item_id)
+        results.records.append(record)
+    return results
+
+
+@dataclass
+class RunFolder:
+    """A judge run folder as read back: its settings, its records by id, and what could not be used."""
+
+    path: Path
+    config: dict[str, Any]  # config.json; {} when absent (folders of hand-made runs)
+    records: dict[str, dict]  # results.jsonl objects by id, the last line of an id winning
+    problems: list[str]  # unusable lines and repeated ids (see `read_results`)
+    summary: dict[str, Any]  # summary.json as the judge wrote it; {} when absent or unreadable
+
+
+def read_run_folder(folder: str | Path) -> RunFolder:
+    """RUNDIR/config.json, results.jsonl and summary.json; raises RunFolderError without results.jsonl
+    or with a config.json that is not JSON."""
+    folder = Path(folder)
+    results = folder / RESULTS
+    if not results.is_file():
+        raise RunFolderError(f"{folder}: no {RESULTS}; expected a folder written by `python -m trace_eval judge`")
+    config_path = folder / CONFIG
+    config: dict[str, Any] = {}
+    if config_path.is_file():
+        try:
+            loaded = json.loads(config_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
+        if isinstance(loaded, dict):
+            config = loaded
+    read = read_results(results)
+    return RunFolder(folder, config, read.latest(), read.problems, _read_summary(folder))
+
+
+def _read_summary(folder: Path) -> dict[str, Any]:
+    """summary.json, or {} when it is absent or unreadable (it only adds to a report)."""
+    try:
+        summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def write_results(path: Path, records: Iterable[dict]) -> None:
@@ -95,10 +167,6 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._file.close()
-
-
-def _trace() -> Rubric:
-    return load_rubric("trace")
 
 
 def undetermined_reasons(verdicts: dict[str, Any], answers: Iterable[Any]) -> dict[str, str]:
@@ -131,32 +199,34 @@ _ORDER_RULES = {
 }
 
 
-def position_consistency(records: list[dict], rubric: Rubric | None = None) -> dict | None:
+def _both_orders(records: Iterable[dict]) -> list[dict]:
+    """The records judged in both presentation orders (judge --swap)."""
+    return [r for r in records if (r.get("orders") or {}).get("original") and r["orders"].get("swapped")]
+
+
+def same_in_both_orders(records: Iterable[dict], dimensions: Iterable[str]) -> dict[str, dict[str, bool]]:
+    """{dimension: {item id: whether both presentation orders gave the same label}} over the records
+    judged in both orders that rated the dimension."""
+    swapped = _both_orders(records)
+    return {dim: {str(r["id"]): r["orders"]["original"][dim] == r["orders"]["swapped"].get(dim)
+                  for r in swapped if dim in r["orders"]["original"]}
+            for dim in dimensions}
+
+
+def position_consistency(records: list[dict], rubric: Rubric) -> dict | None:
     """Share of (pair, dimension) on which both presentation orders gave the same label."""
-    rubric = rubric or _trace()
-    dimensions = rubric.names
-    agree: Counter[str] = Counter()
-    asked: Counter[str] = Counter()
-    total = 0
-    fully = 0
-    for record in records:
-        orders = record.get("orders") or {}
-        original, swapped = orders.get("original"), orders.get("swapped")
-        if not original or not swapped:
-            continue
-        total += 1
-        same = {dim: original.get(dim) == swapped.get(dim) for dim in dimensions if dim in original}
-        asked.update(same.keys())
-        agree.update(dim for dim, ok in same.items() if ok)
-        fully += all(same.values())
-    if total == 0:
+    pairs = [str(r["id"]) for r in _both_orders(records)]
+    if not pairs:
         return None
+    same = same_in_both_orders(records, rubric.names)
     rules = sorted({_ORDER_RULES[d.labels.kind] for d in rubric.dimensions if d.labels.kind in _ORDER_RULES})
     return {
-        "rate": sum(agree.values()) / sum(asked.values()),
-        "per_dimension": {dim: agree[dim] / asked[dim] if asked[dim] else None for dim in dimensions},
-        "pairs_fully_consistent": fully / total,
-        "pairs": total,
+        "rate": sum(sum(by_item.values()) for by_item in same.values()) / sum(map(len, same.values())),
+        "per_dimension": {dim: sum(by_item.values()) / len(by_item) if by_item else None
+                          for dim, by_item in same.items()},
+        "pairs_fully_consistent": sum(all(by_item.get(item, True) for by_item in same.values())
+                                      for item in pairs) / len(pairs),
+        "pairs": len(pairs),
         "rule": "; ".join(rules),
     }
 
@@ -165,15 +235,13 @@ def _label_key(label: object) -> str:
     return label if isinstance(label, str) else json.dumps(label)
 
 
-def summarize(records: list[dict], config: dict, run: dict | None = None, rubric: Rubric | None = None,
-              cues: dict | None = None) -> dict:
+def summarize(records: list[dict], config: dict, run: dict | None, rubric: Rubric, cues: dict | None = None) -> dict:
     """summary.json: what the records hold, the settings, `run` (calls, spend, wall time, stop reason)
     and `cues` (which cue groups the clips had, from trace_eval.judge.evidence; null when not known).
 
     `labels` counts every label of every dimension (and of `overall` when the rubric fuses);
     `undetermined` counts the items of status ok left null on each (overall: on any dimension).
     """
-    rubric = rubric or _trace()
     status = Counter(r.get("status") for r in records)
     keys = (*rubric.names, "overall") if rubric.fusion else rubric.names
     labels: dict[str, Counter] = {dim: Counter() for dim in keys}
@@ -223,8 +291,13 @@ def load_config(folder: Path) -> dict:
     return read_json(path)
 
 
-def refuse(folder: str | Path, policy: str) -> dict:
-    """Re-fuse a finished run under `policy` without any call: rewrite overall, config and summary."""
+def refuse(folder: str | Path, policy: str, notice: Callable[[str], None] | None = None) -> dict:
+    """Re-fuse a finished run under `policy` without any call: rewrite overall, config and summary.
+
+    Lines of results.jsonl that cannot be read are left out of the rewritten file, each told to `notice`
+    (default: printed to stderr).
+    """
+    notice = notice or (lambda message: print(message, file=sys.stderr))
     folder = Path(folder)
     fusion.get_policy(policy)
     config = load_config(folder)
@@ -237,7 +310,10 @@ def refuse(folder: str | Path, policy: str) -> dict:
                              "fuse; its dimensions are evaluated one by one")
     if policy not in rubric.fusion.policies:
         raise RunFolderError(f"the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}, not {policy}")
-    records = [set_overall(r, policy, rubric) for r in read_results(folder / RESULTS)]
+    results = read_results(folder / RESULTS)
+    for problem in results.problems:
+        notice(f"warning: {folder}: {problem}")
+    records = [set_overall(r, policy, rubric) for r in results.records]
     write_results(folder / RESULTS, records)
     config["fusion"] = policy
     write_json(folder / CONFIG, config)

@@ -325,8 +325,10 @@ def _pointwise_case(bench: Benchmark, pair: Pair, prompt: Prompt, drop: tuple[st
 
 # -- the run ----------------------------------------------------------------------------
 
-def _resume(out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str]) -> list[dict]:
-    """Records of an earlier run in `out` worth keeping (status ok, a pair of this benchmark).
+def _resume(out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str],
+            notice: Callable[[str], None]) -> list[dict]:
+    """Records of an earlier run in `out` worth keeping (status ok, a pair of this benchmark); lines that
+    cannot be read (one cut short by an interruption) are told to `notice`, and their pairs judged again.
 
     The earlier run must have the same `keys` in its config.json.
     """
@@ -342,8 +344,10 @@ def _resume(out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str]) 
         details = ", ".join(f"{k}: {previous.get(k)!r} -> {config.get(k)!r}" for k in changed)
         raise JudgeError(f"{out} holds a run made with other settings ({details}); give another --out "
                          "or remove that folder")
-    previous_records = runfolder.read_results(out / runfolder.RESULTS)
-    return [r for r in previous_records if r.get("status") == "ok" and r["id"] in pair_ids]
+    previous = runfolder.read_results(out / runfolder.RESULTS)
+    for problem in previous.problems:
+        notice(f"warning: {out}: {problem}")
+    return [r for r in previous.records if r.get("status") == "ok" and r["id"] in pair_ids]
 
 
 @dataclass
@@ -450,7 +454,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
     out = Path(options.out) if options.out else default_out_dir(options.model)
     out.mkdir(parents=True, exist_ok=True)
     config = build_config(options, bench, rubric, prompt, backbone, structured, cache_dir)
-    kept = _resume(out, config, RESUME_KEYS + tuple(backbone.recorded_settings()), {p.id for p in pairs})
+    kept = _resume(out, config, RESUME_KEYS + tuple(backbone.recorded_settings()), {p.id for p in pairs}, notice)
     done = {r["id"] for r in kept}
     write_json(out / runfolder.CONFIG, config)
     runfolder.write_results(out / runfolder.RESULTS, kept)
@@ -471,7 +475,7 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         writer.close()
 
     # Final file: manifest order, one line per pair, overall under this run's policy.
-    by_id = {r["id"]: r for r in runfolder.read_results(out / runfolder.RESULTS)}
+    by_id = runfolder.read_results(out / runfolder.RESULTS).latest()
     records = [runfolder.set_overall(by_id[p.id], options.fusion, rubric) for p in pairs if p.id in by_id]
     runfolder.write_results(out / runfolder.RESULTS, records)
     not_run = [p.id for p in pairs if p.id not in by_id]
