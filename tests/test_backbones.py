@@ -101,7 +101,7 @@ def test_a_package_adds_a_backbone_through_its_entry_point(echo_package, tmp_pat
     options = JudgeOptions(bench=bench, model="echo", max_tokens=99, cache_dir=tmp_path / "cache",
                            out=tmp_path / "run", progress=False)
     outcome = run_judge(options, notice=lambda message: None)
-    records = read_results(outcome.out / "results.jsonl")
+    records = read_results(outcome.out / "results.jsonl").records
     assert [r["status"] for r in records] == ["ok"] * 3
     assert records[0]["verdicts"] == {"content": "1", "voice_quality": "1", "paralinguistics": "1"}
     assert records[0]["reasoning"] == "echo at 99 tokens" and records[0]["tokens"] == {"prompt": 10, "completion": 5}
@@ -114,7 +114,7 @@ def test_a_package_adds_a_backbone_through_its_entry_point(echo_package, tmp_pat
     again = run_judge(JudgeOptions(bench=bench, model="echo", max_tokens=99, cache_dir=tmp_path / "cache",
                                    out=tmp_path / "again", progress=False), notice=lambda message: None)
     assert echo_backbone.EchoBackbone.asked == 3  # its answers are cached like any model's
-    assert all(r["cache_hit"] for r in read_results(again.out / "results.jsonl"))
+    assert all(r["cache_hit"] for r in read_results(again.out / "results.jsonl").records)
 
 
 def test_a_run_folder_resumes_only_with_the_settings_its_backbone_recorded(echo_package, tmp_path):
