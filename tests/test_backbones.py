@@ -61,6 +61,7 @@ def echo_package(tmp_path, monkeypatch):
         [{ENTRY_POINT_GROUP}]
         echo = echo_backbone:EchoBackbone
         cues = echo_backbone:EchoBackbone
+        gone = echo_backbone_uninstalled:GoneBackbone
         """))
     monkeypatch.syspath_prepend(str(site))
     yield
@@ -115,6 +116,13 @@ def test_a_package_adds_a_backbone_through_its_entry_point(echo_package, tmp_pat
                                    out=tmp_path / "again", progress=False), notice=lambda message: None)
     assert echo_backbone.EchoBackbone.asked == 3  # its answers are cached like any model's
     assert all(r["cache_hit"] for r in read_results(again.out / "results.jsonl").records)
+
+
+def test_a_backbone_whose_package_is_gone_says_so(echo_package, tmp_path):
+    bench = write_benchmark(tmp_path / "bench", 1)
+    with pytest.raises(JudgeError, match=r"backbone 'gone' \(echo_backbone_uninstalled:GoneBackbone\) cannot be "
+                                         r"imported: No module named 'echo_backbone_uninstalled'; install"):
+        run_judge(JudgeOptions(bench=bench, model="gone", out=tmp_path / "run", progress=False))
 
 
 def test_a_run_folder_resumes_only_with_the_settings_its_backbone_recorded(echo_package, tmp_path):

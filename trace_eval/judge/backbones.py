@@ -188,10 +188,15 @@ def backbone_for(model: str) -> str:
 def make_backbone(name: str, settings: BackboneSettings) -> Backbone:
     """The backbone registered as `name`, made with `settings`.
 
-    Raises UnknownBackboneError naming the choices, or FatalBackboneError when it cannot judge this run.
+    Raises UnknownBackboneError naming the choices, or FatalBackboneError when it cannot be imported or
+    cannot judge this run.
     """
     found = available_backbones()
     if name not in found:
         raise UnknownBackboneError(f"unknown backbone {name!r}; expected one of: {', '.join(sorted(found))}")
-    factory: BackboneFactory = found[name].load()
+    try:
+        factory: BackboneFactory = found[name].load()
+    except ImportError as e:
+        raise FatalBackboneError(f"backbone {name!r} ({found[name].value}) cannot be imported: {e}; "
+                                 "install the package that provides it") from e
     return factory(settings)
