@@ -163,7 +163,7 @@ def _check_options(options: JudgeOptions) -> None:
         raise JudgeError("repair attempts cannot be negative")
 
 
-def backbone_of(options: JudgeOptions, prompt: Prompt, rubric: Rubric, check_key: bool = True) -> Backbone:
+def _backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric, check_key: bool = True) -> Backbone:
     """The backbone that judges with `options.model`, made for this rubric and prompt."""
     settings = BackboneSettings(
         model=options.model,
@@ -391,7 +391,7 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
                          f"{', '.join(rubric.fusion.policies)}")
     bench = load_benchmark(options.bench, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
-    backbone = backbone_of(options, prompt, rubric, check_key)
+    backbone = _backbone(options, prompt, rubric, check_key)
     skipped = lacking_blueprints(bench, pairs) if options.skip_failed and prompt.needs_blueprints else {}
     cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop)
     structured = backbone.structured_output(options.structured)
