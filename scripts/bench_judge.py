@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout, not an install
 
 from llm_server import LLMServer, Reply, verdict_json, write_benchmark  # noqa: E402
 from trace_eval.judge import JudgeOptions, run_judge  # noqa: E402
-from trace_eval.judge.backbones import import_litellm  # noqa: E402
+from trace_eval.judge.litellm_backbone import import_litellm  # noqa: E402
 
 
 def timed_run(bench: Path, server: LLMServer, cache: Path, out: Path, concurrency: int) -> dict:

@@ -22,10 +22,9 @@ TRACE = load_rubric("trace")
 KEYS = load_prompt("trace").blueprint_keys
 
 
-def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = (),
-            doubts: tuple[str | None, str | None] = (None, None)) -> dict:
+def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = ()) -> dict:
     views = (blueprint_view(bp1, KEYS, drop), blueprint_view(bp2, KEYS, drop))
-    answer = judge_case(Case("x", None, instruction, views, transcript_doubts=doubts))
+    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2)))
     parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
     assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
     return answer
@@ -126,13 +125,14 @@ def test_an_unreliable_transcript_is_missing_evidence_for_content_and_its_rates(
     said = "Say 'the quick brown fox' slowly."
     doubt = "transcript marked unreliable (average log-probability -1.9)"
     fine, doubted = blueprint("The quick brown fox.", wpm=100), blueprint("The quick brown fox.", wpm=100)
+    doubted["transcript_quality"] = {"reliable": False, "reason": "average log-probability -1.9"}
     doubted["agent_voicing"]["Syllable_Rate_Per_S"] = None
-    answer = verdict(said, fine, doubted, doubts=(None, doubt))
+    answer = verdict(said, fine, doubted)
     assert answer["content"] is None and doubt in answer["undetermined"]["content"]
     assert answer["paralinguistics"] is None and doubt in answer["undetermined"]["paralinguistics"]
     # The signal-only syllable rate still measures pace without the transcript.
     doubted["agent_voicing"]["Syllable_Rate_Per_S"] = 2.5
-    assert verdict(said, fine, doubted, doubts=(None, doubt))["paralinguistics"] == "both_good"
+    assert verdict(said, fine, doubted)["paralinguistics"] == "both_good"
 
 
 def test_only_a_backbone_that_declares_it_may_leave_a_label_null():

@@ -17,6 +17,7 @@ from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, available_prompts, 
 from trace_eval.judge.runner import build_cases
 from trace_eval.rubrics import load_rubric
 
+TRACE = load_rubric("trace")
 
 def _bench(tmp_path: Path, **spec) -> tuple:
     spec.setdefault("id", "a")
@@ -45,7 +46,7 @@ def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
         response_2=blueprint("hi", emotion={"sad": 0.1, "happy": 0.9}),
     )
     prompt = load_prompt("trace")
-    cases, _ = build_cases(bench, [pair], prompt, drop=())
+    cases, _ = build_cases(bench, [pair], TRACE, prompt, drop=())
     system, user = prompt.render(cases["a"][0])
     for words in ("Content", "Voice Quality", "Paralinguistics", "both_bad", "both_good", "order in which", "longer"):
         assert words in system["content"]
@@ -64,7 +65,7 @@ def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
 def test_instruction_text_is_used_when_there_is_no_transcript(tmp_path):
     bench, pair = _bench(tmp_path, instruction=blueprint(None), instruction_text='Say "hi" loudly.')
     prompt = load_prompt("trace")
-    case = build_cases(bench, [pair], prompt, drop=())[0]["a"][0]
+    case = build_cases(bench, [pair], TRACE, prompt, drop=())[0]["a"][0]
     assert 'Say "hi" loudly.' in prompt.render(case)[1]["content"]
 
 
@@ -72,7 +73,7 @@ def test_instruction_text_is_used_when_there_is_no_transcript(tmp_path):
 def test_drop_removes_exactly_its_keys(tmp_path, group):
     bench, pair = _bench(tmp_path)
     prompt = load_prompt("trace")
-    case = build_cases(bench, [pair], prompt, drop=(group,))[0]["a"][0]
+    case = build_cases(bench, [pair], TRACE, prompt, drop=(group,))[0]["a"][0]
     shown = _blueprint_json(prompt.render(case)[1]["content"], 1)
     full = blueprint_view(blueprint(), prompt.blueprint_keys)
     assert set(full) - set(shown) == set(BLUEPRINT_GROUPS[group])
@@ -81,7 +82,7 @@ def test_drop_removes_exactly_its_keys(tmp_path, group):
 def test_swapped_case_shows_response_2_first(tmp_path):
     bench, pair = _bench(tmp_path, response_1=blueprint("first answer"), response_2=blueprint("second answer"))
     prompt = load_prompt("trace")
-    original, swapped = build_cases(bench, [pair], prompt, drop=())[0]["a"]
+    original, swapped = build_cases(bench, [pair], TRACE, prompt, drop=())[0]["a"]
     text = prompt.render(swapped)[1]["content"]
     assert _blueprint_json(text, 1)["agent_response"] == "second answer"
     assert _blueprint_json(text, 2)["agent_response"] == "first answer"
@@ -91,7 +92,7 @@ def test_swapped_case_shows_response_2_first(tmp_path):
 def test_transcript_prompt_shows_transcripts_only(tmp_path):
     bench, pair = _bench(tmp_path, response_1=blueprint("first answer"), response_2=blueprint(""))
     prompt = load_prompt("transcript")
-    text = prompt.render(build_cases(bench, [pair], prompt, drop=())[0]["a"][0])[1]["content"]
+    text = prompt.render(build_cases(bench, [pair], TRACE, prompt, drop=())[0]["a"][0])[1]["content"]
     assert "first answer" in text and "(no speech recognised)" in text
     assert "agent_emotion" not in text and "LUFS" not in text
 
@@ -99,7 +100,7 @@ def test_transcript_prompt_shows_transcripts_only(tmp_path):
 def test_audio_prompt_sends_the_three_clips_as_input_audio(tmp_path):
     bench, pair = _bench(tmp_path)
     prompt = load_prompt("audio")
-    case = build_cases(bench, [pair], prompt, drop=())[0]["a"][0]
+    case = build_cases(bench, [pair], TRACE, prompt, drop=())[0]["a"][0]
     user = prompt.render(case)[1]["content"]
     audio_parts = [p for p in user if p["type"] == "input_audio"]
     assert len(audio_parts) == 3

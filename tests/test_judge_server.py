@@ -220,7 +220,7 @@ def test_a_token_budget_is_sent_by_default_and_overridden(tmp_path, server):
 
     prompt = load_rubric("trace").prompt(None)
     loaded = load_benchmark(bench)
-    case = build_cases(loaded, loaded.pairs, prompt, ())[0]["p0000"][0]
+    case = build_cases(loaded, loaded.pairs, load_rubric("trace"), prompt, ())[0]["p0000"][0]
     key = request_key({"backbone": "openai/test-judge", "api_base": server.api_base, "prompt_version": prompt.id,
                        "messages": prompt.render(case), "sampling": {"temperature": 0.0, "max_tokens": 77},
                        "response_format": None, "sample_index": 0})
@@ -428,7 +428,7 @@ def test_dry_run_counts_uncached_calls_tokens_and_price_and_asks_nothing(tmp_pat
     from trace_eval.judge.runner import build_cases
 
     loaded = load_benchmark(bench)
-    cases, _ = build_cases(loaded, loaded.pairs[1:], prompt, ())
+    cases, _ = build_cases(loaded, loaded.pairs[1:], load_rubric("trace"), prompt, ())
     expected = sum(litellm.token_counter(model="openai/test-judge", messages=prompt.render(original))
                    for original, _ in cases.values())
     assert plan["prompt_tokens"] == expected > 1000

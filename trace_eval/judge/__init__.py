@@ -7,22 +7,18 @@ an overall label).
     outcome = run_judge(JudgeOptions(bench=Path("examples/mini")))   # offline `cues` backbone
     run_judge(JudgeOptions(bench=Path("examples/mini-style"), rubric="style", model="openai/gpt-4o"))
 
-Modules: prompts (versioned templates -> messages), backbones (litellm), cues (the
-offline backbone, TRACE only), parse (answer -> verdict in the rubric's label
-spaces), cache (answers by request key), combine (samples, swapped orders,
-fusion), runfolder (files of a run), runner.
+Modules: prompts (versioned templates -> messages), backbones (the interface and
+the registry by name), litellm_backbone and cues (the two built in; cues is
+offline, TRACE only), parse (answer -> verdict in the rubric's label spaces), cache
+(answers by request key), caller (one call: cache, budget, rate limit, retries),
+judging (the loop: repairs, swapped orders, records), combine (samples, swapped
+orders), runfolder (files of a run), runner (options, cases, the run).
 """
 from trace_eval.judge.parse import ParsedVerdict, parse_verdict
+from trace_eval.judge.caller import RetryPolicy
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt
 from trace_eval.judge.runfolder import RunFolderError, refuse
-from trace_eval.judge.runner import (
-    JudgeError,
-    JudgeOptions,
-    MissingBlueprintsError,
-    RetryPolicy,
-    RunOutcome,
-    run_judge,
-)
+from trace_eval.judge.runner import JudgeError, JudgeOptions, MissingBlueprintsError, RunOutcome, run_judge
 
 __all__ = [
     "BLUEPRINT_GROUPS",

@@ -67,12 +67,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 from typing import Callable
 
 import fusion
-from trace_eval.judge.backbones import Completion
+from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
 from trace_eval.rubrics import Rubric, load_rubric
 
@@ -493,9 +493,11 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     """The verdict document for one case, reasoning included; `undetermined` names each dimension left null."""
     # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
     instruction = (case.instruction_text or "").strip() or (case.instruction_transcript or "").strip()
-    bp1, bp2 = (None if bp is None else {**bp, "words": words}
-                for bp, words in zip(case.blueprints, case.words, strict=True))
-    doubts = case.transcript_doubts
+    # Word timings go with the speaking-rate cues: only where agent_audio_properties is shown.
+    timed = any(view and "agent_audio_properties" in view for view in case.blueprints)
+    bp1, bp2 = (None if view is None else {**view, "words": (stored or {}).get("words") if timed else None}
+                for view, stored in zip(case.blueprints, case.stored, strict=True))
+    doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
@@ -510,25 +512,42 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     return verdict
 
 
-class CuesBackbone:
-    """Backbone `cues`: answers from the blueprints with the rules above. Instant, so never cached."""
+class CuesBackbone(Backbone):
+    """Backbone `cues`: answers from the blueprints with the rules above. Instant and free, so never cached."""
 
-    name = "cues"
     cacheable = False
-    # Its answers may leave a dimension null with the reason; every other backbone must give labels.
-    may_leave_undetermined = True
+    may_leave_undetermined = True  # a dimension whose deciding cue is missing stays null, with the reason
+    no_calls = "the cues backbone reads the blueprints"
 
-    def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS):
+    def __init__(self, settings: BackboneSettings, thresholds: Thresholds = DEFAULT_THRESHOLDS):
+        if not judges(settings.rubric):
+            raise FatalBackboneError(
+                f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice quality, "
+                f"paralinguistics), not {settings.rubric.name}; pass --model with a litellm model id "
+                "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)")
+        if settings.prompt.needs_audio:
+            raise FatalBackboneError(f"the cues backbone reads blueprints and cannot judge raw audio "
+                                     f"(--judge {settings.prompt.name}); give an audio-capable --model")
+        super().__init__(settings)
         self.thresholds = thresholds
 
-    @staticmethod
-    def judges(rubric: Rubric) -> bool:
-        """Its rules decide the trace rubric's dimensions, so it judges rubrics with exactly those."""
-        trace = load_rubric("trace")
-        return rubric.pairwise and rubric.spaces() == trace.spaces()
+    def structured_output(self, choice: str) -> bool:
+        return False  # its answers are made here, not asked for
 
-    async def complete(self, messages: list[dict], case: Case, response_format: dict | None) -> Completion:
+    def prices_per_token(self) -> tuple[float, float]:
+        return 0.0, 0.0
+
+    def recorded_settings(self) -> dict:
+        return {"cues": {"version": CUES_VERSION, "thresholds": asdict(self.thresholds)}}
+
+    async def complete(self, messages: list[dict], case: Case, response_format: dict | None,
+                       max_tokens: int | None) -> Completion:
         start = time.perf_counter()
         text = json.dumps(judge_case(case, self.thresholds), ensure_ascii=False)
         return Completion(text=text, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
                           latency_s=time.perf_counter() - start)
+
+
+def judges(rubric: Rubric) -> bool:
+    """The rules decide the trace rubric's dimensions, so they judge rubrics with exactly those."""
+    return rubric.pairwise and rubric.spaces() == load_rubric("trace").spaces()

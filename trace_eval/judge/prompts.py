@@ -78,16 +78,13 @@ class Case:
     blueprints: tuple[dict | None, dict | None] = (None, None)
     audio: tuple[Path | None, Path | None, Path | None] = (None, None, None)  # instruction, response 1, response 2
     swapped: bool = False
-    # Word timings of both responses, for backbones that read cues directly (never rendered into prompts);
-    # present only when the speaking-rate cues are shown.
-    words: tuple[list | None, list | None] = (None, None)
+    # The responses' blueprints as stored (word timings, transcript quality), in presentation order, for
+    # backbones that read cues directly; never rendered into prompts.
+    stored: tuple[dict | None, dict | None] = (None, None)
     # The dimensions the judge is asked about this item (empty: every dimension of the rubric).
     dimensions: tuple[str, ...] = ()
     # Text the rubric adds to the template variables: item fields, $dimensions, $answer_format.
     variables: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
-    # Why each response's transcript is not to be trusted (its blueprint says `reliable: false`), else None;
-    # for backbones that read cues directly (never rendered into prompts).
-    transcript_doubts: tuple[str | None, str | None] = (None, None)
 
     @property
     def instruction(self) -> str | None:

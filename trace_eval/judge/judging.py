@@ -1,0 +1,249 @@
+"""The judging loop: every item's answers (orders x samples) asked, read, repaired, combined and written.
+
+An answer that cannot be read is sent back with the parser's complaint (or, when
+it was cut at the token budget, a request to be brief) up to --repairs times, then
+recorded "invalid" with its raw text. Swapped answers are put back in the
+manifest's numbering before they are combined. Each finished item is appended to
+results.jsonl at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trace_eval.judge import runfolder
+from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
+from trace_eval.judge.caller import BudgetReached, CallFailed, Caller, RunStopped
+from trace_eval.judge.combine import majority, resolve_orders, swap_back
+from trace_eval.judge.parse import parse_verdict
+from trace_eval.judge.prompts import Case, Prompt, PromptError
+from trace_eval.rubrics import Rubric
+
+if TYPE_CHECKING:
+    from trace_eval.bench import Pair
+    from trace_eval.judge.runner import JudgeOptions
+
+__all__ = ["Judging", "Unit", "UnitResult", "pair_record", "response_format", "unusable_record"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One answer to obtain: a pair, in one presentation order, one sample."""
+
+    case: Case
+    sample: int
+
+    @property
+    def order(self) -> str:
+        return "swapped" if self.case.swapped else "original"
+
+
+@dataclass
+class UnitResult:
+    order: str
+    sample: int
+    status: str = "ok"
+    reason: str | None = None
+    verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
+    undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
+    reasoning: Any = None  # as the judge gave it
+    raw: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    calls: int = 0
+    cache_hits: int = 0
+    repairs: int = 0
+
+    def add(self, completion: Completion, cache_hit: bool) -> None:
+        self.prompt_tokens += completion.prompt_tokens or 0
+        self.completion_tokens += completion.completion_tokens or 0
+        if completion.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + completion.cost_usd
+        if cache_hit:
+            self.cache_hits += 1
+        else:
+            self.calls += 1
+            self.latency_s += completion.latency_s
+
+    def as_sample(self) -> dict:
+        return {"order": self.order, "sample": self.sample, "status": self.status, "reason": self.reason,
+                "verdicts": self.verdicts, "reasoning": self.reasoning, "raw": self.raw,
+                "cache_hit": self.calls == 0 and self.cache_hits > 0}
+
+
+def response_format(rubric: Rubric, case: Case, structured: bool) -> dict | None:
+    """The JSON-schema response format of the dimensions asked about `case`, when structured output is on."""
+    if not structured:
+        return None
+    schema = rubric.response_schema(case.dimensions or None)
+    return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+
+
+def token_budget(backbone: Backbone, rubric: Rubric, case: Case) -> int | None:
+    """max_tokens of the calls about `case`."""
+    return backbone.token_budget(len(case.dimensions) or len(rubric.names))
+
+
+class Judging:
+    """The items of one run through `caller`, each finished item written by `writer`."""
+
+    def __init__(self, options: JudgeOptions, caller: Caller, prompt: Prompt, rubric: Rubric, structured: bool,
+                 writer: runfolder.ResultsWriter, total: int):
+        self.options = options
+        self.caller = caller
+        self.backbone = caller.backbone
+        self.prompt = prompt
+        self.rubric = rubric
+        self.structured = structured
+        self.writer = writer
+        # Bounds pairs in flight, so prompts (audio ones are large) are rendered shortly before use.
+        self.pair_slots = asyncio.Semaphore(max(2 * options.concurrency, 4))
+        self.progress = _progress_bar(total, options.progress)
+
+    async def judge_unit(self, unit: Unit) -> UnitResult:
+        result = UnitResult(order=unit.order, sample=unit.sample)
+        try:
+            messages = self.prompt.render(unit.case)
+        except (PromptError, OSError) as e:
+            result.status, result.reason = "error", str(e)
+            return result
+        answer_format = response_format(self.rubric, unit.case, self.structured)
+        budget = token_budget(self.backbone, self.rubric, unit.case)
+        for attempt in range(1 + self.options.repair_attempts):
+            try:
+                completion, cache_hit = await self.caller.call(messages, unit.case, unit.sample, answer_format,
+                                                               budget)
+            except BudgetReached:
+                result.status, result.reason = "skipped", "max-cost reached"
+                return result
+            except (CallFailed, RequestRejected) as e:
+                result.status, result.reason = "error", str(e)
+                return result
+            result.add(completion, cache_hit)
+            result.raw = completion.text
+            parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None,
+                                   allow_undetermined=self.backbone.may_leave_undetermined)
+            if not parsed.ok and completion.finish_reason == "length":
+                result.status, result.reason = "invalid", f"cut at the token budget ({budget} tokens)"
+                complaint = (f"your answer was cut at the token budget of {budget} tokens before it was complete; "
+                             "answer again briefly: only the JSON object, one short sentence of reasoning per "
+                             "dimension")
+            elif parsed.ok:
+                assert parsed.verdicts is not None
+                result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
+                                   else parsed.verdicts)
+                result.reasoning = parsed.reasoning
+                result.undetermined = parsed.undetermined
+                result.status, result.reason = "ok", None
+                return result
+            else:
+                result.status, result.reason = "invalid", parsed.error
+                complaint = parsed.error or ""
+            if attempt < self.options.repair_attempts:
+                result.repairs += 1
+                messages = [*messages, {"role": "assistant", "content": completion.text},
+                            self.prompt.repair(complaint, unit.case)]
+        return result
+
+    async def judge_pair(self, pair_id: str, units: list[Unit]) -> dict:
+        async with self.pair_slots:
+            if self.caller.stop_reason:
+                raise RunStopped(self.caller.stop_reason)
+            outcomes = await asyncio.gather(*(self.judge_unit(u) for u in units), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        record = pair_record(pair_id, list(outcomes), self.options, self.rubric,  # type: ignore[arg-type]
+                             units[0].case.dimensions or None)
+        self.writer.append(record)
+        caller = self.caller
+        self.progress.update(1)
+        self.progress.set_postfix_str(f"${caller.spent_usd:.4f}, {caller.calls} calls, {caller.cache_hits} cached",
+                                      refresh=False)
+        return record
+
+    async def run(self, work: list[tuple[str, list[Unit]]]) -> None:
+        tasks = [asyncio.create_task(self.judge_pair(pair_id, units)) for pair_id, units in work]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                try:
+                    await next_done
+                except (FatalBackboneError, RunStopped):
+                    break
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.progress.close()
+            await self.backbone.close()
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="pair", desc="judge", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+
+
+STATUS_PRECEDENCE = ("error", "invalid", "skipped")
+
+
+def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, rubric: Rubric,
+                dimensions: tuple[str, ...] | None = None) -> dict:
+    """The results.jsonl line of one item from its answers (see runfolder for the fields)."""
+    failing = [u for u in units if u.status != "ok"]
+    verdicts: dict[str, Any] = {dim: None for dim in dimensions or rubric.names}
+    # The majority is over the usable answers: one unusable sample of several does not sink the
+    # item, as long as every order judged has at least one usable answer (each stays in `samples`).
+    usable = {order: [u.verdicts for u in units if u.order == order and u.status == "ok" and u.verdicts]
+              for order in (("original", "swapped") if options.swap else ("original",))}
+    orders: dict[str, dict[str, Any]] = {}
+    if all(usable.values()):
+        orders = {order: majority(samples) for order, samples in usable.items()}
+        verdicts = (resolve_orders(orders["original"], orders["swapped"], rubric.spaces()) if options.swap
+                    else dict(orders["original"]))
+        status = "ok"
+        reason = f"{len(failing)} of {len(units)} answers unusable; majority of the rest" if failing else None
+        shown = next(u for u in units if u.status == "ok")
+    else:
+        status = next(s for s in STATUS_PRECEDENCE if any(u.status == s for u in failing))
+        shown = next(u for u in failing if u.status == status)
+        reason = shown.reason
+        if len(units) > 1:
+            reason = f"{shown.order} order, sample {shown.sample}: {reason}"
+    costs = [u.cost_usd for u in units if u.cost_usd is not None]
+    record: dict[str, Any] = {
+        "id": pair_id,
+        "status": status,
+        "reason": reason,
+        "verdicts": verdicts,
+        "reasoning": shown.reasoning,
+        "raw": shown.raw,
+        "fused": {},
+        "overall": None,
+        "tokens": {"prompt": sum(u.prompt_tokens for u in units),
+                   "completion": sum(u.completion_tokens for u in units)},
+        "cost_usd": sum(costs) if costs else None,
+        "latency_s": round(sum(u.latency_s for u in units), 4),
+        "cache_hit": all(u.calls == 0 for u in units) and any(u.cache_hits for u in units),
+        "repairs": sum(u.repairs for u in units),
+        "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
+    }
+    runfolder.set_overall(record, options.fusion, rubric)
+    if options.swap and len(orders) == 2:
+        record["orders"] = orders
+    if options.swap or options.samples > 1:
+        record["samples"] = [u.as_sample() for u in units]
+    return record
+
+
+def unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status: str = "error") -> dict:
+    """The results.jsonl line of an item that was not asked about (no blueprint, not an item of the rubric)."""
+    verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
+    record = {"id": pair.id, "status": status, "reason": reason, "verdicts": verdicts,
+              "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
+              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0, "undetermined": {}}
+    return runfolder.set_overall(record, policy, rubric)

@@ -1,0 +1,312 @@
+"""Backbone `litellm`: any litellm model id (OpenAI, Gemini, Anthropic, a local vLLM or Ollama server
+through `api_base`). Provider failures are translated into the exceptions of backbones.py.
+"""
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from trace_eval.judge.backbones import (
+    Backbone,
+    BackboneSettings,
+    Completion,
+    FatalBackboneError,
+    RequestRejected,
+    TransientBackboneError,
+    default_token_budget,
+)
+from trace_eval.judge.prompts import Case
+
+__all__ = ["LiteLLMBackbone", "import_litellm"]
+
+
+def import_litellm():
+    """litellm, imported on first use; configured to stay offline and quiet."""
+    # Without this litellm downloads its price map from the internet at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as e:  # pragma: no cover - litellm is a declared dependency
+        raise FatalBackboneError("the judge needs litellm: pip install litellm") from e
+    litellm.suppress_debug_info = True
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    return litellm
+
+
+def _retry_after_s(error: Exception) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, when the provider sent one."""
+    headers: Any = getattr(error, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(error, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return None if when is None else max(0.0, when.timestamp() - time.time())
+
+
+def _connection_failure(error: BaseException) -> str | None:
+    """"refused" when no connection could be opened, "connection" when one broke, else None (a server error).
+
+    litellm reports both as a 500 or an APIConnectionError; the cause chain tells them apart.
+    """
+    import httpx
+    import openai
+
+    found = None
+    cause: BaseException | None = error
+    for _ in range(16):  # the whole chain: the innermost cause is the most precise
+        if cause is None or isinstance(cause, openai.APITimeoutError):
+            break
+        if isinstance(cause, (httpx.ConnectError, ConnectionRefusedError)):
+            return "refused"
+        if isinstance(cause, (ConnectionError, httpx.TransportError, openai.APIConnectionError)):
+            found = "connection"
+        cause = cause.__cause__ or cause.__context__
+    return found
+
+
+_MISSING_KEY = re.compile(r"missing\b.{0,60}\bapi[ _-]?key", re.IGNORECASE)
+
+
+def _describe(error: Exception) -> str:
+    """The provider's message on one line, without the traceback litellm sometimes folds into it."""
+    text = str(error).split("Traceback (most recent call last)")[0]
+    text = " ".join(text.split())
+    return text[:500] or type(error).__name__
+
+
+class LiteLLMBackbone(Backbone):
+    """Any litellm model. Calls are made once each: retries belong to the runner, which can honour Retry-After."""
+
+    def __init__(self, settings: BackboneSettings):
+        local_openai = settings.api_base and settings.model.startswith("openai/")
+        if local_openai and not settings.api_key and not os.environ.get("OPENAI_API_KEY"):
+            # Local OpenAI-compatible servers need some key to be sent, and ignore it.
+            settings = replace(settings, api_key="no-key")
+        super().__init__(settings)
+        self._litellm = import_litellm()
+        self._reasons_first: bool | None = None
+        self._check_provider()
+        if settings.check_key:
+            self._check_key()
+
+    def _check_provider(self) -> None:
+        try:
+            self._litellm.get_llm_provider(self.settings.model, api_base=self.settings.api_base)
+        except Exception as e:
+            raise FatalBackboneError(
+                f"litellm does not know which provider serves {self.settings.model!r}: {_describe(e)}. "
+                "Give a provider prefix, e.g. openai/gpt-4o, gemini/gemini-2.5-flash, anthropic/claude-sonnet-4-5, "
+                "or openai/NAME with --api-base for a local OpenAI-compatible server"
+            ) from None
+
+    def key_variables(self) -> list[str]:
+        """The environment variables litellm reads this model's API key from (empty when it needs none)."""
+        try:
+            env = self._litellm.validate_environment(model=self.settings.model, api_base=self.settings.api_base)
+        except Exception:
+            return []
+        return list(env.get("missing_keys") or [])
+
+    def _key_hint(self) -> str:
+        names = [*self.key_variables(), "TRACE_JUDGE_API_KEY"]
+        return "set " + " or ".join(dict.fromkeys(names))
+
+    def _check_key(self) -> None:
+        """A model whose key is nowhere to be found stops here, before any call."""
+        if self.settings.api_key:
+            return
+        missing = self.key_variables()
+        if missing:
+            raise FatalBackboneError(f"{self.name} needs an API key and none is set: {self._key_hint()}")
+
+    def _where(self) -> str:
+        return self.settings.api_base or f"the {self.name.split('/')[0]} API"
+
+    def reasons_before_answering(self) -> bool:
+        """True when litellm says the model thinks before it answers (its thoughts count against max_tokens)."""
+        try:
+            return bool(self._litellm.supports_reasoning(model=self.settings.model))
+        except Exception:
+            return False
+
+    def token_budget(self, dimensions: int) -> int:
+        """max_tokens of a call about `dimensions` dimensions: the user's --max-tokens, else the default budget."""
+        if self.settings.max_tokens is not None:
+            return self.settings.max_tokens
+        if self._reasons_first is None:
+            self._reasons_first = self.reasons_before_answering()
+        return default_token_budget(dimensions, self._reasons_first)
+
+    def supports_response_schema(self) -> bool:
+        try:
+            return bool(self._litellm.supports_response_schema(model=self.settings.model))
+        except Exception:
+            return False
+
+    def structured_output(self, choice: str) -> bool:
+        """on: always; auto: where litellm says the model supports a JSON-schema response format."""
+        return choice == "on" or (choice == "auto" and self.supports_response_schema())
+
+    def count_prompt_tokens(self, messages: list[dict]) -> tuple[int, bool]:
+        """(prompt tokens of `messages`, exact?) through litellm's token_counter.
+
+        Exact for OpenAI's own models (litellm has their tokenizer); for the others litellm counts
+        with a stand-in tokenizer (cl100k) and the count is an estimate, as it is for audio parts,
+        which are left out of the count.
+        """
+        litellm = self._litellm
+        litellm.disable_hf_tokenizer_download = True  # no downloads: the stand-in counts instead
+        provider = self._provider()
+        exact = provider == "openai" and not self.settings.api_base
+        text_only = []
+        for message in messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                exact = exact and all(part.get("type") == "text" for part in content)
+                content = "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
+            text_only.append({"role": message.get("role", "user"), "content": content or ""})
+        # Without the provider prefix litellm picks the model's own tokenizer (gpt-4o: o200k).
+        model = self.settings.model.split("/", 1)[1] if exact else self.settings.model
+        return int(litellm.token_counter(model=model, messages=text_only)), exact
+
+    def prices_per_token(self) -> tuple[float, float] | None:
+        """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown."""
+        s = self.settings
+        if s.price_in_per_token is not None:
+            return s.price_in_per_token, s.price_out_per_token or 0.0
+        try:
+            info = self._litellm.get_model_info(s.model)
+        except Exception:
+            return None
+        if info.get("input_cost_per_token") is None:
+            return None
+        return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+    def _provider(self) -> str | None:
+        try:
+            return self._litellm.get_llm_provider(self.settings.model, api_base=self.settings.api_base)[1]
+        except Exception:
+            return None
+
+    def _kwargs(self, messages: list[dict], response_format: dict | None, max_tokens: int | None) -> dict:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": s.model,
+            "messages": messages,
+            "temperature": s.temperature,
+            "timeout": s.timeout_s,
+            "max_retries": 0,  # the OpenAI client's own retries would hide Retry-After from the runner
+            "num_retries": 0,
+            "drop_params": True,  # e.g. reasoning models that refuse `temperature`
+        }
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if s.api_key:
+            kwargs["api_key"] = s.api_key
+        kwargs["max_tokens"] = max_tokens
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if s.price_in_per_token is not None:
+            kwargs["input_cost_per_token"] = s.price_in_per_token
+            kwargs["output_cost_per_token"] = s.price_out_per_token or 0.0
+        return kwargs
+
+    def _cost(self, response: Any) -> float | None:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        if cost is None:
+            try:
+                cost = self._litellm.completion_cost(completion_response=response)
+            except Exception:
+                return None
+        return float(cost) if cost is not None else None
+
+    def _setup_error(self, error: Exception) -> FatalBackboneError:
+        """A rejected key (401, 403) or an unknown model (404): every call would fail the same way."""
+        litellm = self._litellm
+        status = getattr(error, "status_code", None)
+        if status is None:
+            status = 404 if isinstance(error, litellm.NotFoundError) else \
+                403 if isinstance(error, litellm.PermissionDeniedError) else 401
+        if status == 404:
+            return FatalBackboneError(f"{self.name}: unknown model or endpoint at {self._where()} "
+                                      f"(HTTP 404: {_describe(error)}); check --model and --api-base")
+        return FatalBackboneError(f"{self.name}: the API key was rejected by {self._where()} "
+                                  f"(HTTP {status}: {_describe(error)}); {self._key_hint()}")
+
+    async def close(self) -> None:
+        try:
+            await self._litellm.close_litellm_async_clients()
+        except Exception:
+            pass  # closing idle connections is a courtesy; the run's results are written
+
+    async def complete(self, messages: list[dict], case: Case, response_format: dict | None,
+                       max_tokens: int | None) -> Completion:
+        litellm = self._litellm
+        start = time.perf_counter()
+        try:
+            response = await litellm.acompletion(**self._kwargs(messages, response_format, max_tokens))
+        except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as e:
+            raise self._setup_error(e) from None
+        except litellm.RateLimitError as e:
+            raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
+        except litellm.Timeout as e:
+            raise TransientBackboneError(f"timed out after {self.settings.timeout_s:g} s", "timeout") from e
+        except (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError) as e:
+            raise RequestRejected(_describe(e)) from None
+        except (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError,
+                litellm.APIConnectionError) as e:
+            if _MISSING_KEY.search(str(e)):
+                raise FatalBackboneError(f"{self.name}: {_describe(e)}; {self._key_hint()}") from None
+            kind = _connection_failure(e) or "server"
+            if kind == "refused":
+                raise TransientBackboneError(f"connection refused at {self._where()}: nothing answers there; start the server or fix --api-base", kind) \
+                    from None
+            raise TransientBackboneError(_describe(e), kind) from None
+        except litellm.BadRequestError as e:
+            if getattr(e, "status_code", None) in (401, 403, 404):
+                raise self._setup_error(e) from None
+            raise RequestRejected(_describe(e)) from None
+        except Exception as e:  # any other provider error: decide by HTTP status when there is one
+            status = getattr(e, "status_code", None)
+            if status in (401, 403, 404):
+                raise self._setup_error(e) from None
+            if isinstance(status, int) and (status >= 500 or status == 408):
+                raise TransientBackboneError(_describe(e), "server") from None
+            if isinstance(status, int) and status == 429:
+                raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
+            if isinstance(status, int) and 400 <= status < 500:
+                raise RequestRejected(_describe(e)) from None
+            # Anything else the provider library raised concerns this request; the run goes on.
+            raise RequestRejected(f"{type(e).__name__}: {_describe(e)}") from None
+        latency = time.perf_counter() - start
+        choice = response.choices[0] if getattr(response, "choices", None) else None
+        text = getattr(getattr(choice, "message", None), "content", None) or ""
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            finish_reason=getattr(choice, "finish_reason", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            cost_usd=self._cost(response),
+            latency_s=latency,
+        )
