@@ -1,4 +1,4 @@
-"""Word error rate of an ASR profile on the real human speech of tests/test_real_speech.py.
+"""Word error rate of an ASR profile on the real human speech of tests/extractors/test_real_speech.py.
 
     python scripts/real_speech_wer.py            # the CPU profile (faster-whisper, tiny.en)
 """
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "extractors"))
 
 from test_real_speech import _asterisk, _librivox, normalise, word_error_rates  # noqa: E402
 

@@ -17,7 +17,7 @@ import soundfile as sf
 from trace_eval.audio import load_audio
 from trace_eval.synth import have_tools
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MINI_STYLE = ROOT / "examples" / "mini-style"
 SCRIPT = ROOT / "scripts" / "make_example_style.py"
 

@@ -22,7 +22,7 @@ from trace_eval.bench import load_benchmark
 from trace_eval.judge.cues import DEFAULT_THRESHOLDS, judge_voice_quality
 from trace_eval.synth import have_tools
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not have_tools(), reason="needs espeak-ng and sox")
 
 

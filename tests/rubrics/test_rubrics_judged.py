@@ -17,7 +17,7 @@ from trace_eval.judge.runfolder import read_results
 from trace_eval.rubrics import load_rubric
 
 FAST_RETRY = RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MINI_STYLE = ROOT / "examples" / "mini-style"
 ASPECTS = ("truthfulness", "honesty", "helpfulness", "instruction_following", "speech_instruction_following")
 ROLEPLAY = ("logical_coherence", "content_relevance", "context_consistency", "emotional_appropriateness",

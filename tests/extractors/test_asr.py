@@ -198,7 +198,7 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
         "(s,) = AsrExtractor(AsrConfig(num_threads=1)).extract([Clip('x', load_audio(sys.argv[1]))]); "
         "print(json.dumps([s.values['agent_response'], s.values['transcript_quality']]))"
     )
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     runs = [
         json.loads(subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True,
                                   text=True, check=True).stdout)
