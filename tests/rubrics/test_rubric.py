@@ -47,7 +47,7 @@ def test_bundled_rubrics_load_with_their_dimensions_and_label_spaces():
 
 def test_trace_is_the_default_and_keeps_its_prompt_files_and_fusion():
     trace = load_rubric()
-    assert trace.name == "trace" and trace.trace_report
+    assert trace.name == "trace" and trace.metrics == ("trace",)
     assert trace.names == ("content", "voice_quality", "paralinguistics")
     assert trace.fusion.policies == tuple(fusion.POLICIES)
     assert list(trace.prompts) == ["trace", "transcript", "audio"] and trace.default_prompt == "trace"

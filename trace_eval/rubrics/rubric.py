@@ -46,7 +46,7 @@ __all__ = [
 
 RUBRICS_DIR = Path(__file__).resolve().parent
 DEFAULT_RUBRIC = "trace"
-TRACE_REPORT = "trace"  # the metrics entry that asks for the full TRACE agreement report
+TRACE_REPORT = "trace"  # the metric that is TRACE's whole report (evaluation/analysis.py): it scores the fused label
 
 
 class RubricError(ValueError):
@@ -142,10 +142,6 @@ class Rubric:
     @property
     def default_prompt(self) -> str:
         return next(iter(self.prompts))
-
-    @property
-    def trace_report(self) -> bool:
-        return TRACE_REPORT in self.metrics
 
     def dimension(self, name: str) -> Dimension:
         for dimension in self.dimensions:
