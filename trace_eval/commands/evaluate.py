@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                 print("error: give either --oracle BENCH or RUNDIR(s), not both", file=sys.stderr)
                 return 2
             if args.rubric and _load_rubric(args.rubric).fusion is None:
-                print("error: --oracle fuses human TRACE labels; it has no meaning for other rubrics", file=sys.stderr)
+                print(f"error: --oracle fuses the human dimension labels; the {args.rubric} rubric has no overall "
+                      "label", file=sys.stderr)
                 return 2
             return _oracle(args, settings)
         if not args.runs:
@@ -78,10 +79,10 @@ def _load_rubric(name: str) -> Rubric:
 def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
     """The rubric to evaluate with: --rubric, else the one every run records; runs of another rubric are refused."""
     from trace_eval.evaluation import EvaluationError
-    from trace_eval.judge.runfolder import read_run_folder
+    from trace_eval.judge.runfolder import read_config
     from trace_eval.rubrics import DEFAULT_RUBRIC, rubric_of_run
 
-    configs = {run: read_run_folder(run).config for run in runs}
+    configs = {run: read_config(run) for run in runs}  # the results are read once, when evaluated
     recorded = {run: config.get("rubric") or DEFAULT_RUBRIC for run, config in configs.items()}
     rubric = _load_rubric(given) if given else rubric_of_run(configs[runs[0]])
     others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
@@ -103,8 +104,7 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         return 2
     rubric = _rubric_of_runs(args.runs, args.rubric)
     if args.fusion and rubric.fusion is None:
-        print(f"error: --fusion re-fuses TRACE verdicts; the {rubric.name} rubric has no overall label",
-              file=sys.stderr)
+        print(f"error: --fusion re-fuses the overall label; the {rubric.name} rubric has none", file=sys.stderr)
         return 2
     files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
     for line in scores.report_of(rubric).lines(files):
@@ -117,7 +117,6 @@ def _oracle(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     from trace_eval.evaluation import run_oracle
     from trace_eval.evaluation.report import render_oracle_markdown
     from trace_eval.io import write_json
-
     from trace_eval.rubrics import DEFAULT_RUBRIC
 
     result = run_oracle(args.oracle, _load_rubric(args.rubric or DEFAULT_RUBRIC), settings)

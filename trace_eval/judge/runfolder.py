@@ -122,23 +122,27 @@ class RunFolder:
 
 
 def read_run_folder(folder: str | Path) -> RunFolder:
-    """RUNDIR/config.json, results.jsonl and summary.json; raises RunFolderError without results.jsonl
-    or with a config.json that is not JSON."""
+    """RUNDIR/config.json, results.jsonl and summary.json; raises RunFolderError as `read_config` does."""
     folder = Path(folder)
-    results = folder / RESULTS
-    if not results.is_file():
+    config = read_config(folder)
+    read = read_results(folder / RESULTS)
+    return RunFolder(folder, config, read.latest(), read.problems, _read_summary(folder))
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    """RUNDIR/config.json ({} for a folder without one); raises RunFolderError when the folder has no
+    results.jsonl or its config.json is not JSON."""
+    folder = Path(folder)
+    if not (folder / RESULTS).is_file():
         raise RunFolderError(f"{folder}: no {RESULTS}; expected a folder written by `python -m trace_eval judge`")
     config_path = folder / CONFIG
-    config: dict[str, Any] = {}
-    if config_path.is_file():
-        try:
-            loaded = json.loads(config_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
-        if isinstance(loaded, dict):
-            config = loaded
-    read = read_results(results)
-    return RunFolder(folder, config, read.latest(), read.problems, _read_summary(folder))
+    if not config_path.is_file():
+        return {}
+    try:
+        loaded = json.loads(config_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def _read_summary(folder: Path) -> dict[str, Any]:
