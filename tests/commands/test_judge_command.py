@@ -103,7 +103,13 @@ def test_a_failed_clip_is_reported_with_its_cause_and_skipped_on_request(tmp_pat
     err = capsys.readouterr().err
     assert "Format not recognised" in err and "remove" in err and "make blueprints" not in err
 
+    from trace_eval.store import BlueprintStore
+
+    reads: list[str] = []
+    real_read = BlueprintStore.get_by_path
+    monkeypatch.setattr(BlueprintStore, "get_by_path", lambda store, path: reads.append(path) or real_read(store, path))
     assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet", "--skip-failed"]) == 0
+    assert len(reads) == len(set(reads)) == 9  # every clip of the 3 pairs read once (instruction and 2 answers)
     records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl").records}
     assert [records[i]["status"] for i in ("p0000", "p0001", "p0002")] == ["ok", "skipped", "ok"]
     assert "audio/p0001_audio2.wav" in records["p0001"]["reason"] and reason in records["p0001"]["reason"]

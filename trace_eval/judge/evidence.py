@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from trace_eval.judge.cues import transcript_doubt
 
-__all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "load_run_cues", "rows",
+__all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "rows",
            "summary_lines"]
 
 WARN_ABOVE = 0.1  # share of clips missing a used cue group beyond which the run is warned about
@@ -119,17 +119,6 @@ def rows(cues: dict[str, Any]) -> list[tuple[str, str]]:
 def describe(cues: dict[str, Any]) -> list[str]:
     """One line per cue group: "emotion: 0 of 23 clips: weights for emotion2vec_plus_large not found"."""
     return [f"{name}: {text}" for name, text in rows(cues)]
-
-
-def load_run_cues(bench: Any, pairs: Iterable[Any], shown_keys: Iterable[str],
-                  drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    """`cue_availability` over the unique response clips of `pairs` of benchmark `bench`."""
-    from trace_eval.store import BlueprintStore
-
-    store = BlueprintStore(bench.root)
-    paths = dict.fromkeys(p for pair in pairs for p in (pair.audio1_path, pair.audio2_path,
-                                                        getattr(pair, "audio_path", None)) if p)
-    return cue_availability((store.get_by_path(p) for p in paths), shown_keys, drop)
 
 
 def summary_lines(summary: dict[str, Any]) -> tuple[list[str], list[str]]:

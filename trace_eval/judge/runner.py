@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import fusion
@@ -239,35 +240,41 @@ def build_config(options: JudgeOptions, bench: Benchmark, rubric: Rubric, prompt
 
 # -- cases ------------------------------------------------------------------------------
 
-def lacking_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, str]:
-    """Item id -> which of its clips have no blueprint and why (the failure recorded, or never made)."""
+Blueprints = Mapping[str, dict | None]  # clip path (relative to the benchmark) -> its blueprint, None if it has none
+
+
+def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, dict | None]:
+    """The blueprint of every clip of `pairs`, read from the store once: the cases, the items lacking one and
+    the summary of the cues measured all come from it."""
     store = BlueprintStore(bench.root)
-    failures = store.recorded_failures()
+    return {path: store.get_by_path(path) for path in dict.fromkeys(p for pair in pairs for p in pair.audio_paths())}
+
+
+def lacking_blueprints(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints) -> dict[str, str]:
+    """Item id -> which of its clips have no blueprint and why (the failure recorded, or never made)."""
+    failures = BlueprintStore(bench.root).recorded_failures()
     found: dict[str, str] = {}
     for pair in pairs:
-        lacking = [p for p in pair.audio_paths() if store.get_by_path(p) is None]
+        lacking = [p for p in pair.audio_paths() if blueprints[p] is None]
         if lacking:
             found[pair.id] = "no blueprint for " + "; ".join(
                 f"{p} ({failures[p]})" if p in failures else f"{p} (never made)" for p in lacking)
     return found
 
 
-def build_cases(bench: Benchmark, pairs: list[Pair], rubric: Rubric, prompt: Prompt,
-                drop: tuple[str, ...]) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
+def build_cases(bench: Benchmark, pairs: list[Pair], rubric: Rubric, prompt: Prompt, drop: tuple[str, ...],
+                blueprints: Blueprints | None = None) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
     """(item id -> (original, swapped) cases, item id -> why the item cannot be judged).
 
-    Pointwise items have no swapped case (None). Raises MissingBlueprintsError
-    naming every clip without a blueprint, and why it has none.
+    `blueprints` are those of `read_blueprints` (read here when not given). Pointwise items have no
+    swapped case (None). Raises MissingBlueprintsError naming every clip without a blueprint, and why it
+    has none.
     """
-    store = BlueprintStore(bench.root)
-    loaded: dict[str, dict | None] = {}
+    if blueprints is None and prompt.needs_blueprints:
+        blueprints = read_blueprints(bench, pairs)
 
     def blueprint(relative: str | None) -> dict | None:
-        if relative is None:
-            return None
-        if relative not in loaded:
-            loaded[relative] = store.get_by_path(relative)
-        return loaded[relative]
+        return blueprints[relative] if relative and blueprints else None
 
     cases: dict[str, tuple[Case, Case | None]] = {}
     unusable: dict[str, str] = {}
@@ -300,7 +307,7 @@ def build_cases(bench: Benchmark, pairs: list[Pair], rubric: Rubric, prompt: Pro
                        True, (bp2, bp1), dimensions, variables)
         cases[pair.id] = (original, swapped)
     if missing:
-        raise MissingBlueprintsError(bench.root, list(missing), store.recorded_failures())
+        raise MissingBlueprintsError(bench.root, list(missing), BlueprintStore(bench.root).recorded_failures())
     return cases, unusable
 
 
@@ -362,6 +369,7 @@ class _Plan:
     cases: dict[str, tuple[Case, Case | None]]
     unusable: dict[str, str]
     skipped: dict[str, str]
+    blueprints: Blueprints  # every clip's, when the prompt shows blueprints (read once)
     structured: bool
     cache_dir: Path
     cache: AnswerCache
@@ -392,12 +400,15 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     bench = load_benchmark(options.bench, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = _backbone(options, prompt, rubric, check_key)
-    skipped = lacking_blueprints(bench, pairs) if options.skip_failed and prompt.needs_blueprints else {}
-    cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop)
+    blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else {}
+    skipped = lacking_blueprints(bench, pairs, blueprints) if options.skip_failed and prompt.needs_blueprints else {}
+    cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop,
+                                  blueprints)
     structured = backbone.structured_output(options.structured)
     cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
-    return _Plan(rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, structured, cache_dir, cache)
+    return _Plan(rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, blueprints, structured, cache_dir,
+                 cache)
 
 
 def dry_run(options: JudgeOptions) -> dict:
@@ -488,8 +499,9 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         "stopped": caller.stop_reason,
         "not_run": not_run,
     }
-    cues = (evidence.load_run_cues(bench, pairs, prompt.blueprint_keys, options.drop) if prompt.needs_blueprints
-            else None)
+    responses = dict.fromkeys(p for pair in pairs for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p)
+    cues = (evidence.cue_availability((plan.blueprints[p] for p in responses), prompt.blueprint_keys, options.drop)
+            if prompt.needs_blueprints else None)
     summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason)
