@@ -69,15 +69,6 @@ def _distribution(values: Iterable[str | None]) -> dict[str, int]:
     return {label: sum(v == label for v in values) for label in LABELS}
 
 
-def resolve_policy(run: JudgeRun, override: str | None, rubric: Rubric) -> str:
-    name = override or run.policy
-    if name is None:
-        raise EvaluationError(f"run {run.name}: config.json names no fusion policy; pass --fusion, one of: "
-                              f"{', '.join(sorted(rubric.fusion.policies))}")
-    get_policy(name)  # UnknownPolicy lists the choices
-    return name
-
-
 def _coverage(said: list[str | None], truth: list[str | None], undetermined: np.ndarray) -> dict[str, Any]:
     """Decided items over the items with a human label; the rest split into undetermined and no verdict."""
     labelled = _present(truth)
@@ -236,7 +227,7 @@ def evaluate_runs(
     """
     if not runs:
         raise EvaluationError("no judge run to evaluate")
-    policies = [resolve_policy(run, policy, rubric) for run in runs]
+    policies = [run.fusion_policy(policy, rubric) for run in runs]
     judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human if i in judged]
     if not ids:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusion import LABELS
+from fusion import LABELS, get_policy
 from trace_eval.judge.runfolder import RunFolder, read_run_folder
 from trace_eval.rubrics import Rubric
 from trace_eval.rubrics.labels import label_space
@@ -113,6 +113,18 @@ class JudgeRun:
         if isinstance(value, dict):  # tolerate {"policy": name}
             value = value.get("policy") or value.get("name")
         return value if isinstance(value, str) else None
+
+    def fusion_policy(self, override: str | None, rubric: Rubric) -> str:
+        """The policy this run's overall labels are fused under: `override` (--fusion), else the run's own."""
+        name = override or self.policy
+        if name is None:
+            raise EvaluationError(f"run {self.name}: config.json names no fusion policy; pass --fusion, one of: "
+                                  f"{', '.join(sorted(rubric.fusion.policies))}")
+        get_policy(name)  # UnknownPolicy lists the choices
+        if name not in rubric.fusion.policies:
+            raise EvaluationError(f"--fusion {name}: the {rubric.name} rubric fuses under "
+                                  f"{', '.join(rubric.fusion.policies)}")
+        return name
 
     @property
     def bench(self) -> str | None:

@@ -35,15 +35,15 @@ def _labelled(rubric: Rubric) -> tuple[str, ...]:
 
 
 def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict[str, Any] | None:
-    """The record's labels, with its overall label (re-fused under `policy` when one is given)."""
-    if record.verdicts is None or rubric.fusion is None:
+    """The record's labels, with its overall label under `policy` for a rubric that fuses."""
+    if record.verdicts is None or policy is None:
         return record.verdicts
-    overall = rubric.fusion.fuse(policy, record.verdicts) if policy else record.overall
-    return {**record.verdicts, OVERALL: overall}
+    return {**record.verdicts, OVERALL: rubric.fusion.fuse(policy, record.verdicts)}
 
 
 def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
-               estimates: Estimates, policy: str | None) -> dict[str, Any]:
+               estimates: Estimates, override: str | None) -> dict[str, Any]:
+    policy = run.fusion_policy(override, rubric) if rubric.fusion else None
     items, failed = [], []
     by_status: dict[str, int] = {}
     for item_id, raw in run.raws.items():
@@ -100,9 +100,6 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
     label of a rubric that fuses (default: the label each run recorded)."""
     if not runs:
         raise EvaluationError("no judge run to evaluate")
-    if policy and rubric.fusion and policy not in rubric.fusion.policies:
-        raise EvaluationError(f"--fusion {policy}: the {rubric.name} rubric fuses under "
-                              f"{', '.join(rubric.fusion.policies)}")
     judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human.labels if i in judged]
     if not ids:
