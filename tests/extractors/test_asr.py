@@ -112,7 +112,7 @@ def tiny_en() -> AsrExtractor:
 def test_default_on_cpu_is_the_shipped_tiny_en(tiny_en):
     assert REGISTRY["asr"] is AsrExtractor
     assert tiny_en.config.backend == "faster-whisper"
-    assert tiny_en.config.compute_type == "int8"
+    assert tiny_en.config.compute_type == "float32"  # int8 transcripts change with the CPU's instruction set
     model = tiny_en.model()
     assert model.id == "Systran/faster-whisper-tiny.en" and len(model.revision) == 40
     assert Path(model.source, "model.bin").is_file()

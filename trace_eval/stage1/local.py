@@ -88,7 +88,7 @@ def decode_and_extract(path: str, sha: str, per_clip: list[str], rates: list[int
             continue
         start = time.perf_counter()
         try:
-            result = loaded[name].extract([clip])[0]
+            result = with_numerics(loaded[name], loaded[name].extract([clip])[0])
         except Exception as e:  # an extractor bug on one clip is recorded, not fatal
             result = ClipError(f"{type(e).__name__}: {e}")
         sections[name] = (result, time.perf_counter() - start)
@@ -260,4 +260,11 @@ def run_batched(ext: Extractor, batch: list[Clip]) -> list[tuple[Clip, Any, floa
         results = [ClipError(f"{type(e).__name__}: {e}")] * len(batch)
     elapsed = time.perf_counter() - start
     total = sum(c.duration_s for c in batch) or 1.0
-    return [(clip, result, elapsed * clip.duration_s / total) for clip, result in zip(batch, results)]
+    return [(clip, with_numerics(ext, result), elapsed * clip.duration_s / total) for clip, result in zip(batch, results)]
+
+
+def with_numerics(ext: Extractor, result: Any) -> Any:
+    """A section stamped with the numeric set-up of the process that computed it (a Ray actor may run elsewhere)."""
+    if isinstance(result, Section) and not result.numerics:
+        result.numerics = ext.numerics()
+    return result

@@ -97,14 +97,15 @@ class Recorder:
         fingerprint = self.plan.fingerprints[ext.name]
         if isinstance(result, Section):
             try:
-                result = Section(_plain(result.values), result.null_reasons)
+                result = Section(_plain(result.values), result.null_reasons, result.numerics)
                 problems = section_errors(result.values)
                 if problems:
                     raise ValueError(f"values the blueprint schema does not allow: {'; '.join(problems[:3])}")
             except ValueError as e:
                 result = ClipError(f"{ext.name} returned {e}")
         if isinstance(result, Section):
-            entry = self._entry(ext, fingerprint, "ok", seconds, null_reasons=result.null_reasons)
+            entry = self._entry(ext, fingerprint, "ok", seconds, null_reasons=result.null_reasons,
+                                numerics=result.numerics)
             apply_section(bp, ext.outputs, entry, result.values)
             self.sections[ext.name]["ok"] += 1
             return True
@@ -152,7 +153,7 @@ class Recorder:
         return summary
 
     def _entry(self, ext: Extractor, fingerprint: str, status: str, seconds: float | None, reason: str | None = None,
-               null_reasons: dict[str, str] | None = None) -> dict:
+               null_reasons: dict[str, str] | None = None, numerics: dict | None = None) -> dict:
         model = ext.model()
         entry = {
             "name": ext.name,
@@ -170,6 +171,8 @@ class Recorder:
             entry["resolved_from"] = self.plan.sources[ext.name]
         if null_reasons:
             entry["null_reasons"] = dict(null_reasons)
+        if numerics:
+            entry["numerics"] = _plain(numerics)
         return entry
 
 

@@ -1,0 +1,83 @@
+"""What the ASR extractor and its Whisper backends share: the window result and the fallback.
+
+Both backends (extractors/_whisper_ct2.py, extractors/_whisper_hf.py) import from here,
+and so does extractors/asr.py, which imports the backends: each dependency points one way.
+
+The fallback is Whisper's: a window is decoded at temperature 0 (beam search, no
+randomness), and again at rising temperatures while its text loops (compression
+ratio above the threshold) or its average log-probability is too low. Sampling is
+seeded per window, from the clip's audio hash and the window's place in it
+(`window_seed`), so a window's transcript does not depend on what else was in its
+batch, on the engine, or on the order the windows were decoded in. When no
+temperature passes, the attempt kept is the most probable one that does not loop
+(what openai-whisper and faster-whisper keep), and the reported temperature is that
+attempt's own.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import zlib
+from dataclasses import dataclass
+
+__all__ = ["Fallback", "WindowTranscript", "Word", "compression_ratio", "window_seed"]
+
+
+@dataclass(frozen=True)
+class Word:
+    word: str
+    start: float  # seconds from the start of the window (of the clip, once placed)
+    end: float
+    probability: float
+
+
+@dataclass
+class WindowTranscript:
+    """What a backend returns for one window of audio."""
+
+    text: str
+    words: list[Word]
+    language: str | None
+    no_speech_prob: float
+    avg_logprob: float
+    compression_ratio: float  # of the text (gzip), as Whisper computes it
+    temperature: float  # the temperature of the attempt kept: 0 when beam search passed
+    tokens: int  # text tokens decoded (weights the average log-probability across windows)
+    tried_up_to: float = 0.0  # the highest temperature tried: above `temperature` when no attempt passed
+
+
+def compression_ratio(text: str) -> float:
+    """Whisper's repetition measure: text bytes over their zlib-compressed bytes."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def window_seed(seed: int, audio_sha256: str, start_sample: int, end_sample: int) -> int:
+    """The sampling seed of one window: the configured seed, the clip's audio and where the window lies in it."""
+    key = f"{seed}:{audio_sha256}:{start_sample}:{end_sample}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "little") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """How a backend decodes one window: Whisper's temperature fallback, seeded per window."""
+
+    temperatures: tuple[float, ...]
+    compression_ratio_threshold: float
+    logprob_threshold: float
+    seed: int
+
+    @property
+    def sampled(self) -> tuple[float, ...]:
+        """The temperatures tried after beam search, in order."""
+        return tuple(t for t in self.temperatures if t > 0)
+
+    def needs_retry(self, attempt: WindowTranscript) -> bool:
+        return (attempt.compression_ratio > self.compression_ratio_threshold
+                or attempt.avg_logprob < self.logprob_threshold)
+
+    def best_of_failed(self, attempts: list[WindowTranscript]) -> WindowTranscript:
+        """When every attempt failed: the most probable one that does not loop (else of all)."""
+        not_looping = [a for a in attempts if a.compression_ratio <= self.compression_ratio_threshold]
+        kept = max(not_looping or attempts, key=lambda a: a.avg_logprob)
+        return dataclasses.replace(kept, tried_up_to=max(a.temperature for a in attempts))
