@@ -10,7 +10,7 @@ a responder function (which sees the request body) or a default answer.
 
 Behaviours cover what real backbones do: valid JSON, fenced or prose-wrapped JSON,
 wrong labels, missing keys, answers cut at max_tokens, 429 with Retry-After, 500,
-slow answers, 401, 403, 404.
+slow answers, 401, 403, 404, and a server that refuses `response_format`.
 
 `write_benchmark` makes the other half of a judge test: a benchmark folder with
 small real wav files and hand-written blueprints in the store layout, from
@@ -187,9 +187,12 @@ class _Server(ThreadingHTTPServer):
 class LLMServer:
     """Scriptable OpenAI chat-completions server; use as a context manager or start()/stop()."""
 
-    def __init__(self, responder: Responder | None = None, default: Behaviour | None = None):
+    def __init__(self, responder: Responder | None = None, default: Behaviour | None = None,
+                 refuse_response_format: bool = False):
         self.responder = responder
         self.default = default or Reply(verdict_json())
+        # A server without structured output: a request with response_format gets a 400, as older servers answer.
+        self.refuse_response_format = refuse_response_format
         self.requests: list[dict] = []  # bodies, in arrival order
         self.headers: list[dict[str, str]] = []
         self._queue: deque[Behaviour] = deque()
@@ -214,6 +217,8 @@ class LLMServer:
             self.headers.append(headers)
             if self._queue:
                 return self._queue.popleft()
+        if self.refuse_response_format and "response_format" in body:
+            return Fail(400, "response_format is not supported by this server")
         return self.responder(body) if self.responder else self.default
 
     # -- lifecycle ---------------------------------------------------------------------

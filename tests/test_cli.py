@@ -86,8 +86,8 @@ def test_evaluate_says_how_many_items_were_excluded_and_why(tmp_path, capsys):
     run = _run_folder(tmp_path / "run", bench, records)
     assert main(["evaluate", str(run)]) == 0
     out = capsys.readouterr().out
-    assert ("scored 3 of 6 judged item(s); excluded 3: 1 without a human overall label, 1 whose verdict "
-            f"failed, 1 not in the manifest; {len(items) - 5} manifest item(s) have no result in this run") in out
+    assert ("scored 3 of 6 judged item(s); excluded 3: 1 without a human overall label, 1 invalid, "
+            f"1 not in the manifest; {len(items) - 5} manifest item(s) have no result in this run") in out
 
 
 def test_evaluate_of_a_complete_run_says_every_item_was_scored(tmp_path, capsys):
@@ -114,6 +114,6 @@ def test_evaluate_of_another_rubric_says_what_it_left_out(tmp_path, capsys):
     run = _run_folder(tmp_path / "run", bench, records, rubric="style")
     assert main(["evaluate", str(run)]) == 0
     out = capsys.readouterr().out
-    assert (f"scored 3 of 4 judged item(s); excluded 1: 1 whose verdict failed; {len(items) - 4} manifest "
+    assert (f"scored 3 of 4 judged item(s); excluded 1: 1 failed; {len(items) - 4} manifest "
             "item(s) have no result in this run") in out
     assert "human labels among the 4 judged manifest item(s): style_following 4, style 0, realism 0" in out

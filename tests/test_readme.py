@@ -64,3 +64,38 @@ def test_the_quick_start_runs_as_written_and_its_outputs_are_where_it_says(examp
             assert list((tmp_path / folder).glob(pattern)), f"README says {folder}{name} is written"
         figures = "PNG figures" in row
         assert not figures or list((tmp_path / folder).glob("*.png"))
+
+
+def _row(title: str, first_cell: str) -> str:
+    """The table row of section `title` whose first cell is `first_cell`."""
+    return next(line for line in section(title).splitlines() if line.startswith(f"| {first_cell} |"))
+
+
+def test_the_install_table_names_the_extras_make_install_installs():
+    made = subprocess.run(["make", "-s", "-n", "install", "-B", "PYTHON=python3"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+    extras = re.search(r"-e '\.\[([^\]]*)\]'", made).group(1)
+    assert set(extras.split(",")) >= {"models", "dev", "ray"}
+    assert f"`pip install -e '.[{extras}]'`" in _row("Quick start", "`make install`")
+
+
+def test_the_field_table_says_what_an_item_may_leave_out(tmp_path):
+    from trace_eval.bench import load_benchmark
+
+    (tmp_path / "a.wav").write_bytes((ROOT / "examples" / "mini" / "audio" / "mini-01_a.wav").read_bytes())
+    (tmp_path / "manifest.json").write_text('[{"id": "p", "instruction_text": "Say hello.", '
+                                            '"audio1_path": "a.wav", "audio2_path": "a.wav"}]')
+    assert load_benchmark(tmp_path).pairs[0].instruction_path is None  # no spoken instruction: it loads
+    assert "may be left out when `instruction_text` is given" in _row("Your own benchmark", "`instruction_path`")
+
+
+def test_what_the_readme_says_is_cached_is_what_is_cached(tmp_path, monkeypatch):
+    from llm_server import write_benchmark
+    from trace_eval.cli import main
+
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 2)
+    assert main(["judge", "--bench", str(bench), "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert not list(tmp_path.glob("cache/**/*.json"))  # the cues backbone's answers are not cached
+    text = " ".join(section("Judging").split())
+    assert "Every answer of a model is cached" in text and "The offline `cues` backbone is not cached" in text

@@ -178,7 +178,7 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
         raise ManifestError(path, ["no items: a benchmark needs at least one"])
     allowed_labels = label_keys(rubric)
     problems: list[str] = []
-    misspelled = unknown_labels = False
+    misspelled = unknown_labels = missing_audio = False
     pairs: list[Pair] = []
     seen: set[str] = set()
     check = validator("manifest")
@@ -207,6 +207,7 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
                 rel = item.get(fld)
                 if isinstance(rel, str) and not (root / rel).is_file():
                     problems.append(f"{where}: {fld} {rel} does not exist")
+                    missing_audio = True
         pairs.append(
             Pair(
                 id=pid,
@@ -222,7 +223,7 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
             )
         )
     if problems:
-        raise ManifestError(path, problems, _hint(misspelled, unknown_labels, allowed_labels))
+        raise ManifestError(path, problems, _hint(misspelled, unknown_labels, missing_audio, allowed_labels))
     return Benchmark(root=root, manifest_path=path, pairs=pairs)
 
 
@@ -237,9 +238,12 @@ def _schema_message(err: Any) -> str:
     return f"{loc}: {message}" if loc else message
 
 
-def _hint(misspelled: bool, unknown_labels: bool, allowed_labels: dict[str, Any]) -> str | None:
-    """What is allowed, said once below the problems it explains."""
+def _hint(misspelled: bool, unknown_labels: bool, missing_audio: bool, allowed_labels: dict[str, Any]) -> str | None:
+    """What is allowed, or what to do, said once below the problems it explains."""
     lines = []
+    if missing_audio:
+        lines.append("Restore a file that does not exist, or remove its item from the manifest; "
+                     "judge --skip-failed judges the other items and records these as skipped.")
     if misspelled:
         lines.append(f"Manifest fields: {', '.join(_manifest_fields())}. Kept as context: "
                      f"{', '.join(CONTEXT_FIELDS + RELEASE_FIELDS)}, and any other field that is not a near miss of these.")

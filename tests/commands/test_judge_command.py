@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_server import Fail, LLMServer, PairSpec, blueprint, write_benchmark
+from llm_server import Fail, LLMServer, PairSpec, Reply, blueprint, verdict_json, write_benchmark
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.judge.runfolder import read_results
@@ -161,3 +161,129 @@ def test_dry_run_prints_calls_tokens_and_price_and_asks_nothing(tmp_path, capsys
     assert code == 0 and not (tmp_path / "run").exists()
     out = capsys.readouterr().out
     assert "calls 2 (cached answers not counted: 0" in out and "(estimate" in out and "unknown price" in out
+
+
+def test_skip_failed_skips_a_clip_that_does_not_exist(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    bench = write_benchmark(tmp_path / "bench", 3)
+    manifest = json.loads((bench / "manifest.json").read_text())
+    manifest[1]["audio2_path"] = "audio/does_not_exist.wav"
+    (bench / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["blueprints", str(bench), "--only", "pitch", "--quiet"]) == 1  # recorded as failed
+    assert "does_not_exist.wav" in (bench / "blueprints" / "failures.jsonl").read_text()
+    capsys.readouterr()
+
+    assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "audio/does_not_exist.wav does not exist" in err and "--skip-failed" in err
+
+    assert main(["judge", "--bench", str(bench), "--out", str(tmp_path / "run"), "--quiet", "--skip-failed"]) == 0
+    out = capsys.readouterr().out
+    records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl").records}
+    assert [records[i]["status"] for i in ("p0000", "p0001", "p0002")] == ["ok", "skipped", "ok"]
+    assert records["p0001"]["reason"] == "audio/does_not_exist.wav does not exist"
+    # The cues are counted over the clips judged: two pairs of two answers, none of the skipped pair's.
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["cues"]["clips"] == 4
+    assert "cues measured over 4 response clips" in out
+
+
+def test_a_run_whose_every_answer_is_invalid_fails_and_says_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 2)
+    with LLMServer(default=Reply("Response one says answer one.")) as server:
+        code = main(["judge", "--bench", str(bench), "--model", "openai/small", "--api-base", server.api_base,
+                     "--structured", "off", "--out", str(tmp_path / "run"), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "no pair got a verdict (2 invalid)" in err
+    assert "most common reason (2 of 2, invalid)" in err and "--structured on" in err
+
+
+@pytest.mark.parametrize("where, words", [
+    ("http://judge.invalid:8000/v1", ["cannot resolve the host name of --api-base http://judge.invalid:8000/v1",
+                                      "check its spelling"]),
+    ("http://127.0.0.1:{closed}/v1", ["connection refused at http://127.0.0.1:", "start the server"]),
+    ("https://127.0.0.1:{plain}/v1", ["TLS handshake with https://127.0.0.1:", "WRONG_VERSION_NUMBER",
+                                      "write http:// in --api-base"]),
+])
+def test_an_unreachable_server_is_told_apart_by_its_cause(where, words, tmp_path, capsys, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 3)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # nobody listens there once the socket is closed
+    with LLMServer() as plain:  # speaks plain HTTP
+        code = main(["judge", "--bench", str(bench), "--model", "openai/local",
+                     "--api-base", where.format(closed=closed, plain=plain.port), "--retries", "0",
+                     "--out", str(tmp_path / "run"), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert all(word in err for word in words), err
+    assert "3 pair(s) not judged" in err and "Traceback" not in err
+
+
+def test_an_unresolvable_provider_is_not_called_a_refused_connection(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GEMINI_API_KEY", "dummy")
+    monkeypatch.setenv("GEMINI_API_BASE", "https://generativelanguage.invalid")  # no network, wherever the test runs
+    bench = write_benchmark(tmp_path / "bench", 2)
+    code = main(["judge", "--bench", str(bench), "--model", "gemini/gemini-2.5-flash", "--retries", "0",
+                 "--out", str(tmp_path / "run"), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "cannot resolve generativelanguage.invalid (the gemini API)" in err and "--model cues" in err
+    assert "refused" not in err and "--api-base" not in err
+
+
+def _answers_only_when_structured(body: dict) -> Reply:
+    """A small model: a verdict when the server constrains it with a JSON schema, else the transcript."""
+    if "response_format" in body:
+        return Reply(verdict_json("1", "both_good", "1"))
+    return Reply("Response 1: answer one. Response 2: answer two.")
+
+
+def test_a_local_server_is_asked_for_structured_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 3)
+    with LLMServer(responder=_answers_only_when_structured) as server:
+        code = main(["judge", "--bench", str(bench), "--model", "openai/small", "--api-base", server.api_base,
+                     "--out", str(tmp_path / "run"), "--quiet"])
+        assert server.request_count == 3 and all("response_format" in body for body in server.requests)
+    assert code == 0
+    assert [r["status"] for r in read_results(tmp_path / "run" / "results.jsonl").records] == ["ok"] * 3
+
+
+def test_a_server_that_refuses_structured_output_is_judged_without_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    bench = write_benchmark(tmp_path / "bench", 3)
+    with LLMServer(refuse_response_format=True) as server:
+        code = main(["judge", "--bench", str(bench), "--model", "openai/old-server", "--api-base", server.api_base,
+                     "--concurrency", "1", "--out", str(tmp_path / "run"), "--quiet"])
+        sent = ["response_format" in body for body in server.requests]
+        # Insisted on (--structured on), the refusal is each pair's error, and the run's.
+        insisted = main(["judge", "--bench", str(bench), "--model", "openai/old-server", "--api-base",
+                         server.api_base, "--structured", "on", "--out", str(tmp_path / "on"), "--quiet"])
+    assert code == 0 and insisted == 1
+    # Tried first (and by each pair already in flight), then every pair is asked without it once.
+    assert sent[0] and sent.count(False) == 3 and sent[-1] is False
+    captured = capsys.readouterr()
+    assert "refused the JSON-schema response format" in captured.err and "HTTP 400" not in captured.out
+    assert "structured output: refused by the backbone" in captured.out
+    assert [r["status"] for r in read_results(tmp_path / "run" / "results.jsonl").records] == ["ok"] * 3
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "response_format is not supported" in summary["run"]["structured_refused"]
+    assert "no pair got a verdict (3 error)" in captured.err and "response_format is not supported" in captured.err
+
+
+def test_fuse_without_fusion_uses_the_runs_own_policy(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    bench = _labelled_bench(tmp_path / "bench")
+    out = tmp_path / "run"
+    assert main(["judge", "--bench", str(bench), "--fusion", "vote", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["fuse", str(out), "--table"]) == 0
+    printed = capsys.readouterr().out
+    assert "overall under vote (the run's own)" in printed and "quiet" in printed
+    assert json.loads((out / "config.json").read_text())["fusion"] == "vote"

@@ -244,7 +244,7 @@ def test_metrics_match_hand_computed_values(two_runs) -> None:
         "content": (5, 7), "voice_quality": (6, 7), "paralinguistics": (4, 7)}
     assert a["kappa"]["overall"]["value"] == pytest.approx(0.2)
     assert a["items"]["failed"] == 1 and a["items"]["not_in_benchmark"] == 1
-    assert a["failed"] == [{"id": "7", "status": "error", "reason": "backbone timed out"}]
+    assert a["no_verdict"] == [{"id": "7", "status": "failed", "reason": "backbone timed out"}]
     assert any("not JSON" in p for p in a["problems"])
 
     table = {name: counts(row["4way"]) for name, row in a["fusion_table"].items()}
@@ -350,8 +350,8 @@ def test_failed_verdicts_are_never_scored(tmp_path: Path) -> None:
     result = evaluate_runs([load_run(run)], TRACE, human_labels())
     block = result["runs"][0]
     assert block["accuracy"]["4way"]["n"] == 1
-    assert block["items"]["failed"] == 8
-    invalid = next(f for f in block["failed"] if f["id"] == "8")
+    assert (block["items"]["failed"], block["items"]["invalid"]) == (7, 1)
+    invalid = next(f for f in block["no_verdict"] if f["id"] == "8")
     assert invalid["status"] == "invalid" and "voice_quality='tie'" in invalid["reason"]
     assert block["accuracy"]["2way"]["n"] == 1
     assert block["probes"]["winner_on_bad"]["value"] is None and block["probes"]["winner_on_bad"]["reason"]
@@ -404,7 +404,7 @@ def test_coverage_and_accuracy_on_the_decided_items(tmp_path: Path) -> None:
     # Accuracy over the decided items only: 4-way 3 of the 6 fused; content 5 of 7 (item 7 says "2", as humans).
     assert (block["accuracy"]["4way"]["correct"], block["accuracy"]["4way"]["n"]) == (3, 6)
     assert (block["per_dimension"]["content"]["correct"], block["per_dimension"]["content"]["n"]) == (5, 7)
-    assert block["items"]["undetermined"] == 2 and block["items"]["failed"] == 0 and block["failed"] == []
+    assert block["items"]["undetermined"] == 2 and block["items"]["failed"] == 0 and block["no_verdict"] == []
     assert block["undetermined"][0] == {"id": "6", "dimensions": {"content": "no quoted words"}}
     assert block["probes"]["flip_rates"]["content"]["flipped"]["n"] == 6  # probes need all three labels
 
@@ -422,7 +422,7 @@ def test_a_null_label_without_its_reason_is_invalid_not_undetermined(tmp_path: P
     with open(run / "results.jsonl", "a") as f:
         f.write(json.dumps({"id": "1", "status": "ok", "verdicts": _v(None, "1", "1"), "overall": None}) + "\n")
     block = evaluate_runs([load_run(run)], TRACE, human_labels())["runs"][0]
-    assert block["items"]["undetermined"] == 0 and block["failed"][0]["status"] == "invalid"
+    assert block["items"]["undetermined"] == 0 and block["no_verdict"][0]["status"] == "invalid"
 
 
 def test_run_folders_without_undetermined_fields_give_the_same_numbers(two_runs) -> None:

@@ -100,7 +100,7 @@ def test_multi_aspect_prompt_answers_and_agreement(tmp_path, server, capsys):
     assert run["metrics"]["agreement"]["all"]["value"] == pytest.approx(11.5 / 15)
     assert run["metrics"]["agreement"]["helpfulness"] == {"value": 2 / 3, "n": 3, "credit": 2.0}
     assert run["metrics"]["position_consistency"]["all"]["value"] is None  # judged without --swap
-    assert run["items"]["failed"] == 1 and run["failed"][0]["id"] == "single"
+    assert run["items"]["failed"] == 1 and run["no_verdict"][0]["id"] == "single"
     assert "agreement 0.767" in capsys.readouterr().out
 
     again = judge(bench, server, tmp_path, out="again", rubric="multi-aspect")

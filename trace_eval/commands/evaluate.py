@@ -108,7 +108,7 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         return 2
     files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
     for line in scores.report_of(rubric).lines(files):
-        print(line)
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
     return 0
 

@@ -1,4 +1,4 @@
-"""`python -m trace_eval fuse RUNDIR --fusion POLICY`: re-fuse a judge run without any call."""
+"""`python -m trace_eval fuse RUNDIR [--fusion POLICY]`: re-fuse a judge run without any call."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +16,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items())
     )
     p.add_argument("run_dir", metavar="RUNDIR", help="run folder written by `judge`")
-    p.add_argument("--fusion", required=True, choices=sorted(fusion.POLICIES), help="policy for `overall`")
+    p.add_argument("--fusion", choices=sorted(fusion.POLICIES),
+                   help="policy for `overall` (default: the run's own, as config.json records it)")
     p.add_argument("--table", action="store_true", help="also print each pair's verdicts and fused label")
 
 
@@ -25,14 +26,15 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         summary = refuse(args.run_dir, args.fusion)
-    except (RunFolderError, FileNotFoundError) as e:
+    except (RunFolderError, FileNotFoundError, fusion.UnknownPolicy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     overall = ", ".join(f"{label} {n}" for label, n in summary["labels"]["overall"].items())
     undetermined = (summary.get("undetermined") or {}).get("overall")
     if undetermined:
         overall += f", undetermined {undetermined} (a dimension lacked evidence: null under every policy)"
-    print(f"{args.run_dir}: overall under {args.fusion}: {overall}")
+    policy = args.fusion or f"{summary['fusion']} (the run's own)"
+    print(f"{args.run_dir}: overall under {policy}: {overall}")
     if args.table:
         print_table(Path(args.run_dir))
     return 0

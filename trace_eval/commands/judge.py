@@ -86,7 +86,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repairs", metavar="N", type=int, default=1,
                    help="times an unusable answer is sent back with a request to fix it (default: 1)")
     p.add_argument("--structured", choices=("auto", "on", "off"), default="auto",
-                   help="JSON-schema structured output: auto uses it where litellm says the model supports it")
+                   help="JSON-schema structured output: auto uses it where litellm says the model supports it "
+                        "and on the server of --api-base, and judges without it if that server refuses it")
     p.add_argument("--max-cost", metavar="USD", type=float, default=None,
                    help="make no new calls once this much is spent; the pairs left are recorded as skipped")
     p.add_argument("--price-in", metavar="USD", type=float, default=None,
@@ -164,15 +165,37 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: finished pairs are saved; run the same command with{where} to resume", file=sys.stderr)
         return 130
     print_summary(outcome)
-    if outcome.stopped:
-        return 1
-    return 1 if _empty(outcome.summary) else 0
+    return 1 if outcome.stopped or _empty(outcome.summary) else 0
 
 
 def _empty(summary: dict) -> bool:
-    """True when no pair got an answer (every pair skipped or failed before one)."""
-    status = summary.get("status", {})
-    return not (status.get("ok") or status.get("invalid"))
+    """True when no pair got a verdict (every one skipped, invalid or failed)."""
+    return not summary.get("status", {}).get("ok")
+
+
+def why_empty(outcome) -> list[str]:
+    """Why no pair got a verdict: the most common reason recorded, and what to do about it."""
+    from collections import Counter
+
+    failing = [r for r in outcome.records if r.get("status") != "ok"]
+    if not failing:
+        return ["no pair to judge"]
+    (status, reason), n = Counter((r.get("status"), r.get("reason")) for r in failing).most_common(1)[0]
+    lines = [f"most common reason ({n} of {len(failing)}, {status}): {reason}"]
+    if status == "invalid":
+        refused = outcome.summary["run"].get("structured_refused")
+        if refused:
+            lines.append("the backbone refused structured output and its answers were not verdicts without it: "
+                         "try a stronger --model, or a server that accepts a JSON-schema response_format")
+        elif outcome.summary["settings"].get("structured"):
+            lines.append("the answers were not verdicts even with structured output: try a stronger --model, "
+                         "or more --repairs")
+        else:
+            lines.append("the answers were not verdicts in the JSON asked for: --structured on asks the backbone "
+                         "for JSON-schema output (vLLM, Ollama and llama.cpp's server accept it), or try a stronger "
+                         "--model")
+    lines.append(f"every pair's reason is in {outcome.out}/results.jsonl")
+    return lines
 
 
 def print_dry_run(plan: dict) -> None:
@@ -218,12 +241,15 @@ def print_summary(outcome) -> None:
         print(line)
     for warning in warnings:
         print(warning, file=sys.stderr)
+    if run.get("structured_refused"):
+        print(f"  structured output: refused by the backbone ({run['structured_refused']}); judged without it")
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
     if _empty(s) and not outcome.stopped:
-        print(f"  empty run: no pair was judged ({counts or 'no pairs'}); see the reasons in "
-              f"{outcome.out}/results.jsonl", file=sys.stderr)
+        print(f"  empty run: no pair got a verdict ({counts or 'no pairs'})", file=sys.stderr)
+        for line in why_empty(outcome):
+            print(f"  {line}", file=sys.stderr)
     if outcome.stopped:
         print(f"  stopped: {outcome.stopped}", file=sys.stderr)
         print(f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",

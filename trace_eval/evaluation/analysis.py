@@ -9,6 +9,7 @@ intervals of different runs and policies are paired.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,12 @@ import numpy as np
 from fusion import LABELS, WINNERS, get_policy
 from trace_eval.rubrics import Rubric
 
-from . import metrics, probes, scores
+from . import metrics, positions, probes, scores
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .engine import Estimates, compare
-from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun
+from .records import OVERALL, UNSCORED, EvaluationError, HumanLabels, JudgeRun
 from .report import (FAILED_SHOWN, Block, EvaluationFiles, Heading, Image, Paragraph, Table, coverage, cue_blocks,
-                     excluded, number, percent)
+                     excluded, no_verdict_blocks, number, percent)
 
 FORMAT_VERSION = 1
 
@@ -41,11 +42,16 @@ DEFINITIONS = {
     "probes.flip_rates": "share of scored items whose fused label changes when one dimension is set to both_good",
     "probes.winner_on_bad": "of items humans rated both_bad overall, share where the run names a winner",
     "probes.winner_slice_accuracy": "of items where the run names a winner, share where humans chose the same response",
-    "failed": "items whose verdict failed (status other than ok, or a verdict that is not a label): counted and listed, never scored",
+    "no_verdict": "items without a verdict, counted by why and listed, never scored: "
+    + "; ".join(f"{kind}: {why}" for kind, why in UNSCORED.items() if kind != "undetermined"),
     "coverage": "decided items over items with the human label, per dimension and overall: an item is decided on a "
     "dimension when the run gave it a label, and overall when it gave all three (an undetermined dimension, left "
     "null for want of evidence, gives no overall label under any policy). Every accuracy, kappa and probe is "
-    "computed on the decided items only; undetermined and failed items are counted here, never scored",
+    "computed on the decided items only; undetermined items and those without a verdict are counted here, never scored",
+    "positions": "how the winners (labels 1 and 2) split between the response shown first and second, for the "
+    "humans' overall labels and each run's; human labels with more than "
+    f"{positions.LOPSIDED_ABOVE:.0%} of the winners in one position are lopsided, and the baseline is the accuracy "
+    "of always answering that position",
     "undetermined": "items the judge answered but left one or more dimensions null because a deciding cue was "
     "missing (unmeasured, dropped, or from an unreliable transcript), with the reason per dimension",
 }
@@ -158,14 +164,12 @@ def _run_metrics(
         "winner_slice_accuracy": pending.proportion((*key, "winner-slice"), _equal(predicted, human_overall), scored & _is(predicted, WINNERS), "the run names a winner on no labelled item"),
     }
 
-    failed = [
-        {"id": run_id, "status": r.status, "reason": r.reason}
-        for run_id, r in run_records.items()
-        if r.verdicts is None
-    ]
+    no_verdict = [{"id": run_id, "status": r.unscored, "reason": r.reason}
+                  for run_id, r in run_records.items() if r.verdicts is None]
     by_status: dict[str, int] = {}
     for r in run_records.values():
         by_status[r.status] = by_status.get(r.status, 0) + 1
+    unscored = Counter(r.unscored for r in records if r is not None)  # the manifest's items in this run
     in_bench = set(human)
     mismatched = [
         i for i, r, p in zip(ids, records, predicted)
@@ -177,9 +181,8 @@ def _run_metrics(
         "items": {
             "in_run": len(run_records),
             "scored": int(valid.sum()),
-            "undetermined": int(undetermined_any.sum()),
+            **{kind: unscored[kind] for kind in UNSCORED},
             "scored_with_overall_label": int(scored.sum()),
-            "failed": len(failed),
             "by_status": dict(sorted(by_status.items())),
             "not_in_benchmark": sum(i not in in_bench for i in run_records),
             "not_judged": sum(i not in run_records for i in ids),
@@ -196,13 +199,14 @@ def _run_metrics(
                 [p for p, s in zip(predicted, scored) if s], [h for h, s in zip(human_overall, scored) if s]
             ).tolist(),
         },
+        "positions": {OVERALL: positions.split(p for p in predicted if p is not None)},
         "distribution": {
             "overall": _distribution(predicted),
             **{d: _distribution(v[d] if v else None for v in answered) for d in rubric.names},
         },
         "fusion_table": fusion_table,
         "probes": probe_block,
-        "failed": failed,
+        "no_verdict": no_verdict,
         "undetermined": [{"id": run_id, "dimensions": dict(r.undetermined)}
                          for run_id, r in run_records.items() if r.undetermined],
         "cues": run.summary.get("cues"),
@@ -243,6 +247,8 @@ def evaluate_runs(
     comparisons = [compare(pending, ("diff", a, b), (run_a.name, run_b.name), correctness[a], correctness[b])
                    for (a, run_a), (b, run_b) in itertools.combinations(enumerate(runs), 2)]
     pending.fill(settings)
+    human_positions = positions.human_split([human[i][OVERALL] for i in ids if OVERALL in human[i]])
+    lopsided = positions.warning(human_positions, "human overall winners", "4-way")
     return {
         "format_version": FORMAT_VERSION,
         "items": {
@@ -254,6 +260,7 @@ def evaluate_runs(
         "human_distribution": {
             key: _distribution(human[i].get(key) for i in ids) for key in (OVERALL, *rubric.names)
         },
+        "positions": {"human": {OVERALL: human_positions}, "warnings": [lopsided] if lopsided else []},
         "runs": blocks,
         "comparisons": comparisons,
         "definitions": DEFINITIONS,
@@ -282,13 +289,15 @@ class TraceReport:
         lines = []
         for run in files.metrics["runs"]:
             lines.append(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
-                         f"coverage {coverage(run['coverage']['overall'])}, {run['items']['undetermined']} undetermined, "
-                         f"{run['items']['failed']} failed ({run['fusion']})")
+                         f"coverage {coverage(run['coverage']['overall'])} ({run['fusion']})")
             lines.append("  " + excluded(run["items"], files.metrics["items"]["in_benchmark"],
                                          "scored_with_overall_label", "without a human overall label"))
+            judge, people = run["positions"][OVERALL], files.metrics["positions"]["human"][OVERALL]
+            lines.append(f"  overall winners in position 1 / 2: this run {judge['1']} / {judge['2']}, "
+                         f"humans {people['1']} / {people['2']}")
         lines += [f"{c['a']} vs {c['b']}: McNemar p = {c['p_value']:.3g} (n={c['n']})"
                   for c in files.metrics["comparisons"]]
-        return lines
+        return lines + [f"warning: {w}" for w in files.metrics["positions"]["warnings"]]
 
 
 scores.register_report("trace", "TRACE's report: 4-, 3- and 2-way agreement of the fused label, per-dimension "
@@ -311,9 +320,9 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
             f"{boot['resamples']} resamples, seed {boot['seed']}."
         ),
         Table(
-            ["run", "model", "fusion", "in run", "scored", "undetermined", "failed", "not in benchmark"],
+            ["run", "model", "fusion", "in run", "scored", *UNSCORED, "not in benchmark"],
             [[r["name"], str(r.get("model") or "—"), r["fusion"], str(r["items"]["in_run"]), str(r["items"]["scored"]),
-              str(r["items"].get("undetermined", 0)), str(r["items"]["failed"]), str(r["items"]["not_in_benchmark"])]
+              *[str(r["items"][kind]) for kind in UNSCORED], str(r["items"]["not_in_benchmark"])]
              for r in runs],
         ),
         Heading(2, "Overall agreement with humans"),
@@ -324,9 +333,9 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
              for r in runs],
         ),
         Paragraph("Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
-                  "on the decided items only; an item left undetermined (a deciding cue missing) or failed is "
-                  "counted in coverage, never scored. 3-way collapses both_good and both_bad into one tie; 2-way is "
-                  "over items whose human label is a winner."),
+                  "on the decided items only; an item left undetermined (a deciding cue missing) or without a "
+                  "verdict (invalid, failed, skipped) is counted in coverage, never scored. 3-way collapses "
+                  "both_good and both_bad into one tie; 2-way is over items whose human label is a winner."),
         Image("accuracy.png", "Accuracy with 95% intervals"),
         Heading(2, "Per-dimension agreement"),
         Table(
@@ -337,6 +346,7 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
              for r in runs],
         ),
     ]
+    blocks += positions.blocks(metrics["positions"]["human"], runs, metrics["positions"]["warnings"])
     blocks += cue_blocks(runs)
     if metrics["comparisons"]:
         blocks += [
@@ -384,18 +394,8 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
         Image("confusion.png", "Confusion matrices, human rows against predicted columns"),
         Heading(2, "Label distributions"),
         Image("distribution.png", "Label counts"),
-        Heading(2, "Failed verdicts"),
     ]
-    for r in runs:
-        failed = r["failed"]
-        blocks.append(Paragraph(f"**{r['name']}**: {len(failed)} failed ({_statuses(r)})." if failed else f"**{r['name']}**: none failed."))
-        if failed:
-            shown = failed[:FAILED_SHOWN]
-            blocks.append(Table(["id", "status", "reason"], [[f["id"], f["status"], str(f["reason"] or "")] for f in shown]))
-            if len(failed) > FAILED_SHOWN:
-                blocks.append(Paragraph(f"… and {len(failed) - FAILED_SHOWN} more, listed in metrics.json."))
-        for problem in r["problems"]:
-            blocks.append(Paragraph(f"Note: {problem}"))
+    blocks += no_verdict_blocks(runs)
     blocks += _undetermined_blocks(runs)
     return blocks
 
@@ -431,12 +431,6 @@ def _decider(entry: dict[str, Any]) -> str:
     if share.get("value") is None:
         return "n/a"
     return f"{share['value']:.0%} (acc. {percent(entry['accuracy'], with_n=False)})"
-
-
-def _statuses(run: dict[str, Any]) -> str:
-    return ", ".join(f"{status} {count}" for status, count in run["items"]["by_status"].items() if status != "ok")
-
-
 
 
 def _decided_by(decider: str) -> str:

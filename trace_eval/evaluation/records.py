@@ -13,6 +13,13 @@ from trace_eval.rubrics import Rubric
 from trace_eval.rubrics.labels import label_space
 
 OVERALL = "overall"  # the fused label of rubrics with fusion
+# Why an item a run holds is not scored, in the words `evaluate` uses (a call that failed is status "error").
+UNSCORED = {
+    "undetermined": "answered, but a dimension was left null for want of evidence (a deciding cue missing)",
+    "invalid": "the answer could not be read as a verdict in the rubric's labels",
+    "failed": "no answer: the call failed (status error)",
+    "skipped": "not asked: a clip without a blueprint (judge --skip-failed), or --max-cost reached",
+}
 
 
 class EvaluationError(ValueError):
@@ -37,6 +44,13 @@ class RunRecord:
     def decided(self) -> bool:
         """Every dimension has a label, so the item has an overall label under every policy."""
         return self.verdicts is not None and all(v is not None for v in self.verdicts.values())
+
+    @property
+    def unscored(self) -> str | None:
+        """Why the item is not scored (a key of UNSCORED); None when it is."""
+        if self.verdicts is not None:
+            return "undetermined" if self.undetermined else None
+        return self.status if self.status in ("invalid", "skipped") else "failed"
 
 
 def read_record(raw: dict[str, Any], rubric: Rubric) -> RunRecord:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import html
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trace_eval.io import atomic_write_text, write_json
 
-FAILED_SHOWN = 50  # failed and undetermined items listed in the report; metrics.json lists all
+from .records import UNSCORED
+
+FAILED_SHOWN = 50  # items without a verdict, and undetermined ones, listed in the report; metrics.json lists all
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,13 @@ def coverage(slot: dict[str, Any] | None) -> str:
 
 
 def excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabelled: str | None = None) -> str:
-    """How many of a run's items were scored, why the others were not, and how many of the manifest's
-    items the run has no result for."""
+    """How many of a run's items were scored, why the others were not (undetermined, invalid, failed,
+    skipped: see UNSCORED), and how many of the manifest's items the run has no result for."""
     in_run, scored = items["in_run"], items[scored_key]
     in_manifest = in_run - items["not_in_benchmark"]
     reasons = {
         unlabelled: items["scored"] - scored if unlabelled else 0,
-        "whose verdict failed": in_manifest - items["scored"],
+        **{kind: items.get(kind, 0) for kind in UNSCORED},
         "not in the manifest": items["not_in_benchmark"],
     }
     why = ", ".join(f"{n} {reason}" for reason, n in reasons.items() if n)
@@ -100,6 +103,24 @@ def excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabel
     if in_benchmark > in_manifest:
         line += f"; {in_benchmark - in_manifest} manifest item(s) have no result in this run"
     return line
+
+
+def no_verdict_blocks(runs: list[dict[str, Any]]) -> list[Block]:
+    """Per run, the items without a verdict: why (invalid, failed, skipped) and the reason recorded; then the
+    lines of results.jsonl that could not be read."""
+    blocks: list[Block] = [Heading(2, "Items without a verdict")]
+    for r in runs:
+        items = r["no_verdict"]
+        kinds = ", ".join(f"{n} {kind}" for kind, n in Counter(f["status"] for f in items).items())
+        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} without a verdict ({kinds})." if items
+                                else f"**{r['name']}**: every item has a verdict."))
+        if items:
+            blocks.append(Table(["id", "why", "reason"],
+                                [[f["id"], str(f["status"]), str(f["reason"] or "")] for f in items[:FAILED_SHOWN]]))
+            if len(items) > FAILED_SHOWN:
+                blocks.append(Paragraph(f"… and {len(items) - FAILED_SHOWN} more, listed in metrics.json."))
+        blocks += [Paragraph(f"Note: {problem}") for problem in r["problems"]]
+    return blocks
 
 
 def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:

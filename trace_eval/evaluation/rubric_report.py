@@ -7,15 +7,16 @@ serves every run, so the intervals of different runs are paired, as in TRACE's r
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from trace_eval.rubrics import Rubric
 
-from . import report, scores
+from . import positions, report, scores
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .engine import Estimates
-from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun, RunRecord, read_record
+from .records import OVERALL, UNSCORED, EvaluationError, HumanLabels, JudgeRun, RunRecord, read_record
 
 FORMAT_VERSION = 1
 FAILED_SHOWN = report.FAILED_SHOWN
@@ -34,6 +35,11 @@ def _labelled(rubric: Rubric) -> tuple[str, ...]:
     return (*rubric.names, OVERALL) if rubric.fusion else rubric.names
 
 
+def _pairwise(rubric: Rubric) -> tuple[str, ...]:
+    """The labels that name a winner by its position: pairwise dimensions, and a fusing rubric's overall."""
+    return (*(d.name for d in rubric.dimensions if d.labels.pairwise), *((OVERALL,) if rubric.fusion else ()))
+
+
 def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict[str, Any] | None:
     """The record's labels, with its overall label under `policy` for a rubric that fuses."""
     if record.verdicts is None or policy is None:
@@ -44,20 +50,21 @@ def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict
 def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
                estimates: Estimates, override: str | None) -> dict[str, Any]:
     policy = run.fusion_policy(override, rubric) if rubric.fusion else None
-    items, failed = [], []
+    items, no_verdict = [], []
     by_status: dict[str, int] = {}
     for item_id, raw in run.raws.items():
         status = str(raw.get("status") or "error")
         by_status[status] = by_status.get(status, 0) + 1
+    unscored: Counter[str] = Counter()
     for item_id in ids:
         raw = run.raws.get(item_id)
         if raw is None:
             continue
         record = read_record(raw, rubric)
         judged = _with_overall(record, rubric, policy)
-        if judged is None:
-            failed.append({"id": item_id, "status": "invalid" if raw.get("status") == "ok" else raw.get("status"),
-                           "reason": record.reason})
+        if judged is None:  # a dimension left undetermined still scores the others: only these are excluded
+            no_verdict.append({"id": item_id, "status": record.unscored, "reason": record.reason})
+            unscored[record.unscored] += 1
         orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
         items.append(scores.ItemScores(item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}),
                                        _samples(raw), orders))
@@ -80,15 +87,17 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
         "items": {
             "in_run": len(run.raws),
             "scored": sum(i.judged is not None for i in items),
-            "failed": len(failed),
+            **{kind: unscored[kind] for kind in UNSCORED},
             "by_status": dict(sorted(by_status.items())),
             "not_in_benchmark": sum(i not in human.labels for i in run.raws),
             "not_judged": sum(i not in run.raws for i in ids),
         },
         "coverage": coverage,
+        "positions": {key: positions.split((item.judged or {}).get(key) for item in items)
+                      for key in _pairwise(rubric)},
         "metrics": metrics,
         "intervals": {name: estimates.intervals((index, name), metrics[name], columns[name]) for name in columns},
-        "failed": failed,
+        "no_verdict": no_verdict,
         "cues": run.summary.get("cues"),
         "problems": list(run.problems),
     }
@@ -108,6 +117,9 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
     estimates = Estimates(ids)
     blocks = [_run_block(run, rubric, human, ids, index, estimates, policy) for index, run in enumerate(runs)]
     estimates.fill(settings)
+    human_positions = {key: positions.human_split([human.labels[i][key] for i in ids if key in human.labels[i]])
+                       for key in _pairwise(rubric)}
+    lopsided = [positions.warning(found, f"human {key} winners") for key, found in human_positions.items()]
     return {
         "format_version": FORMAT_VERSION,
         "rubric": {"name": rubric.name, "version": rubric.id, "file": str(rubric.path) if rubric.path else None,
@@ -119,6 +131,7 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
             "with_human_label": {d: sum(d in human.labels[i] for i in ids) for d in _labelled(rubric)},
         },
         "bootstrap": settings.describe(),
+        "positions": {"human": human_positions, "warnings": [w for w in lopsided if w]},
         "runs": blocks,
         "label_problems": human.problems,
         "definitions": {name: scores.METRICS[name].description for name in rubric.metrics},
@@ -168,17 +181,21 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
                          f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}. Intervals are "
                          f"{boot['confidence']:.0%} {boot['method']}, {boot['resamples']} resamples, "
                          f"seed {boot['seed']}."),
-        report.Table(["run", "model", "prompt", "in run", "scored", "failed", "not in benchmark"],
+        report.Table(["run", "model", "prompt", "in run", "scored", *UNSCORED, "not in benchmark"],
                      [[r["name"], str(r.get("model") or "—"), str(r.get("prompt_version") or "—"),
-                       str(r["items"]["in_run"]), str(r["items"]["scored"]), str(r["items"]["failed"]),
-                       str(r["items"]["not_in_benchmark"])] for r in runs]),
+                       str(r["items"]["in_run"]), str(r["items"]["scored"]),
+                       *[str(r["items"][kind]) for kind in UNSCORED], str(r["items"]["not_in_benchmark"])]
+                      for r in runs]),
         report.Heading(2, "Coverage"),
         report.Paragraph("Decided items over items with the human label, per dimension. Every metric below is "
-                         "computed on the decided items only; failed items lower coverage and are never scored."),
+                         "computed on the decided items only; items without a verdict lower coverage and are never "
+                         "scored."),
         report.Table(["run", *metrics["rubric"]["dimensions"]],
                      [[r["name"], *[report.coverage(r["coverage"].get(d)) for d in metrics["rubric"]["dimensions"]]]
                       for r in runs]),
     ]
+    if metrics["positions"]["human"]:
+        blocks += positions.blocks(metrics["positions"]["human"], runs, metrics["positions"]["warnings"])
     blocks += report.cue_blocks(runs)
     for name, description in metrics["definitions"].items():
         blocks += [report.Heading(2, name.replace("_", " ").capitalize()), report.Paragraph(description)]
@@ -193,17 +210,7 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
     if metrics["label_problems"]:
         blocks += [report.Heading(2, "Human labels left out")]
         blocks += [report.Paragraph(problem) for problem in metrics["label_problems"][:FAILED_SHOWN]]
-    blocks.append(report.Heading(2, "Failed verdicts"))
-    for r in runs:
-        failed = r["failed"]
-        blocks.append(report.Paragraph(f"**{r['name']}**: {len(failed)} failed." if failed
-                                       else f"**{r['name']}**: none failed."))
-        if failed:
-            blocks.append(report.Table(["id", "status", "reason"],
-                                       [[f["id"], str(f["status"]), str(f["reason"] or "")]
-                                        for f in failed[:FAILED_SHOWN]]))
-        blocks += [report.Paragraph(f"Note: {problem}") for problem in r["problems"]]
-    return blocks
+    return blocks + report.no_verdict_blocks(runs)
 
 
 def _system_blocks(runs: list[dict[str, Any]]) -> list[report.Block]:
@@ -241,8 +248,7 @@ class MetricsReport:
         lines = []
         for run in metrics["runs"]:
             shown = [line for metric, slots in run["metrics"].items() if (line := _headline(metric, slots))]
-            lines.append(f"{run['name']} ({name}): {'; '.join(shown) or 'no metric computable'}; "
-                         f"{run['items']['failed']} failed")
+            lines.append(f"{run['name']} ({name}): {'; '.join(shown) or 'no metric computable'}")
             lines.append(f"  {report.excluded(run['items'], items['in_benchmark'])}")
         labelled = items.get("with_human_label", {})
         if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
@@ -251,7 +257,7 @@ class MetricsReport:
         if metrics.get("label_problems"):
             lines.append(f"  {len(metrics['label_problems'])} human label(s) outside their label space, left out "
                          f"(listed in {files.markdown_path})")
-        return lines
+        return lines + [f"warning: {w}" for w in metrics["positions"]["warnings"]]
 
 
 METRICS_REPORT = MetricsReport()

@@ -36,6 +36,7 @@ __all__ = [
     "BackboneSettings",
     "Completion",
     "FatalBackboneError",
+    "NO_CONNECTION",
     "RequestRejected",
     "TransientBackboneError",
     "UnknownBackboneError",
@@ -54,12 +55,18 @@ class FatalBackboneError(BackboneError):
     """Every further call would fail the same way (bad key, unknown model): the run stops."""
 
 
+NO_CONNECTION = ("name", "refused", "tls", "unreachable")  # kinds of TransientBackboneError: no connection opened
+
+
 class TransientBackboneError(BackboneError):
-    """Worth retrying: rate limit, server error, timeout, dropped connection."""
+    """Worth retrying: rate limit, server error, timeout, dropped connection. A connection that cannot be
+    opened at all (NO_CONNECTION) stops the run when no call has got through yet."""
 
     def __init__(self, message: str, kind: str, retry_after_s: float | None = None):
         super().__init__(message)
-        self.kind = kind  # rate_limit | server | timeout | connection | refused (nothing listens there)
+        # rate_limit | server | timeout | connection (one broke) | no connection could be opened: name (the
+        # host name does not resolve), refused (nothing listens there), tls (the handshake failed), unreachable
+        self.kind = kind
         self.retry_after_s = retry_after_s
 
 
@@ -143,7 +150,9 @@ class Backbone:
         return self.settings.max_tokens
 
     def structured_output(self, choice: str) -> bool:
-        """Whether calls carry a JSON-schema response format under --structured `choice` (auto | on | off)."""
+        """Whether calls carry a JSON-schema response format under --structured `choice` (auto | on | off).
+        Under auto, a format the backbone refuses (a request rejected with it, answered without) is dropped
+        for the rest of the run."""
         return choice == "on"
 
     def prices_per_token(self) -> tuple[float, float] | None:

@@ -2,8 +2,9 @@
 
 What a failure means is decided here: a rate limit pauses every call (honouring
 Retry-After), a server error or dropped connection is retried with backoff, and a
-server that refuses every connection before any call got through stops the run,
-since every pair would fail the same way.
+server that cannot be connected to at all (a host name that does not resolve, a
+refused connection, a failed TLS handshake) before any call got through stops the
+run, since every pair would fail the same way.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, TransientBackboneError
+from trace_eval.judge.backbones import NO_CONNECTION, Backbone, Completion, FatalBackboneError, TransientBackboneError
 from trace_eval.judge.cache import AnswerCache, request_key
 from trace_eval.judge.prompts import Case
 
@@ -171,8 +172,8 @@ class Caller:
                 except FatalBackboneError as e:
                     self.stop_reason = self.stop_reason or str(e)
                     raise
-            if error.kind == "refused" and not self.calls:
-                # Nothing has got through and nothing listens there: every pair would fail the same way.
+            if error.kind in NO_CONNECTION and not self.calls:
+                # Nothing has got through and no connection can be opened: every pair would fail the same way.
                 raise self._stop(f"cannot reach {self.backbone.name}: {error}")
             if error.kind == "rate_limit":
                 rate_limited += 1
@@ -185,7 +186,7 @@ class Caller:
                 transient += 1
                 if transient > policy.max_retries:
                     message = f"{error.kind}: {error} (gave up after {policy.max_retries} retries of this call)"
-                    if error.kind in ("connection", "refused") and not self.calls:
+                    if error.kind == "connection" and not self.calls:
                         # Nothing has got through yet: an unreachable server would fail every pair the same way.
                         raise self._stop(f"cannot reach {self.backbone.name}: {message}")
                     raise CallFailed(message)

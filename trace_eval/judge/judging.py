@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from trace_eval.judge import runfolder
 from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from trace_eval.bench import Pair
     from trace_eval.judge.runner import JudgeOptions
 
-__all__ = ["Judging", "Unit", "UnitResult", "pair_record", "response_format", "unusable_record"]
+__all__ = ["Judging", "StructuredOutput", "Unit", "UnitResult", "pair_record", "response_format", "unusable_record"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,26 @@ class UnitResult:
                 "cache_hit": self.calls == 0 and self.cache_hits > 0}
 
 
+class StructuredOutput:
+    """Whether calls carry the rubric's JSON-schema response format: --structured on, off, or auto (the
+    backbone's call). Under auto the format is tried: a request the backbone rejects with it and answers
+    without it shows that the backbone refuses it, and the run goes on without it (`refused` says why).
+    Once a call with it is answered, the choice stands."""
+
+    def __init__(self, sent: bool, may_drop: bool, notice: Callable[[str], None]):
+        self.sent = sent
+        self.settled = not (sent and may_drop)
+        self.refused: str | None = None
+        self._notice = notice
+
+    def drop(self, reason: str, backbone: str) -> None:
+        if self.refused is None:
+            self.refused = reason
+            self._notice(f"notice: {backbone} refused the JSON-schema response format ({reason}); judging "
+                         "without it (--structured off skips trying)")
+        self.sent, self.settled = False, True
+
+
 def response_format(rubric: Rubric, case: Case, structured: bool) -> dict | None:
     """The JSON-schema response format of the dimensions asked about `case`, when structured output is on."""
     if not structured:
@@ -91,8 +111,8 @@ def token_budget(backbone: Backbone, rubric: Rubric, case: Case) -> int | None:
 class Judging:
     """The items of one run through `caller`, each finished item written by `writer`."""
 
-    def __init__(self, options: JudgeOptions, caller: Caller, prompt: Prompt, rubric: Rubric, structured: bool,
-                 writer: runfolder.ResultsWriter, total: int):
+    def __init__(self, options: JudgeOptions, caller: Caller, prompt: Prompt, rubric: Rubric,
+                 structured: StructuredOutput, writer: runfolder.ResultsWriter, total: int):
         self.options = options
         self.caller = caller
         self.backbone = caller.backbone
@@ -111,12 +131,10 @@ class Judging:
         except (PromptError, OSError) as e:
             result.status, result.reason = "error", str(e)
             return result
-        answer_format = response_format(self.rubric, unit.case, self.structured)
         budget = token_budget(self.backbone, self.rubric, unit.case)
         for attempt in range(1 + self.options.repair_attempts):
             try:
-                completion, cache_hit = await self.caller.call(messages, unit.case, unit.sample, answer_format,
-                                                               budget)
+                completion, cache_hit = await self.ask(messages, unit, budget)
             except BudgetReached:
                 result.status, result.reason = "skipped", "max-cost reached"
                 return result
@@ -148,6 +166,22 @@ class Judging:
                 messages = [*messages, {"role": "assistant", "content": completion.text},
                             self.prompt.repair(complaint, unit.case)]
         return result
+
+    async def ask(self, messages: list[dict], unit: Unit, budget: int | None) -> tuple[Completion, bool]:
+        """One answer (and whether it was cached), without the response format once the backbone refuses it."""
+        structured = self.structured
+        answer_format = response_format(self.rubric, unit.case, structured.sent)
+        try:
+            answer = await self.caller.call(messages, unit.case, unit.sample, answer_format, budget)
+        except RequestRejected as rejected:
+            if answer_format is None or structured.settled:
+                raise
+            # Rejected again without the format: the request itself is at fault, and the format stays.
+            answer = await self.caller.call(messages, unit.case, unit.sample, None, budget)
+            structured.drop(str(rejected), self.backbone.name)
+            return answer
+        structured.settled = structured.settled or answer_format is not None
+        return answer
 
     async def judge_pair(self, pair_id: str, units: list[Unit]) -> dict:
         async with self.pair_slots:

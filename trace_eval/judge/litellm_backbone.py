@@ -7,6 +7,8 @@ import email.utils
 import logging
 import os
 import re
+import socket
+import ssl
 import time
 from dataclasses import replace
 from typing import Any
@@ -16,6 +18,7 @@ from trace_eval.judge.backbones import (
     BackboneSettings,
     Completion,
     FatalBackboneError,
+    NO_CONNECTION,
     RequestRejected,
     TransientBackboneError,
     default_token_budget,
@@ -62,34 +65,51 @@ def _retry_after_s(error: Exception) -> float | None:
         return None if when is None else max(0.0, when.timestamp() - time.time())
 
 
-def _connection_failure(error: BaseException) -> str | None:
-    """"refused" when no connection could be opened, "connection" when one broke, else None (a server error).
+_HOST = re.compile(r"host ([^\s:/\[\]]+)(?::\d+)?")
 
-    litellm reports both as a 500 or an APIConnectionError; the cause chain tells them apart.
+
+def _connection_failure(error: BaseException) -> tuple[str, str | None, str] | None:
+    """(kind, host, detail) when no answer came for want of a connection, else None (a server error).
+
+    kind: "name" (the host name does not resolve), "refused" (nothing listens there), "tls" (the TLS
+    handshake failed), "unreachable" (no connection, for another reason), "connection" (one broke).
+    litellm reports them all as a 500 or an APIConnectionError; the cause chain tells them apart, and
+    its innermost cause is the most precise.
     """
     import httpx
     import openai
 
-    found = None
+    precise = {socket.gaierror: "name", ConnectionRefusedError: "refused", ssl.SSLError: "tls"}
+    kind = host = None
+    detail = ""
     cause: BaseException | None = error
-    for _ in range(16):  # the whole chain: the innermost cause is the most precise
+    for _ in range(16):  # the whole chain: a later (inner) cause overrides what an outer one said
         if cause is None or isinstance(cause, openai.APITimeoutError):
             break
-        if isinstance(cause, (httpx.ConnectError, ConnectionRefusedError)):
-            return "refused"
-        if isinstance(cause, (ConnectionError, httpx.TransportError, openai.APIConnectionError)):
-            found = "connection"
+        found = _HOST.search(str(cause))
+        host = getattr(cause, "host", None) or (found.group(1) if found else None) or host
+        named = next((name for cls, name in precise.items() if isinstance(cause, cls)), None)
+        if named:
+            kind, detail = named, str(cause)
+        elif isinstance(cause, httpx.ConnectError) and kind in (None, "connection"):
+            kind, detail = "unreachable", str(cause)
+        elif isinstance(cause, (ConnectionError, httpx.TransportError, openai.APIConnectionError)) and kind is None:
+            kind, detail = "connection", str(cause)
         cause = cause.__cause__ or cause.__context__
-    return found
+    return (kind, host, detail) if kind else None
 
 
 _MISSING_KEY = re.compile(r"missing\b.{0,60}\bapi[ _-]?key", re.IGNORECASE)
 
 
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+: (?:\w+Exception - )?")
+
+
 def _describe(error: Exception) -> str:
-    """The provider's message on one line, without the traceback litellm sometimes folds into it."""
+    """The provider's message on one line, without litellm's prefix ("litellm.BadRequestError:
+    OpenAIException - ") and the traceback it sometimes folds in."""
     text = str(error).split("Traceback (most recent call last)")[0]
-    text = " ".join(text.split())
+    text = _LITELLM_PREFIX.sub("", " ".join(text.split()))
     return text[:500] or type(error).__name__
 
 
@@ -139,7 +159,42 @@ class LiteLLMBackbone(Backbone):
             raise FatalBackboneError(f"{self.name} needs an API key and none is set: {self._key_hint()}")
 
     def _where(self) -> str:
-        return self.settings.api_base or f"the {self.name.split('/')[0]} API"
+        return self.settings.api_base or f"the {self._api()} API"
+
+    def _api(self) -> str:
+        """The provider's name, as in "the gemini API"."""
+        return self._provider() or self.name.split("/")[0]
+
+    def _no_connection(self, kind: str, host: str | None, detail: str) -> str:
+        """Why no connection could be opened, and the fix that fits what was given: --api-base or a provider's
+        API."""
+        base = self.settings.api_base
+        if base:
+            return {
+                "name": f"cannot resolve the host name of --api-base {base}: no such host is known here; "
+                        "check its spelling, or this machine's DNS",
+                "refused": f"connection refused at {base}: nothing listens there; start the server or fix --api-base",
+                "tls": f"TLS handshake with {base} failed ({detail}): for a server that speaks plain HTTP write "
+                       "http:// in --api-base; for a certificate of your own authority set SSL_CERT_FILE to "
+                       "that authority's certificate",
+            }.get(kind, f"cannot connect to {base} ({detail}); check --api-base and that the server runs")
+        api = f"{host or 'the host'} (the {self._api()} API)"
+        return {
+            "name": f"cannot resolve {api} from this machine: no network or no DNS here; connect it to the "
+                    "internet (behind a proxy: set HTTPS_PROXY), or judge offline with --model cues",
+            "refused": f"connection refused by {api}: something on the way turns connections away (a firewall; "
+                       "behind a proxy: set HTTPS_PROXY)",
+            "tls": f"TLS handshake with {api} failed ({detail}): a proxy that inspects TLS is likely in the way; "
+                   "set SSL_CERT_FILE to its authority's certificate",
+        }.get(kind, f"cannot connect to {api} ({detail}); check this machine's network")
+
+    def _timed_out(self) -> str:
+        waited = f"timed out: no answer within {self.settings.timeout_s:g} s (--timeout)"
+        if self.settings.api_base:
+            return f"{waited} from {self.settings.api_base}: a busy server or a slow model (raise --timeout, " \
+                   "lower --concurrency), or a host that drops connections (check --api-base)"
+        return f"{waited} from the {self._api()} API: a busy service (raise --timeout, lower --concurrency), " \
+               "or a network that drops connections"
 
     def reasons_before_answering(self) -> bool:
         """True when litellm says the model thinks before it answers (its thoughts count against max_tokens)."""
@@ -163,8 +218,11 @@ class LiteLLMBackbone(Backbone):
             return False
 
     def structured_output(self, choice: str) -> bool:
-        """on: always; auto: where litellm says the model supports a JSON-schema response format."""
-        return choice == "on" or (choice == "auto" and self.supports_response_schema())
+        """on: always; auto: where litellm says the model supports a JSON-schema response format, and on the
+        server of --api-base, whose models litellm does not know (vLLM, Ollama and llama.cpp's server accept
+        one); the run drops it if the server refuses it."""
+        return choice == "on" or (choice == "auto" and (bool(self.settings.api_base)
+                                                        or self.supports_response_schema()))
 
     def count_prompt_tokens(self, messages: list[dict]) -> tuple[int, bool]:
         """(prompt tokens of `messages`, exact?) through litellm's token_counter.
@@ -270,18 +328,17 @@ class LiteLLMBackbone(Backbone):
         except litellm.RateLimitError as e:
             raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
         except litellm.Timeout as e:
-            raise TransientBackboneError(f"timed out after {self.settings.timeout_s:g} s", "timeout") from e
+            raise TransientBackboneError(self._timed_out(), "timeout") from e
         except (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError) as e:
             raise RequestRejected(_describe(e)) from None
         except (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError,
                 litellm.APIConnectionError) as e:
             if _MISSING_KEY.search(str(e)):
                 raise FatalBackboneError(f"{self.name}: {_describe(e)}; {self._key_hint()}") from None
-            kind = _connection_failure(e) or "server"
-            if kind == "refused":
-                raise TransientBackboneError(f"connection refused at {self._where()}: nothing answers there; start the server or fix --api-base", kind) \
-                    from None
-            raise TransientBackboneError(_describe(e), kind) from None
+            failure = _connection_failure(e)
+            if failure and failure[0] in NO_CONNECTION:
+                raise TransientBackboneError(self._no_connection(*failure), failure[0]) from None
+            raise TransientBackboneError(_describe(e), failure[0] if failure else "server") from None
         except litellm.BadRequestError as e:
             if getattr(e, "status_code", None) in (401, 403, 404):
                 raise self._setup_error(e) from None

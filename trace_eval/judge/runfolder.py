@@ -295,15 +295,15 @@ def load_config(folder: Path) -> dict:
     return read_json(path)
 
 
-def refuse(folder: str | Path, policy: str, notice: Callable[[str], None] | None = None) -> dict:
-    """Re-fuse a finished run under `policy` without any call: rewrite overall, config and summary.
+def refuse(folder: str | Path, policy: str | None = None, notice: Callable[[str], None] | None = None) -> dict:
+    """Re-fuse a finished run under `policy` (None: the run's own) without any call: rewrite overall,
+    config and summary.
 
     Lines of results.jsonl that cannot be read are left out of the rewritten file, each told to `notice`
     (default: printed to stderr).
     """
     notice = notice or (lambda message: print(message, file=sys.stderr))
     folder = Path(folder)
-    fusion.get_policy(policy)
     config = load_config(folder)
     try:
         rubric = rubric_of_run(config)
@@ -312,6 +312,11 @@ def refuse(folder: str | Path, policy: str, notice: Callable[[str], None] | None
     if rubric.fusion is None:
         raise RunFolderError(f"{folder} was judged with the {rubric.name} rubric, which has no overall label to "
                              "fuse; its dimensions are evaluated one by one")
+    policy = policy or config.get("fusion")
+    if not isinstance(policy, str):
+        raise RunFolderError(f"{folder}: config.json names no fusion policy; pass --fusion, one of: "
+                             f"{', '.join(rubric.fusion.policies)}")
+    fusion.get_policy(policy)
     if policy not in rubric.fusion.policies:
         raise RunFolderError(f"the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}, not {policy}")
     results = read_results(folder / RESULTS)

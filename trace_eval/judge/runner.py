@@ -30,7 +30,7 @@ from trace_eval.judge import evidence, runfolder
 from trace_eval.judge.backbones import Backbone, BackboneSettings, FatalBackboneError, backbone_for, make_backbone
 from trace_eval.judge.cache import AnswerCache, default_cache_dir
 from trace_eval.judge.caller import Caller, RetryPolicy, without_credentials
-from trace_eval.judge.judging import Judging, Unit, response_format, token_budget, unusable_record
+from trace_eval.judge.judging import Judging, StructuredOutput, Unit, response_format, token_budget, unusable_record
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
 from trace_eval.store import BlueprintStore
@@ -105,7 +105,9 @@ class JudgeOptions:
     swap: bool = False
     temperature: float = 0.0
     max_tokens: int | None = None
-    structured: str = "auto"  # JSON-schema response_format: auto (when litellm says the model supports it) | on | off
+    # JSON-schema response_format: on | off | auto (where litellm says the model supports it, and on the server
+    # of --api-base; dropped for the rest of the run when the backbone refuses it)
+    structured: str = "auto"
     repair_attempts: int = 1
     concurrency: int = 8
     rpm: float | None = None  # requests per minute, None for no limit
@@ -127,6 +129,7 @@ class RunOutcome:
     out: Path
     summary: dict
     stopped: str | None  # why the run stopped early, None when every pair was attempted
+    records: list[dict] = field(default_factory=list)  # results.jsonl as written, in manifest order
 
 
 # -- settings ---------------------------------------------------------------------------
@@ -250,15 +253,23 @@ def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, dict | Non
     return {path: store.get_by_path(path) for path in dict.fromkeys(p for pair in pairs for p in pair.audio_paths())}
 
 
-def lacking_blueprints(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints) -> dict[str, str]:
-    """Item id -> which of its clips have no blueprint and why (the failure recorded, or never made)."""
+def lacking_clips(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints | None) -> dict[str, str]:
+    """Item id -> which of its clips do not exist or, when the prompt shows `blueprints` (None when it shows
+    none), have no blueprint, and why (the failure recorded when it was made, or never made)."""
     failures = BlueprintStore(bench.root).recorded_failures()
+
+    def lacking(path: str) -> str | None:
+        if not bench.resolve(path).is_file():
+            return f"{path} does not exist"
+        if blueprints is None or blueprints[path] is not None:
+            return None
+        return f"no blueprint for {path} ({failures.get(path, 'never made')})"
+
     found: dict[str, str] = {}
     for pair in pairs:
-        lacking = [p for p in pair.audio_paths() if blueprints[p] is None]
-        if lacking:
-            found[pair.id] = "no blueprint for " + "; ".join(
-                f"{p} ({failures[p]})" if p in failures else f"{p} (never made)" for p in lacking)
+        reasons = [reason for reason in map(lacking, pair.audio_paths()) if reason]
+        if reasons:
+            found[pair.id] = "; ".join(reasons)
     return found
 
 
@@ -397,11 +408,13 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     if rubric.fusion and options.fusion not in rubric.fusion.policies:
         raise JudgeError(f"--fusion {options.fusion}: the {rubric.name} rubric fuses under "
                          f"{', '.join(rubric.fusion.policies)}")
-    bench = load_benchmark(options.bench, rubric=rubric)
+    # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
+    bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = _backbone(options, prompt, rubric, check_key)
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else {}
-    skipped = lacking_blueprints(bench, pairs, blueprints) if options.skip_failed and prompt.needs_blueprints else {}
+    skipped = (lacking_clips(bench, pairs, blueprints if prompt.needs_blueprints else None)
+               if options.skip_failed else {})
     cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop,
                                   blueprints)
     structured = backbone.structured_output(options.structured)
@@ -481,7 +494,8 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
                 writer.append(unusable_record(pair, skipped[pair.id], options.fusion, rubric, "skipped"))
         work = [(pair.id, plan.units(pair.id, options)) for pair in pairs if pair.id not in done and pair.id in cases]
         caller = plan.caller(options)
-        asyncio.run(Judging(options, caller, prompt, rubric, structured, writer, total=len(work)).run(work))
+        tried = StructuredOutput(structured, may_drop=options.structured == "auto", notice=notice)
+        asyncio.run(Judging(options, caller, prompt, rubric, tried, writer, total=len(work)).run(work))
     finally:
         writer.close()
 
@@ -498,10 +512,13 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         "wall_s": round(time.perf_counter() - started, 3),
         "stopped": caller.stop_reason,
         "not_run": not_run,
+        "structured_refused": tried.refused,  # why the backbone refused the response format (--structured auto)
     }
-    responses = dict.fromkeys(p for pair in pairs for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p)
+    # The clips the judge was shown: not those of skipped items, or of items the rubric cannot judge.
+    responses = dict.fromkeys(p for pair in pairs if pair.id in cases
+                              for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p)
     cues = (evidence.cue_availability((plan.blueprints[p] for p in responses), prompt.blueprint_keys, options.drop)
             if prompt.needs_blueprints else None)
     summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
-    return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason)
+    return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason, records=records)
