@@ -702,7 +702,7 @@ def _rate(slot: dict[str, Any] | None, counts: str = "") -> str:
 def _correlation(slot: dict[str, Any]) -> str:
     if slot["value"] is None:
         return f"n/a ({slot.get('reason')})"
-    interval = f" [{slot['ci95'][0]:.2f}, {slot['ci95'][1]:.2f}]" if slot.get("ci95") else f" (no interval: {slot['reason']})"
+    interval = f" [{slot['ci95'][0]:.2f}, {slot['ci95'][1]:.2f}]" if slot.get("ci95") else " (no interval)"
     return f"{slot['value']:.2f}{interval}"
 
 
@@ -770,6 +770,10 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                            _correlation(a["spearman_rho"]),
                            (f"{a['top']['judge']} / {a['top']['human']}" + (" (same)" if a["same_top"] else ""))
                            if a["top"] else "—"] for a in board["agreement"]])]
+        missing = next((a["kendall_tau"]["reason"] for a in board["agreement"]
+                        if a["kendall_tau"]["value"] is not None and not a["kendall_tau"]["ci95"]), None)
+        if missing:
+            blocks.append(Paragraph(f"No interval: {missing}."))
     blocks += [Heading(level + 1, "Win matrices"),
                Paragraph("Row system against column system: win rate (ties half) and pairs.")]
     for key in board["by"]:
