@@ -38,7 +38,6 @@ DIMENSIONS = ("content", "voice_quality", "paralinguistics")
 
 def make_benchmark(root: Path, pairs: int, systems: int, seed: int) -> tuple[Path, Path]:
     """The benchmark folder and a run folder that judged it."""
-    from fusion import POLICIES  # noqa: F401  (registers the policies)
     from trace_eval.rubrics import load_rubric
 
     fusion = load_rubric("trace").fusion

@@ -64,7 +64,7 @@ CONVENTION = {
                      "RatingMin reading of the labels, so the losing answer of a named winner counts as not "
                      "acceptable)",
     "rank": "1 + the number of systems with a higher score; its interval is the percentile interval of the ranks "
-            "over the resamples",
+            "over the resamples, rounded outwards to whole ranks",
     "interval": "95% percentile interval of a bootstrap over the pairs (pairs resampled jointly for every "
                 "source and dimension)",
     "rank_agreement": "Kendall's tau-b and Spearman's rho between a run's scores and the human scores, over the "
@@ -539,50 +539,6 @@ def _rubric(runs: list[JudgeRun]) -> Rubric:
     return rubrics[0]
 
 
-def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
-    """What the commands print: what was ranked, each ranking as a short table (with `tables`), and the rank
-    agreement of every run with the human labels."""
-    lines = []
-    items = board["items"]
-    lines.append(f"{items['ranked']} of {items['in_benchmark']} items name two systems; "
-                 f"{len(board['systems'])} systems")
-    if items["without_systems"]:
-        lines.append(f"  {items['without_systems']} item(s) without both system names, left out")
-    if items["same_system"]:
-        lines.append(f"  {items['same_system']} item(s) with one system on both sides, left out")
-    for key in board["by"] if tables else ():
-        for source in board["sources"]:
-            table = source["tables"][key]
-            title = "human labels" if source["kind"] == "human" else f"run {source['name']}"
-            left = {reason: n for reason, n in table["left_out"].items() if n}
-            lines.append("")
-            lines.append(f"{key}, {title}: {table['pairs']} pairs"
-                         + (f"; left out: {', '.join(f'{n} {r}' for r, n in left.items())}" if left else ""))
-            if table["fit"]["reason"]:
-                lines.append(f"  no scores: {table['fit']['reason']}")
-            elif not any(r["score"]["ci95"] for r in table["systems"]):
-                lines.append(f"  no intervals: {_reasons(table)}")
-            width = max(len(r["system"]) for r in table["systems"])
-            for r in table["systems"]:
-                score = r["score"]
-                interval = f"[{score['ci95'][0]:7.1f}, {score['ci95'][1]:7.1f}]" if score.get("ci95") else " " * 18
-                value = f"{score['value']:7.1f}" if score["value"] is not None else "    n/a"
-                rate = f"{r['win_rate']['value']:6.1%}" if r["win_rate"]["value"] is not None else "   n/a"
-                lines.append(f"  {r['rank']['value'] or '-':>3}  {r['system']:{width}}  {value} {interval}  "
-                             f"{r['wins']:>4}W {r['ties']['both_good']:>3}G {r['ties']['both_bad']:>3}B "
-                             f"{r['losses']:>4}L  win rate {rate}")
-    for a in board["agreement"]:
-        tau, rho = a["kendall_tau"], a["spearman_rho"]
-        if tau["value"] is None:
-            lines.append(f"{a['run']} vs human, {a['dimension']}: {tau['reason']}")
-            continue
-        interval = (lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else "")
-        lines.append(f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
-                     f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "
-                     + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)"))
-    return lines
-
-
 # -- files ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -666,7 +622,7 @@ def _matrix_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-# -- the report -----------------------------------------------------------------------------
+# -- the report and what the commands print -----------------------------------------------------------------------------
 
 def _title(key: str) -> str:
     return key.replace("_", " ").capitalize()
@@ -786,3 +742,47 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                        Table(["", *[m["systems"][j] for j in order]], rows)]
     blocks.append(Image("win_matrix.png", f"Win matrix, {_title(board['by'][0]).lower()}"))
     return blocks
+
+
+def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
+    """What the commands print: what was ranked, each ranking as a short table (with `tables`), and the rank
+    agreement of every run with the human labels."""
+    lines = []
+    items = board["items"]
+    lines.append(f"{items['ranked']} of {items['in_benchmark']} items name two systems; "
+                 f"{len(board['systems'])} systems")
+    if items["without_systems"]:
+        lines.append(f"  {items['without_systems']} item(s) without both system names, left out")
+    if items["same_system"]:
+        lines.append(f"  {items['same_system']} item(s) with one system on both sides, left out")
+    for key in board["by"] if tables else ():
+        for source in board["sources"]:
+            table = source["tables"][key]
+            title = "human labels" if source["kind"] == "human" else f"run {source['name']}"
+            left = {reason: n for reason, n in table["left_out"].items() if n}
+            lines.append("")
+            lines.append(f"{key}, {title}: {table['pairs']} pairs"
+                         + (f"; left out: {', '.join(f'{n} {r}' for r, n in left.items())}" if left else ""))
+            if table["fit"]["reason"]:
+                lines.append(f"  no scores: {table['fit']['reason']}")
+            elif not any(r["score"]["ci95"] for r in table["systems"]):
+                lines.append(f"  no intervals: {_reasons(table)}")
+            width = max(len(r["system"]) for r in table["systems"])
+            for r in table["systems"]:
+                score = r["score"]
+                interval = f"[{score['ci95'][0]:7.1f}, {score['ci95'][1]:7.1f}]" if score.get("ci95") else " " * 18
+                value = f"{score['value']:7.1f}" if score["value"] is not None else "    n/a"
+                rate = f"{r['win_rate']['value']:6.1%}" if r["win_rate"]["value"] is not None else "   n/a"
+                lines.append(f"  {r['rank']['value'] or '-':>3}  {r['system']:{width}}  {value} {interval}  "
+                             f"{r['wins']:>4}W {r['ties']['both_good']:>3}G {r['ties']['both_bad']:>3}B "
+                             f"{r['losses']:>4}L  win rate {rate}")
+    for a in board["agreement"]:
+        tau, rho = a["kendall_tau"], a["spearman_rho"]
+        if tau["value"] is None:
+            lines.append(f"{a['run']} vs human, {a['dimension']}: {tau['reason']}")
+            continue
+        interval = (lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else "")
+        lines.append(f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
+                     f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "
+                     + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)"))
+    return lines
