@@ -17,7 +17,7 @@ rubric's to say (`fusion:` in its YAML file), read into a `Fusion`.
 from __future__ import annotations
 
 from . import policies as _policies  # noqa: F401  (registers the built-in policies)
-from .labels import LABELS, WINNERS, InvalidLabel, check_label, is_winner, label_of, rating_min
+from .labels import LABELS, WINNERS, InvalidLabel, acceptable, check_label, is_winner, label_of, rating_min
 from .registry import POLICIES, Policy, UnknownPolicy, get_policy, register
 from .tree import Fusion, FusionError
 
@@ -29,6 +29,7 @@ __all__ = [
     "FusionError",
     "InvalidLabel",
     "Policy",
+    "acceptable",
     "UnknownPolicy",
     "check_label",
     "get_policy",

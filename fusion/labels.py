@@ -30,6 +30,11 @@ def is_winner(label: str) -> bool:
     return label in WINNERS
 
 
+def acceptable(label: str) -> tuple[int, int]:
+    """Which responses a label accepts, as (response 1, response 2): 1 -> (1, 0), both_good -> (1, 1), ..."""
+    return _ACCEPTABLE[check_label(label)]
+
+
 def label_of(acceptable_1: bool, acceptable_2: bool) -> str:
     """The label that accepts exactly the responses found acceptable: 1, 2, both_good or both_bad."""
     return _FROM_ACCEPTABLE[(int(acceptable_1), int(acceptable_2))]

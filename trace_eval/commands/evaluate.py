@@ -109,6 +109,11 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
     for line in scores.report_of(rubric).lines(files):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
+    if "leaderboard" in files.metrics:  # the items name their systems
+        from trace_eval.evaluation.leaderboard import leaderboard_lines
+
+        for line in leaderboard_lines(files.metrics["leaderboard"], tables=False):
+            print(f"leaderboard: {line}")
     print(f"wrote {files.metrics_path}, {files.markdown_path}, {files.html_path}")
     return 0
 

@@ -1,7 +1,9 @@
 """Evaluation of judge runs against human labels: metrics.json, report.md, report.html and
 pictures. `evaluate_folders` is what `python -m trace_eval evaluate` runs: the rubric's
 `metrics` (registered by name in `scores`) say what is computed and which sections the
-report has; TRACE's report is the metric `trace` (analysis)."""
+report has; TRACE's report is the metric `trace` (analysis). Where the items name their
+systems, the report adds their leaderboards (leaderboard.py, whose `leaderboard` function
+is what `python -m trace_eval leaderboard` writes)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +15,7 @@ from trace_eval.rubrics import Rubric
 from . import scores
 from .analysis import evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
+from .leaderboard import leaderboard_blocks, systems_section
 from .oracle import oracle
 from .records import EvaluationError, HumanLabels, JudgeRun, bench_of, load_human_labels, load_run, load_runs
 from .report import EvaluationFiles, write_report
@@ -59,7 +62,16 @@ def evaluate_folders(
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return write_report(out, metrics, report.blocks(metrics), report.figures(metrics, out))
+    blocks, pictures = report.blocks(metrics), report.figures(metrics, out)
+    # Items that name their systems: the leaderboards of every run and of the human labels, on every dimension.
+    board = systems_section(runs, human, rubric, policy, settings, bench)
+    if board is not None:
+        from .figures import write_leaderboard_figures
+
+        metrics["leaderboard"] = board
+        blocks += leaderboard_blocks(board, level=2)
+        pictures = {**pictures, **write_leaderboard_figures(board, out)}
+    return write_report(out, metrics, blocks, pictures)
 
 
 def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:

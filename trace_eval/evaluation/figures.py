@@ -145,3 +145,75 @@ def write_figures(metrics: dict[str, Any], out: Path) -> dict[str, Path]:
         "distribution.png": distribution_figure,
     }
     return {name: make(metrics, out / name) for name, make in makers.items()}
+
+
+# -- leaderboards (trace_eval/evaluation/leaderboard.py) -------------------------------------
+
+def _source_name(source: dict[str, Any]) -> str:
+    return "human" if source["kind"] == "human" else _short(source["name"], 24)
+
+
+def system_scores_figure(board: dict[str, Any], path: Path) -> Path:
+    """Per dimension ranked on: every system's score with its 95% interval, each source side by side."""
+    keys, sources, systems = board["by"], board["sources"], board["systems"]
+    height = 1.0 + 0.32 * len(systems) * max(1.0, len(sources) / 2)
+    figure = Figure(layout="constrained", figsize=(5.2 * len(keys), height))
+    offset = 0.7 / len(sources)
+    for index, key in enumerate(keys):
+        axes = figure.add_subplot(1, len(keys), index + 1)
+        # The first source's ranking orders the rows (the human labels when present).
+        order = [r["system"] for r in sources[0]["tables"][key]["systems"]][::-1]
+        for s, source in enumerate(sources):
+            rows = {r["system"]: r["score"] for r in source["tables"][key]["systems"]}
+            y = np.arange(len(order)) + (s - (len(sources) - 1) / 2) * offset
+            values = np.array([rows[name]["value"] if rows[name]["value"] is not None else np.nan for name in order])
+            low = [v - rows[name]["ci95"][0] if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
+            high = [rows[name]["ci95"][1] - v if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
+            axes.errorbar(values, y, xerr=[low, high], fmt="o", markersize=4, capsize=2, color="0.25" if
+                          source["kind"] == "human" else f"C{s}", label=_source_name(source))
+        axes.axvline(1000.0, color="0.7", linewidth=0.8, zorder=0)
+        axes.set_yticks(range(len(order)), [_short(name, 26) for name in order], fontsize=8)
+        axes.set_xlabel("Bradley-Terry score (95% CI)")
+        axes.set_title(_title(key), fontsize=10)
+        axes.grid(axis="x", alpha=0.3)
+        if index == 0:
+            axes.legend(fontsize=8, loc="lower right")
+    figure.suptitle("System scores: 400·log10(strength) + 1000", fontsize=11)
+    return _save(figure, path)
+
+
+def win_matrix_figure(board: dict[str, Any], path: Path) -> Path:
+    """One heat map per source, on the first dimension ranked: the row system's win rate against the column
+    one (the other dimensions' matrices are in leaderboard.md, leaderboard.json and win_matrix.csv)."""
+    key, sources = board["by"][0], board["sources"]
+    size = len(board["systems"])
+    side = max(2.6, 0.3 * size + 1.5)
+    figure = Figure(layout="constrained", figsize=(side * len(sources) + 1.0, side))
+    colours = None
+    for s, source in enumerate(sources):
+        axes = figure.add_subplot(1, len(sources), s + 1)
+        m = source["tables"][key]["matrix"]
+        order = [m["systems"].index(r["system"]) for r in source["tables"][key]["systems"]]
+        rates = np.array([[np.nan if m["win_rate"][i][j] is None else m["win_rate"][i][j] for j in order]
+                          for i in order], dtype=float)
+        colours = axes.imshow(np.ma.masked_invalid(rates), cmap="RdBu", vmin=0.0, vmax=1.0)
+        axes.set_facecolor("0.92")
+        if size <= 15:  # the numbers stay legible
+            for (r, c), value in np.ndenumerate(rates):
+                if not np.isnan(value):
+                    axes.text(c, r, f"{value:.0%}", ha="center", va="center", fontsize=6.5,
+                              color="white" if abs(value - 0.5) > 0.3 else "black")
+        names = [_short(m["systems"][i], 18) for i in order]
+        axes.set_xticks(range(size), names, rotation=60, ha="right", fontsize=7)
+        axes.set_yticks(range(size), names, fontsize=7)
+        axes.set_title(_source_name(source), fontsize=9)
+    if colours is not None:
+        figure.colorbar(colours, ax=figure.axes, shrink=0.8, label="win rate of the row system (ties half)")
+    figure.suptitle(f"Win matrix, {_title(key).lower()} (grey: the systems never met)", fontsize=11)
+    return _save(figure, path)
+
+
+def write_leaderboard_figures(board: dict[str, Any], out: Path) -> dict[str, Path]:
+    """The pictures of a leaderboard, by file name."""
+    return {"system_scores.png": system_scores_figure(board, out / "system_scores.png"),
+            "win_matrix.png": win_matrix_figure(board, out / "win_matrix.png")}

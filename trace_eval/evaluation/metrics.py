@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import sparse, stats
 
 from fusion import LABELS, WINNERS
 
@@ -108,14 +108,16 @@ def mcnemar(only_a: int, only_b: int, exact_below: int = MCNEMAR_EXACT_BELOW, co
     return McNemarResult(only_a, only_b, statistic, float(stats.chi2.sf(statistic, df=1)), "chi2")
 
 
-def bootstrap_totals(item_values: np.ndarray, resamples: int, seed: int, chunk: int = 250) -> np.ndarray:
+def bootstrap_totals(item_values: np.ndarray | sparse.sparray, resamples: int, seed: int, chunk: int = 250) -> np.ndarray:
     """Column sums of `item_values` (items x columns) over `resamples` bootstrap resamples of the items.
 
     Every resample draws the items with replacement once and applies the same
     draw to every column, so statistics computed from different columns (runs,
-    policies, metrics) are paired. Returns a (resamples x columns) array.
+    policies, metrics) are paired. `item_values` may be a scipy sparse array
+    (items that touch few of many columns, as pairwise outcomes do). Returns a
+    (resamples x columns) array.
     """
-    values = np.asarray(item_values, dtype=float)
+    values = item_values if sparse.issparse(item_values) else np.asarray(item_values, dtype=float)
     if values.ndim != 2:
         raise ValueError("item_values must be a 2-D (items x columns) array")
     n_items = values.shape[0]
@@ -134,6 +136,32 @@ def bootstrap_totals(item_values: np.ndarray, resamples: int, seed: int, chunk: 
         weights = np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
         totals[start : start + rows] = weights @ values
     return totals
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between x and y along the last axis, vectorised over the leading axes (one
+    value per bootstrap resample); NaN where either side is constant or holds a NaN."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    upper = np.triu_indices(x.shape[-1], 1)
+    dx = np.sign(x[..., :, None] - x[..., None, :])[..., upper[0], upper[1]]
+    dy = np.sign(y[..., :, None] - y[..., None, :])[..., upper[0], upper[1]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (dx * dy).sum(axis=-1) / np.sqrt((dx != 0).sum(axis=-1) * (dy != 0).sum(axis=-1))
+    return np.where(np.isnan(x).any(axis=-1) | np.isnan(y).any(axis=-1), np.nan, tau)
+
+
+def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho (Pearson's r of the ranks, ties given their mean rank) along the last axis,
+    vectorised over the leading axes; NaN where either side is constant or holds a NaN."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    missing = np.isnan(x).any(axis=-1) | np.isnan(y).any(axis=-1)
+    rx = stats.rankdata(np.nan_to_num(x), axis=-1)
+    ry = stats.rankdata(np.nan_to_num(y), axis=-1)
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=-1) / np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    return np.where(missing, np.nan, rho)
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float] | None:

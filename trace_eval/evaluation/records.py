@@ -203,6 +203,8 @@ class HumanLabels:
     systems: dict[str, str | None]  # id -> the system that made the (pointwise) answer
     problems: list[str]  # labels outside their space, left out
     manifest: Path
+    # id -> the systems that made response 1 and response 2 (manifest model_a, model_b) of a pairwise item
+    pair_systems: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
 def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
@@ -232,4 +234,5 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
                 item[key] = label
         labels[pair.id] = item
     systems = {p.id: (p.extra.get("model") or p.model_a) for p in benchmark.pairs}
-    return HumanLabels(labels, systems, problems, benchmark.manifest_path)
+    pair_systems = {p.id: (p.model_a, p.model_b) for p in benchmark.pairs if not p.pointwise}
+    return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems)

@@ -1,0 +1,95 @@
+"""Bradley-Terry scores from pairwise outcomes, fitted for many bootstrap resamples at once.
+
+The arena convention (Chatbot Arena, the TTS arenas): system i beats system j with
+probability s_i / (s_i + s_j); a tie counts half a win to each side; the strengths s
+maximise the likelihood of the outcomes, with their geometric mean fixed at 1; a
+score is 400 log10(s) + 1000, so a 400-point lead means 10-to-1 odds.
+
+The maximum exists, and is unique, exactly when the systems cannot be split into
+two groups one of which scored nothing against the other: the graph with an edge
+i -> j wherever i scored against j (a win or a tie) is strongly connected (Ford,
+1957). Where it is not (a system won or lost every comparison, or two groups never
+met), the scores would be infinite: they are NaN here, never a made-up number.
+
+Every function takes arrays with leading batch axes (one fit per resample) and is
+vectorised over them: Newton's method with one batched linear solve per step.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+__all__ = ["BASE", "SCALE", "fit", "scores", "ranks", "strongly_connected"]
+
+SCALE = 400.0  # points per factor of ten in strength
+BASE = 1000.0  # the score of a system of strength 1 (the geometric mean)
+
+_MAX_STEP = 2.0  # natural-log units: damps Newton's first steps when strengths are far apart
+_MAX_ITERATIONS = 200
+_TOLERANCE = 1e-10  # largest change of a log strength at convergence
+
+
+def strongly_connected(points: np.ndarray) -> np.ndarray:
+    """Whether every system can reach every other along "scored against" edges, per batch row.
+
+    `points[..., i, j]` is what i scored against j; the closure is found by repeated squaring.
+    """
+    size = points.shape[-1]
+    reach = (points > 0) | np.eye(size, dtype=bool)
+    for _ in range(max(1, math.ceil(math.log2(max(size, 2))))):
+        reach = np.matmul(reach.astype(np.float32), reach.astype(np.float32)) > 0
+    return reach.all(axis=(-2, -1))
+
+
+def fit(points: np.ndarray, games: np.ndarray) -> np.ndarray:
+    """Log strengths (natural log, mean 0 over the systems) that maximise the likelihood.
+
+    `points[..., i, j]`: what system i scored against j (1 per win, 1/2 per tie);
+    `games[..., i, j]`: how many times they met (symmetric, zero diagonal), so that
+    points[i, j] + points[j, i] == games[i, j]. Rows where the maximum does not exist
+    (see `strongly_connected`) or Newton's method does not converge are NaN.
+    """
+    points = np.asarray(points, dtype=float)
+    games = np.asarray(games, dtype=float)
+    size = points.shape[-1]
+    defined = strongly_connected(points)
+    # Rows without a maximum get a harmless stand-in (every pair met once and tied) so one batched
+    # solve serves all rows; their results are replaced by NaN below.
+    stand_in = 1.0 - np.eye(size)
+    games = np.where(defined[..., None, None], games, stand_in)
+    points = np.where(defined[..., None, None], points, stand_in / 2)
+    wins = points.sum(axis=-1)
+    theta = np.zeros(points.shape[:-1])
+    # The likelihood does not change when every log strength moves by the same amount; adding the
+    # all-ones matrix to the Hessian's Laplacian pins the mean (the gradient sums to zero).
+    pin = np.ones((size, size)) / size
+    converged = np.zeros(defined.shape, dtype=bool)
+    for _ in range(_MAX_ITERATIONS):
+        p = expit(theta[..., :, None] - theta[..., None, :])
+        gradient = wins - (games * p).sum(axis=-1)
+        curvature = games * p * (1.0 - p)
+        laplacian = -curvature  # the negative Hessian: a weighted graph Laplacian
+        laplacian[..., np.arange(size), np.arange(size)] += curvature.sum(axis=-1)
+        step = np.linalg.solve(laplacian + pin, gradient[..., None])[..., 0]
+        largest = np.abs(step).max(axis=-1, keepdims=True)
+        step = step * np.minimum(1.0, _MAX_STEP / np.maximum(largest, 1e-300))
+        theta = theta + step
+        converged = largest[..., 0] < _TOLERANCE
+        if converged.all():
+            break
+    theta = theta - theta.mean(axis=-1, keepdims=True)
+    return np.where((defined & converged)[..., None], theta, np.nan)
+
+
+def scores(theta: np.ndarray) -> np.ndarray:
+    """Log strengths on the score scale: 400 log10(s) + 1000."""
+    return BASE + SCALE * np.asarray(theta) / math.log(10.0)
+
+
+def ranks(values: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
+    """1 + how many systems score higher (equal scores share a rank), per batch row; NaN stays NaN."""
+    values = np.asarray(values, dtype=float)
+    above = (values[..., None, :] > values[..., :, None] + tolerance).sum(axis=-1).astype(float) + 1.0
+    return np.where(np.isnan(values), np.nan, above)
