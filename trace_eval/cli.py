@@ -8,13 +8,14 @@ import importlib
 import os
 import sys
 
-# In the order of the work: Stage 1, Stage 2, fusion, evaluation; then a look at one blueprint.
-VERBS = ("blueprints", "judge", "fuse", "evaluate", "show")
+# In the order of the work: Stage 1, Stage 2, fusion, evaluation, the audit page; then a look at one blueprint.
+VERBS = ("blueprints", "judge", "fuse", "evaluate", "view", "show")
 EXAMPLES = {
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
     "evaluate": "python -m trace_eval evaluate runs/demo",
+    "view": "python -m trace_eval view runs/demo",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
 }
 DESCRIPTION = """\
