@@ -4,18 +4,21 @@ pictures. `evaluate_folders` is what `python -m trace_eval evaluate` runs: the r
 report has; TRACE's report is the metric `trace` (analysis)."""
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from trace_eval.judge.runfolder import RunFolderError
 from trace_eval.rubrics import Rubric
+from trace_eval.view import default_page
 
 from . import scores
 from .analysis import evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .oracle import oracle
 from .records import EvaluationError, HumanLabels, JudgeRun, bench_of, load_human_labels, load_run, load_runs
-from .report import EvaluationFiles, write_report
+from .report import EvaluationFiles, Paragraph, write_report
 from .rubric_report import evaluate_rubric_runs
 from .scores import METRICS, UnknownMetric
 
@@ -59,7 +62,21 @@ def evaluate_folders(
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return write_report(out, metrics, report.blocks(metrics), report.figures(metrics, out))
+    blocks = report.blocks(metrics)
+    blocks.insert(1, audit_paragraph(run_dirs, out))  # under the title: where to see every pair
+    return write_report(out, metrics, blocks, report.figures(metrics, out))
+
+
+def audit_paragraph(run_dirs: list[str | Path], out: Path) -> Paragraph:
+    """Where the audit page of the runs is (`python -m trace_eval view`), or how to write it."""
+    pages = [default_page(run) for run in run_dirs if default_page(run).is_file()]
+    if len(run_dirs) == 1 and pages:
+        link = Path(os.path.relpath(pages[0].resolve(), out.resolve())).as_posix()
+        return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: [the audit page]({link}).")
+    runs = " ".join(shlex.quote(str(run)) for run in run_dirs)
+    more = " --out DIR" if len(run_dirs) > 1 else ""
+    return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: "
+                     f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk.")
 
 
 def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
