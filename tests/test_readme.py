@@ -64,3 +64,23 @@ def test_the_quick_start_runs_as_written_and_its_outputs_are_where_it_says(examp
             assert list((tmp_path / folder).glob(pattern)), f"README says {folder}{name} is written"
         figures = "PNG figures" in row
         assert not figures or list((tmp_path / folder).glob("*.png"))
+
+
+def test_the_audit_section_shows_its_picture_and_its_commands_on_the_demo_run_write_what_it_says(
+        example_with_blueprints, tmp_path):
+    text = section("Auditing verdicts: view")
+    picture = ROOT / re.search(r"!\[[^\]]+\]\(([^)]+)\)", text).group(1)
+    assert picture.is_file() and picture.stat().st_size < 200_000  # a small PNG
+    commands = shell_lines(text)
+    assert commands and all(c.startswith("python -m trace_eval view ") for c in commands)
+    shutil.copytree(example_with_blueprints, tmp_path / "examples" / "mini")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("TRACE_JUDGE_MODEL", None)
+    demo = [c for c in shell_lines(section("Quick start")) if " judge " in c]
+    for command in demo + [c for c in commands if c.split()[4] == "runs/demo"]:
+        done = subprocess.run(["bash", "-c", shlex.quote(sys.executable) + command[len("python"):]], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+    assert (tmp_path / "runs" / "demo" / "view" / "index.html").is_file()
+    assert len(list((tmp_path / "audit" / "audio").rglob("*.wav"))) == 23
