@@ -24,7 +24,7 @@
   const ROW_HEIGHT = 60; // px, as .row in view.css
   PAIRS.forEach((pair, i) => { pair.index = i; });
 
-  // ------------------------------------------------------------------ small helpers
+  // ------------------------------------------------------------------ building elements and labels
 
   function h(tag, props, ...children) {
     const el = document.createElement(tag);
