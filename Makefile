@@ -53,11 +53,13 @@ demo: install
 	$(PY) -m trace_eval blueprints $(BENCH) --device $(DEVICE)
 	$(PY) -m trace_eval judge --bench $(BENCH) --model cues --fusion $(FUSION) --out $(DEMO_RUN)
 	$(PY) -m trace_eval fuse $(DEMO_RUN) --fusion $(FUSION) --table
+	$(PY) -m trace_eval view $(DEMO_RUN)
 	$(PY) -m trace_eval evaluate $(DEMO_RUN) --out $(DEMO_RUN)/evaluation
 	@echo
 	@echo "blueprints: $(BENCH)/blueprints/   (python -m trace_eval show $(BENCH)/audio/<file>)"
 	@echo "judge run:  $(DEMO_RUN)/results.jsonl   summary: $(DEMO_RUN)/summary.json"
 	@echo "report:     $(DEMO_RUN)/evaluation/report.html   ($(DEMO_RUN)/evaluation/report.md)"
+	@echo "every pair: $(DEMO_RUN)/view/index.html   (open it in a browser)"
 
 example: install
 	$(PY) scripts/make_example.py

@@ -1,5 +1,5 @@
 """The light install (`pip install .`, without the `models` extra) gives blueprints on the CPU profile,
-judge, fuse and evaluate. The commands run here in a subprocess where the packages of the `models`
+judge, fuse, evaluate and view. The commands run here in a subprocess where the packages of the `models`
 extra cannot be imported, as if they were not installed; building a virtual environment is left to
 the README's figures."""
 from __future__ import annotations
@@ -80,7 +80,7 @@ def light(tmp_path):
     return bench, cli
 
 
-def test_blueprints_judge_fuse_and_evaluate_run_without_the_models_extra(light, tmp_path):
+def test_blueprints_judge_fuse_evaluate_and_view_run_without_the_models_extra(light, tmp_path):
     bench, cli = light
     _, tried = cli("blueprints", str(bench), "--profile", "cpu", "--quiet")
     summary = json.loads((bench / "blueprints" / "summary.json").read_text())
@@ -104,6 +104,8 @@ def test_blueprints_judge_fuse_and_evaluate_run_without_the_models_extra(light, 
     done, tried = cli("evaluate", str(run))
     assert tried == [] and "4-way" in done.stdout
     assert (run / "evaluation" / "report.html").is_file()
+    done, tried = cli("view", str(run))
+    assert tried == [] and (run / "view" / "index.html").is_file()
 
 
 def test_every_package_and_data_file_is_in_the_distribution():

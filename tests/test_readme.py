@@ -99,3 +99,23 @@ def test_what_the_readme_says_is_cached_is_what_is_cached(tmp_path, monkeypatch)
     assert not list(tmp_path.glob("cache/**/*.json"))  # the cues backbone's answers are not cached
     text = " ".join(section("Judging").split())
     assert "Every answer of a model is cached" in text and "The offline `cues` backbone is not cached" in text
+
+
+def test_the_audit_section_shows_its_picture_and_its_commands_on_the_demo_run_write_what_it_says(
+        example_with_blueprints, tmp_path):
+    text = section("Auditing verdicts: view")
+    picture = ROOT / re.search(r"!\[[^\]]+\]\(([^)]+)\)", text).group(1)
+    assert picture.is_file() and picture.stat().st_size < 200_000  # a small PNG
+    commands = shell_lines(text)
+    assert commands and all(c.startswith("python -m trace_eval view ") for c in commands)
+    shutil.copytree(example_with_blueprints, tmp_path / "examples" / "mini")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("TRACE_JUDGE_MODEL", None)
+    demo = [c for c in shell_lines(section("Quick start")) if " judge " in c]
+    for command in demo + [c for c in commands if c.split()[4] == "runs/demo"]:
+        done = subprocess.run(["bash", "-c", shlex.quote(sys.executable) + command[len("python"):]], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+    assert (tmp_path / "runs" / "demo" / "view" / "index.html").is_file()
+    assert len(list((tmp_path / "audit" / "audio").rglob("*.wav"))) == 23

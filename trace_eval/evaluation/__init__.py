@@ -6,11 +6,14 @@ systems, the report adds their leaderboards (leaderboard.py, whose `leaderboard`
 is what `python -m trace_eval leaderboard` writes)."""
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from trace_eval.judge.runfolder import RunFolderError
 from trace_eval.rubrics import Rubric
+from trace_eval.view import default_page
 
 from . import scores
 from .analysis import evaluate_runs
@@ -18,7 +21,7 @@ from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .leaderboard import leaderboard_blocks, systems_section
 from .oracle import oracle
 from .records import EvaluationError, HumanLabels, JudgeRun, bench_of, load_human_labels, load_run, load_runs
-from .report import EvaluationFiles, write_report
+from .report import EvaluationFiles, Paragraph, write_report
 from .rubric_report import evaluate_rubric_runs
 from .scores import METRICS, UnknownMetric
 
@@ -63,6 +66,7 @@ def evaluate_folders(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     blocks, pictures = report.blocks(metrics), report.figures(metrics, out)
+    blocks.insert(1, audit_paragraph(run_dirs, out))  # under the title: where to see every pair
     # Items that name their systems: the leaderboards of every run and of the human labels, on every dimension.
     board = systems_section(runs, human, rubric, policy, settings, bench)
     if board is not None:
@@ -72,6 +76,18 @@ def evaluate_folders(
         blocks += leaderboard_blocks(board, level=2)
         pictures = {**pictures, **write_leaderboard_figures(board, out)}
     return write_report(out, metrics, blocks, pictures)
+
+
+def audit_paragraph(run_dirs: list[str | Path], out: Path) -> Paragraph:
+    """Where the audit page of the runs is (`python -m trace_eval view`), or how to write it."""
+    pages = [default_page(run) for run in run_dirs if default_page(run).is_file()]
+    if len(run_dirs) == 1 and pages:
+        link = Path(os.path.relpath(pages[0].resolve(), out.resolve())).as_posix()
+        return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: [the audit page]({link}).")
+    runs = " ".join(shlex.quote(str(run)) for run in run_dirs)
+    more = " --out DIR" if len(run_dirs) > 1 else ""
+    return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: "
+                     f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk.")
 
 
 def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,10 +164,13 @@ def render_markdown(blocks: list[Block]) -> str:
     return "\n".join(lines)
 
 
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
 def _inline_html(text: str) -> str:
-    """Escape, then render the two inline marks the blocks use: `code` and **bold**."""
+    """Escape, then render the inline marks the blocks use: `code`, [links](href) and **bold**."""
     parts = html.escape(text).split("`")
-    text = "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    text = "".join(f"<code>{p}</code>" if i % 2 else _LINK.sub(r'<a href="\2">\1</a>', p) for i, p in enumerate(parts))
     parts = text.split("**")
     return "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(parts))
 

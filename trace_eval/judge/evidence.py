@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from trace_eval.judge.cues import transcript_doubt
 
 __all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "rows",
-           "summary_lines"]
+           "summary_lines", "unmeasured_reason"]
 
 WARN_ABOVE = 0.1  # share of clips missing a used cue group beyond which the run is warned about
 
@@ -67,14 +67,20 @@ def _missing_reason(group: CueGroup, blueprint: dict | None, drop: tuple[str, ..
         return None
     if doubt:
         return doubt
-    record = ((blueprint.get("provenance") or {}).get("extractors") or {}).get(group.extractor)
+    return unmeasured_reason(blueprint, ".".join(group.path), group.extractor)
+
+
+def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
+    """Why the value at the dotted `key` of `blueprint`, made by `extractor`, is missing: the extractor's
+    `null_reasons` for it, else the reason of its status (unavailable, failed)."""
+    record = ((blueprint.get("provenance") or {}).get("extractors") or {}).get(extractor)
     if not isinstance(record, dict):
-        return f"{group.extractor} extractor not run"
-    reason = (record.get("null_reasons") or {}).get(".".join(group.path))
+        return f"{extractor} extractor not run"
+    reason = (record.get("null_reasons") or {}).get(key)
     if reason:
         return str(reason)
     if record.get("status") != "ok":
-        return str(record.get("reason") or f"{group.extractor} {record.get('status')}")
+        return str(record.get("reason") or f"{extractor} {record.get('status')}")
     return "not measured (no reason recorded)"
 
 

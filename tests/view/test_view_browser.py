@@ -1,0 +1,280 @@
+"""The audit page in a real browser: headless Chromium driven through Selenium and the system chromedriver
+(Debian: apt-get install chromium chromium-driver; .ci/run installs them).
+
+The pages open from disk as a user opens them. Every test checks that nothing reached the console and
+that the page asked for nothing but files. Screenshots are saved under the pytest base temporary folder
+(screenshots/, or $TRACE_SCREENSHOTS): look at them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import types
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from trace_eval.cli import main
+from trace_eval.view import write_view
+from view_pages import (browser_problem, open_page, read_page_data, start_chromium, word_starts, write_large_bench,
+                        write_large_run)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    problem = browser_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI: {problem}")
+        pytest.skip(problem)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("TRACE_SCREENSHOTS") or tmp_path_factory.getbasetemp() / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def example_page(example_with_blueprints, tmp_path_factory) -> Path:
+    """The bundled example judged by the cues backbone, and its page."""
+    root = tmp_path_factory.mktemp("example-page")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRACE_CACHE_DIR", str(root / "cache"))
+        assert main(["judge", "--bench", str(example_with_blueprints), "--model", "cues", "--out", str(root / "run"),
+                     "--quiet"]) == 0
+    write_view([root / "run"], root / "page")
+    return root / "page"
+
+
+@pytest.fixture(scope="module")
+def large_runs(example_with_blueprints, tmp_path_factory) -> tuple[Path, Path]:
+    """Two runs (two backbones) over 1,000 pairs."""
+    root = tmp_path_factory.mktemp("large")
+    bench = write_large_bench(example_with_blueprints, root, pairs=1000)
+    return write_large_run(bench, root / "gemini"), write_large_run(bench, root / "gpt-4o", "openai/gpt-4o", seed=1)
+
+
+@pytest.fixture(scope="module")
+def large_page(large_runs) -> Path:
+    page = large_runs[0].parent / "page"
+    write_view([large_runs[0]], page)
+    return page
+
+
+def assert_quiet_and_offline(browser, page: Path) -> None:
+    """Nothing reached the console, and every request since the page opened was for a file that exists."""
+    errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+    requested = []
+    for entry in browser.get_log("performance"):
+        event = json.loads(entry["message"])["message"]
+        if event["method"] == "Network.requestWillBeSent":
+            requested.append(event["params"]["request"]["url"])
+    files = [Path(unquote(urlparse(url).path)) for url in requested if urlparse(url).scheme == "file"]
+    assert page / "data.js" in files and all(path.is_file() for path in files)
+    # chrome:// are the browser's own pages (its start page), data: what the page draws: neither is the network
+    assert [url for url in requested if urlparse(url).scheme not in ("file", "data", "chrome")] == []
+
+
+def list_ids(browser) -> list[str]:
+    return browser.execute_script("return [...document.querySelectorAll('#list .row')].map(r => r.dataset.id)")
+
+
+def current_id(browser) -> str:
+    return browser.execute_script("return document.getElementById('pair-id').textContent")
+
+
+def count(browser) -> str:
+    return browser.execute_script("return document.getElementById('count').firstChild.textContent")
+
+
+def press(browser, keys: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).send_keys(keys).perform()
+
+
+def choose(browser, control: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", f"filter-{control}")).select_by_value(value)
+
+
+def audio_of_the_pair(browser) -> list[dict]:
+    """Every audio element of the pair shown, once it has read its file's header (or failed to)."""
+    return browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const audios = [...document.querySelectorAll('#detail audio')];
+        Promise.all(audios.map(a => a.readyState >= 1 || a.error ? null : new Promise(ok => {
+            a.addEventListener('loadedmetadata', ok, {once: true});
+            a.addEventListener('error', ok, {once: true});
+        }))).then(() => done(audios.map(a => ({src: a.src, ready: a.readyState, error: a.error && a.error.code,
+                                              duration: a.duration}))));""")
+
+
+def test_the_example_page_shows_every_pair_and_plays_audio_from_existing_files(browser, example_page, screenshots,
+                                                                              example_with_blueprints):
+    open_page(browser, example_page)
+    manifest = json.loads((example_with_blueprints / "manifest.json").read_text())
+    ids = [item["index"] for item in manifest]
+    assert list_ids(browser) == ids
+    for number, item_id in enumerate(ids):
+        assert current_id(browser) == item_id
+        audio = audio_of_the_pair(browser)
+        assert len(audio) == 3
+        for element in audio:
+            assert element["error"] is None and element["ready"] >= 1 and element["duration"] > 0, element
+            assert Path(unquote(urlparse(element["src"]).path)).is_file()
+        if item_id == "mini-03":
+            browser.save_screenshot(str(screenshots / "pair.png"))
+        if number < len(ids) - 1:
+            press(browser, "j")
+    press(browser, "kk")
+    assert current_id(browser) == ids[-3]
+    assert_quiet_and_offline(browser, example_page)
+
+
+def test_the_word_being_spoken_is_highlighted_as_the_answer_plays(browser, example_page):
+    open_page(browser, example_page, "#pair=mini-01")
+    clip = read_page_data(example_page)["clips"][read_page_data(example_page)["pairs"][0]["responses"][0]["clip"]]
+    starts = word_starts(clip)
+    lit = """const card = document.querySelector('.response.r1');
+             return [...card.querySelectorAll('.w')].findIndex(w => w.classList.contains('now'));"""
+    assert browser.execute_script(lit) == -1
+    press(browser, "1")  # plays response 1, as a listener would
+    time.sleep(1.5)
+    press(browser, "1")
+    at = browser.execute_script("return document.querySelector('audio[data-role=\"1\"]').currentTime")
+    assert 0.5 < at < 5.0  # it played
+    spoken = max(i for i, start in enumerate(starts) if start <= at)
+    assert browser.execute_script(lit) in (spoken, -1 if at > starts[spoken] + 1 else spoken)
+    for word in (2, len(starts) - 2):  # seeking lights the word at the new time
+        browser.execute_script("document.querySelector('audio[data-role=\"1\"]').currentTime = arguments[0]",
+                               starts[word] + 0.02)
+        time.sleep(0.3)
+        assert browser.execute_script(lit) == word
+    head = browser.execute_script("return document.querySelector('.response.r1 .playhead').style.left")
+    assert float(head.rstrip("%")) > 50  # the plots' playhead follows too
+    browser.find_elements("css selector", ".response.r1 .w")[1].click()  # a word plays from its start
+    time.sleep(0.4)
+    assert browser.execute_script("return document.querySelector('audio[data-role=\"1\"]').paused") is False
+    press(browser, "1")
+    assert_quiet_and_offline(browser, example_page)
+
+
+def test_filters_search_and_keys_narrow_and_walk_the_list(browser, large_page, screenshots):
+    data = read_page_data(large_page)
+    pairs = data["pairs"]
+    open_page(browser, large_page)
+    assert count(browser) == "1000 pairs"
+    choose(browser, "disagree", "content")
+    on_content = [p["id"] for p in pairs if "content" in p["results"][0]["disagree"]]
+    assert count(browser) == f"{len(on_content)} of 1000 pairs" and list_ids(browser)[0] == on_content[0]
+    browser.save_screenshot(str(screenshots / "disagreements.png"))
+    choose(browser, "system", "echo-s2s")
+    both = [i for i in on_content if "echo-s2s" in next(p for p in pairs if p["id"] == i)["systems"]]
+    assert count(browser) == f"{len(both)} of 1000 pairs"
+    browser.find_element("css selector", "#count button").click()  # clear filters
+    assert count(browser) == "1000 pairs"
+    choose(browser, "outcome", "failed")
+    failed = [p["id"] for p in pairs if p["results"][0]["status"] != "ok"]
+    assert list_ids(browser) == failed[:len(list_ids(browser))] and count(browser) == f"{len(failed)} of 1000 pairs"
+    choose(browser, "outcome", "undetermined")
+    assert count(browser) == f"{sum(bool(p['results'][0]['undetermined']) for p in pairs)} of 1000 pairs"
+    choose(browser, "outcome", "")
+    choose(browser, "label", json.dumps(["people", "overall", "both_bad"], separators=(",", ":")))
+    assert count(browser) == f"{sum(p['human']['overall'] == 'both_bad' for p in pairs)} of 1000 pairs"
+    choose(browser, "label", "")
+    choose(browser, "sort", "disagree")
+    most = max(len(p["results"][0]["disagree"]) for p in pairs)
+    assert len(next(p for p in pairs if p["id"] == list_ids(browser)[0])["results"][0]["disagree"]) == most
+    choose(browser, "sort", "manifest")
+    press(browser, "/pair-004")  # "/" goes to the search box, even from the list's controls
+    assert count(browser) == "10 of 1000 pairs"
+    press(browser, "\n")  # the first match, and the keys walk the list again
+    press(browser, "jj")
+    assert current_id(browser) == "pair-0042"
+    assert browser.execute_script("return location.hash") == "#pair=pair-0042"
+    press(browser, "jjjjjjjjjj")  # the end of the list stops the walk
+    assert current_id(browser) == "pair-0049"
+    assert_quiet_and_offline(browser, large_page)
+
+
+def test_a_run_of_1000_pairs_opens_in_seconds_draws_only_what_is_on_screen_and_reaches_every_id(browser,
+                                                                                               large_page):
+    ready_ms = open_page(browser, large_page, "#pair=pair-0999")
+    assert ready_ms < 5000
+    assert len(list_ids(browser)) < 40
+    audio = audio_of_the_pair(browser)  # the benchmark's files, through links, from the page's folder
+    assert len(audio) == 3 and all(a["error"] is None and a["duration"] > 0 for a in audio), audio
+    seen = []
+    height = browser.execute_script("return document.getElementById('list').clientHeight")
+    for top in range(0, 1000 * 60, height):
+        browser.execute_script("const l = document.getElementById('list'); l.scrollTop = arguments[0];"
+                               "l.dispatchEvent(new Event('scroll'))", top)
+        browser.execute_script("return new Promise(ok => requestAnimationFrame(() => requestAnimationFrame(ok)))")
+        seen += list_ids(browser)
+    assert sorted(set(seen)) == [f"pair-{n:04d}" for n in range(1000)]
+    took = browser.execute_script("""
+        const t = performance.now();
+        const s = document.getElementById('filter-disagree');
+        s.value = 'paralinguistics'; s.dispatchEvent(new Event('change'));
+        document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}));
+        return performance.now() - t;""")
+    assert took < 500
+    print(f"\n1,000 pairs: first pair shown after {ready_ms:.0f} ms; a filter and a step took {took:.0f} ms")
+    assert_quiet_and_offline(browser, large_page)
+
+
+def test_two_runs_side_by_side_show_the_pairs_where_they_differ_first(browser, large_runs, screenshots):
+    page = large_runs[0].parent / "two"
+    write_view(list(large_runs), page)
+    pairs = read_page_data(page)["pairs"]
+    open_page(browser, page)
+    differ = [p["id"] for p in sorted(pairs, key=lambda p: -len(p["differ"])) if p["differ"]]  # the most first
+    assert 0 < len(differ) < 1000 and list_ids(browser)[:10] == differ[:10]
+    heads = browser.execute_script("return [...document.querySelectorAll('.verdict-table thead th')]"
+                                   ".map(th => th.firstChild.textContent)")
+    assert heads == ["", "People", "gemini", "gpt-4o"]
+    browser.find_element("id", "filter-differ").click()
+    assert count(browser) == f"{len(differ)} of 1000 pairs"
+    choose(browser, "run", "1")  # the filters now read the second run
+    choose(browser, "disagree", "any")
+    both = sum(bool(p["differ"]) and bool(p["results"][1]["disagree"]) for p in pairs)
+    assert count(browser) == f"{both} of 1000 pairs"
+    browser.save_screenshot(str(screenshots / "two-runs.png"))
+    assert_quiet_and_offline(browser, page)
+
+
+def test_the_leaderboard_panel_shows_the_systems_or_says_why_there_is_none(browser, example_page, tmp_path,
+                                                                          monkeypatch, screenshots):
+    open_page(browser, example_page, "#leaderboard")
+    panel = browser.find_element("id", "leaderboard")
+    assert panel.is_displayed() and "no leaderboard is available" in panel.text
+    systems = [{"system": s, "score": 1000 + 20 * (2 - i), "ci95": [970 + 20 * (2 - i), 1030 + 20 * (2 - i)],
+                "rank": i + 1, "wins": 6 - 2 * i, "losses": 1 + i, "ties_both_good": 1, "ties_both_bad": i,
+                "win_rate": (6 - 2 * i) / 10} for i, s in enumerate(("alpha-s2s", "bravo-s2s", "charlie-s2s"))]
+    board = {"version": 1, "sources": {"run": {"systems": systems}, "human": {"systems": systems[::-1]}}}
+    module = types.ModuleType("trace_eval.evaluation.leaderboard")
+    module.leaderboard_data = lambda runs, human, rubric: board
+    monkeypatch.setitem(sys.modules, "trace_eval.evaluation.leaderboard", module)
+    run = Path(read_page_data(example_page)["runs"][0]["path"])
+    write_view([run], tmp_path / "page")
+    open_page(browser, tmp_path / "page")
+    browser.find_element("id", "tab-leaderboard").click()
+    tables = browser.find_elements("css selector", "#leaderboard table")
+    assert [t.find_element("css selector", "tbody tr th").text for t in tables] == ["alpha-s2s", "charlie-s2s"]
+    assert browser.execute_script("return [...document.querySelectorAll('#leaderboard h3')]"
+                                  ".map(h => h.textContent)") == ["run", "People"]
+    browser.save_screenshot(str(screenshots / "leaderboard.png"))
+    browser.find_element("id", "tab-pairs").click()
+    assert browser.find_element("id", "detail").is_displayed()
+    assert_quiet_and_offline(browser, tmp_path / "page")
