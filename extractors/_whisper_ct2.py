@@ -72,16 +72,14 @@ class FasterWhisper:
         ]
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
-        attempt = self._decode(self.model, audio, language, 0.0)
-        if not self.fallback.needs_retry(attempt):
-            return attempt
-        attempts = [attempt]
-        ctranslate2.set_random_seed(seed)
-        sampler = self._load()  # new worker threads: their generator starts from this window's seed
-        for temperature in self.fallback.sampled:
-            attempt = self._decode(sampler, audio, language, temperature)
+        attempts = []
+        sampler = None
+        for temperature in self.fallback.temperatures:
+            if temperature > 0 and sampler is None:
+                ctranslate2.set_random_seed(seed)
+                sampler = self._load()  # new worker threads: their generator starts from this window's seed
+            attempt = self._decode(sampler if temperature > 0 else self.model, audio, language, temperature)
             if not self.fallback.needs_retry(attempt):
-                attempt.tried_up_to = temperature
                 return attempt
             attempts.append(attempt)
         return self.fallback.best_of_failed(attempts)

@@ -94,9 +94,9 @@ RECIPES: tuple[PairRecipe, ...] = (
     # Pitch against noise: B has the high voice asked for but is noisy; paralinguistics outranks quality.
     PairRecipe(
         index="mini-02",
-        instruction='In a high-pitched voice, say "She sells sea shells by the sea shore every summer."',
-        answer_a=said("She sells sea shells by the sea shore every summer.", pitch=LOW, voice="en-us"),
-        answer_b=said("She sells sea shells by the sea shore every summer.", pitch=HIGH, voice="en-us+f3",
+        instruction='In a high-pitched voice, say "We are going to the beach on Sunday morning."',
+        answer_a=said("We are going to the beach on Sunday morning.", pitch=LOW, voice="en-us"),
+        answer_b=said("We are going to the beach on Sunday morning.", pitch=HIGH, voice="en-us+f3",
                       noise_db=NOISY),
         model_a="charlie-s2s", model_b="alpha-s2s",
         content="both_good", voice_quality="1", paralinguistics="2", overall="2",
@@ -126,7 +126,7 @@ RECIPES: tuple[PairRecipe, ...] = (
     PairRecipe(
         index="mini-05",
         instruction='In a deep, low voice, say "The thunder rolled across the distant hills all night."',
-        answer_a=said("The thunder rolled.", pitch=LOW, voice="en-gb", pad_s=0.5),
+        answer_a=said("The thunder rolled.", pitch=LOW, voice="en-us", pad_s=0.5),
         answer_b=said("The thunder rolled across the distant hills all night.", pitch=LOW, voice="en-us"),
         model_a="alpha-s2s", model_b="delta-s2s",
         content="2", voice_quality="both_good", paralinguistics="both_good", overall="2",

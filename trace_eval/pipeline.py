@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from extractors import REGISTRY, Extractor
-from extractors.base import POOL_SETTINGS
 from trace_eval.bench import load_benchmark
 from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
+from trace_eval.stage1.settings import make_config
 from trace_eval.store import BlueprintStore
 
 __all__ = [
@@ -105,40 +105,6 @@ def _cuda_driver_devices() -> int:
     if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
         return 0
     return count.value
-
-
-def coerce(value: Any, default: Any) -> Any:
-    """Turn a CLI string into the type of the config field's default."""
-    if not isinstance(value, str):
-        return value
-    if value.lower() in ("none", "null"):
-        return None
-    if isinstance(default, bool):
-        return value.lower() in ("1", "true", "yes", "on")
-    for kind in (int, float):
-        if isinstance(default, kind):
-            return kind(value)
-    if default is None:
-        for kind in (int, float):
-            try:
-                return kind(value)
-            except ValueError:
-                pass
-    return value
-
-
-def make_config(cls: type[Extractor], overrides: dict[str, Any]) -> Any:
-    """The extractor's config with the overrides; pool fields (actors, num_gpus, ...) are the engine's."""
-    fields = {f.name: f for f in dataclasses.fields(cls.Config)}
-    overrides = {k: v for k, v in overrides.items() if k not in POOL_SETTINGS}
-    unknown = set(overrides) - set(fields)
-    if unknown:
-        raise ValueError(
-            f"{cls.name} has no setting {', '.join(sorted(unknown))}; expected one of: "
-            f"{', '.join([*fields, *sorted(POOL_SETTINGS)])}"
-        )
-    base = cls.Config()
-    return dataclasses.replace(base, **{k: coerce(v, getattr(base, k)) for k, v in overrides.items()})
 
 
 def _with_dependencies(names: Iterable[str]) -> list[str]:

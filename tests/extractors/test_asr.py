@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from extractors import REGISTRY, Clip, ExtractorUnavailable, Section
+from extractors._whisper_decoding import Fallback
 from extractors._whisper_hf import dynamic_time_warping, split_words
 from extractors.asr import (
     AsrConfig,
@@ -189,14 +190,15 @@ GATHER = "Everyone please gather at the front entrance of the building right now
 
 
 def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_path):
-    # At temperature 0 tiny.en is unsure of this fast clip (average log-probability below -1), so it
-    # samples at 0.2; the seeded sampler gives the same transcript in every fresh run.
-    path = speak(FOX, tmp_path / "fox260.wav", Voice(wpm=260))
+    # At temperature 0 tiny.en is unsure of this very fast clip (average log-probability -1.06), so it samples
+    # at 0.2 ... 1.0 and keeps its most probable attempt: every fresh run, on any CPU, samples the same, since
+    # the sampler is seeded from the window's audio and the kernels are pinned.
+    path = speak(FOX, tmp_path / "fox330.wav", Voice(wpm=330))
     script = (
         "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
         "from trace_eval.audio import load_audio; "
-        "(s,) = AsrExtractor(AsrConfig(num_threads=1)).extract([Clip('x', load_audio(sys.argv[1]))]); "
-        "print(json.dumps([s.values['agent_response'], s.values['transcript_quality']]))"
+        "(s,) = AsrExtractor(AsrConfig(num_threads=1, vad=False)).extract([Clip('x' * 64, load_audio(sys.argv[1]))]); "
+        "print(json.dumps([s.values['agent_response'], s.values['transcript_quality'], s.values['words']]))"
     )
     root = Path(__file__).resolve().parents[2]
     runs = [
@@ -205,7 +207,25 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
         for _ in range(2)
     ]
     assert runs[0] == runs[1]
-    assert runs[0][1]["temperature"] == 0.2 and runs[0][1]["reliable"] is True, runs[0]
+    quality = runs[0][1]
+    assert "after decoding at temperatures up to 1 (kept: the attempt at" in (quality["reason"] or ""), quality
+
+
+def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it(tmp_path):
+    # CTranslate2 seeds a worker thread's sampler once; the sampled temperatures of each window run on a
+    # model loaded for it, after its own seed is set, so order and repetition change nothing.
+    from extractors._whisper_ct2 import FasterWhisper
+    from extractors.asr import _packaged_weights, card_for
+
+    sampled_only = Fallback((0.6,), 2.4, -1.0, seed=0)
+    backend = FasterWhisper(_packaged_weights(card_for("whisper-tiny.en-ct2")), sampled_only, num_threads=1)
+    a = clip_of(speak(FOX, tmp_path / "a.wav", Voice(wpm=330))).samples(RATE)
+    b = clip_of(speak(GATHER, tmp_path / "b.wav", Voice(wpm=300, voice="en+whisper"))).samples(RATE)
+    first = backend.transcribe([a, b, a], "en", [11, 22, 11])
+    again = backend.transcribe([b, a], "en", [22, 11])
+    assert first[0] == first[2] == again[1] and first[1] == again[0]
+    assert first[0].temperature == 0.6 and first[0].text
+    assert backend.transcribe([a], "en", [12])[0].words != first[0].words  # another seed, another sample
 
 
 def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
@@ -221,10 +241,10 @@ def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
 
 
 def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(tmp_path):
-    # Decoded whole (no voice-activity trimming), this slow whispered clip makes tiny.en loop at
-    # temperature 0: "Kill, bruh, kill it, kill, bruh, kill, it, ..." and then "kill" 87 times in a row.
-    path = speak("Children kill it, children kill it, children kill it.", tmp_path / "loop.wav",
-                 Voice(wpm=85, voice="en+whisper"))
+    # Decoded whole (no voice-activity trimming), this whispered "tick tock" makes tiny.en loop at
+    # temperature 0: "Tick, tick, tick, ..." 112 times for ten words said.
+    path = speak("tick tock tick tock tick tock tick tock tick tock", tmp_path / "loop.wav",
+                 Voice(wpm=100, voice="en+whisper"))
     clip = clip_of(path)
 
     def decoded(**config) -> tuple[dict, dict]:
@@ -240,13 +260,13 @@ def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(t
     assert "repetition loop" in quality["reason"]
     assert rates["Speech_Rate_WPM"] is None
 
-    fixed, rates = decoded()
+    fixed, _ = decoded()
     quality = fixed["transcript_quality"]
-    assert quality["reliable"] is True and quality["temperature"] == 0.2 and quality["compression_ratio"] < 2.4
-    # "Chilled rock, killed it" three times: the nine words said, "children" heard as two
-    text = normalise(fixed["agent_response"])
-    assert 9 <= len(text.split()) <= 12 and text.count("it") == 3, fixed["agent_response"]
-    assert 60 < rates["Speech_Rate_WPM"] < 130, rates  # espeak-ng at 85 words per minute
+    # The sampled attempts end the loop: a handful of words, none repeated past the limit. Whisper's
+    # confidence in the whispered words stays low, so the transcript is kept but not trusted.
+    assert quality["temperature"] > 0 and quality["compression_ratio"] < 2.4, quality
+    assert 4 <= len(normalise(fixed["agent_response"]).split()) <= 12, fixed["agent_response"]
+    assert "repetition" not in (quality["reason"] or ""), quality
 
 
 def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
@@ -417,7 +437,10 @@ def test_transformers_backend_falls_back_the_same_way_batched_or_alone(tiny_rand
     for clip, section in zip(clips, batched):
         check_asr_section(section, clip, "transformers")
         quality = section.values["transcript_quality"]
-        assert quality["temperature"] == 0.2 and quality["avg_logprob"] < -1  # none passed: the last tried
+        # None passed: the most probable attempt is kept, at its own temperature, and the reason says how far
+        # the fallback went.
+        assert quality["temperature"] in (0.0, 0.2) and quality["avg_logprob"] < -1
+        assert "after decoding at temperatures up to 0.2" in quality["reason"]
         assert quality["reliable"] is False and "low recogniser confidence" in quality["reason"]
 
 

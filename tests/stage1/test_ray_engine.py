@@ -123,6 +123,88 @@ def test_ray_gives_the_blueprints_of_the_local_engine_and_a_second_run_computes_
     assert set(again.kept_unavailable) == {"emotion", "accent"}  # not probed again
 
 
+# Speech that exercises every path of Stage 1: plain, fast, noisy, high and low voices, clips that make the
+# recogniser fall back to sampling (330 wpm, whispered), and recorded human speech (LibriVox at 16 kHz,
+# Asterisk prompts at 8 kHz).
+SAME_AUDIO = [
+    ("The train leaves at half past seven.", Voice(wpm=150)),
+    ("Please bring the signed forms tomorrow.", Voice(wpm=190, voice="en-gb", pitch=70)),
+    ("Water ice was found near the lunar pole.", Voice(wpm=170, voice="en-us+f3", noise_db=-30)),
+    ("The quick brown fox jumps over the lazy dog.", Voice(wpm=330)),
+    ("The quick brown fox jumps over the lazy dog.", Voice(wpm=200, voice="en+whisper")),
+    ("Everyone please gather at the front entrance.", Voice(wpm=260, noise_db=-12)),
+    ("We are going to the beach on Sunday morning.", Voice(pitch=85, voice="en-us+f3", noise_db=-15)),
+    ("The thunder rolled across the distant hills.", Voice(wpm=90, pitch=15, voice="en-gb")),
+    ("Call me when you arrive at the station.", Voice(wpm=120, voice="en-gb-scotland", gain_db=-20)),
+    ("My favourite colour is green.", Voice(wpm=160, voice="en-us+f2", pad_s=1.0)),
+]
+RECORDED = [Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav"),
+            Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0920.wav"),
+            Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0930.wav"),
+            Path("/usr/share/asterisk/sounds/en/agent-pass.wav"),
+            Path("/usr/share/asterisk/sounds/en/conf-onlyperson.wav"),
+            Path("/usr/share/asterisk/sounds/en/cannot-complete-as-dialed.wav")]
+
+
+def _bench(root: Path, names: list[str], audio: Path, order: list[int]) -> Path:
+    (root / "audio").mkdir(parents=True)
+    for name in names:
+        shutil.copy(audio / name, root / "audio" / name)
+    items = [{"index": f"p{k}", "instruction_path": f"audio/{names[order[k]]}",
+              "audio1_path": f"audio/{names[order[(k + 1) % len(order)]]}",
+              "audio2_path": f"audio/{names[order[(k + 2) % len(order)]]}"} for k in range(len(order))]
+    (root / "manifest.json").write_text(json.dumps(items))
+    return root
+
+
+def _by_sha(root: Path) -> dict[str, dict]:
+    store = BlueprintStore(root)
+    found = {}
+    for path in store.index():
+        blueprint = comparable(store.get_by_path(path))
+        found[blueprint["provenance"]["audio_sha256"]] = blueprint
+    return found
+
+
+def test_the_same_audio_gives_the_same_blueprint_alone_in_a_shuffled_batch_and_on_ray(tmp_path, monkeypatch):
+    # Every cue at the precision stored, the transcript, its reliability and word times included.
+    audio = tmp_path / "audio"
+    names = []
+    monkeypatch.setenv("SOX_OPTS", "-D -R")  # the added noise is the same on every run
+    for i, (text, voice) in enumerate(SAME_AUDIO):
+        speak(text, audio / f"s{i:02}.wav", voice)
+        names.append(f"s{i:02}.wav")
+    for path in RECORDED:
+        if not path.exists():
+            pytest.fail(f"{path} is missing: apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav")
+        shutil.copy(path, audio / path.name)
+        names.append(path.name)
+    assert len(names) == 16
+    common = dict(device="cpu", profile="cpu", only=["asr", "dnsmos", "pitch", "loudness", "rate", "voicing"])
+    batch = _bench(tmp_path / "batch", names, audio, list(range(16)))
+    assert run_blueprints(batch, BlueprintOptions(progress=False, **common)).computed == 16
+    reference = _by_sha(batch)
+    shuffled = _bench(tmp_path / "shuffled", names, audio, [5, 12, 0, 15, 9, 3, 7, 14, 1, 10, 6, 13, 2, 8, 11, 4])
+    assert run_blueprints(shuffled, BlueprintOptions(progress=False, workers=1, **common)).computed == 16
+    on_ray = _bench(tmp_path / "ray", names, audio, list(reversed(range(16))))
+    assert run_blueprints(on_ray, options(**common)).computed == 16
+    for other in (_by_sha(shuffled), _by_sha(on_ray)):
+        assert other.keys() == reference.keys()
+        for sha, blueprint in reference.items():
+            assert other[sha] == blueprint, sha
+    # Alone: the fast clip that falls back to sampling, the whispered one, one LibriVox and one Asterisk recording.
+    for name in ("s03.wav", "s04.wav", RECORDED[0].name, RECORDED[3].name):
+        alone = _bench(tmp_path / f"alone-{name}", [name], audio, [0])
+        run_blueprints(alone, BlueprintOptions(progress=False, **common))
+        [(sha, blueprint)] = _by_sha(alone).items()
+        assert blueprint == reference[sha], name
+    fell_back = [b for b in reference.values() if "after decoding at temperatures" in
+                 (b["transcript_quality"]["reason"] or "")]
+    assert fell_back, "no clip exercised the sampled fallback"
+    numerics = reference[next(iter(reference))]["provenance"]["extractors"]["asr"]["numerics"]
+    assert numerics["compute_type"] == "float32" and numerics["kernels"]["pinned"], numerics
+
+
 def test_a_killed_actor_loses_and_duplicates_no_clip(tmp_path, marked, monkeypatch):
     root = tone_bench(tmp_path / "bench", 6)
     written: list[str] = []

@@ -32,6 +32,7 @@ from trace_eval.audio import Audio
 from trace_eval.stage1.local import decode_and_extract, load_per_clip, run_batched, runs_in_workers
 from trace_eval.stage1.plan import Job, Plan
 from trace_eval.stage1.record import AudioInfo, Recorder
+from trace_eval.stage1.settings import coerce
 
 __all__ = ["EngineUnavailable", "connect", "execute", "resolve_device", "start_local"]
 
@@ -179,8 +180,6 @@ class ModelActor:
 
 def pool_of(ext: Extractor, settings: dict[str, dict[str, Any]]) -> Pool:
     """The extractor's declared pool with the --set overrides of its pool fields."""
-    from trace_eval.pipeline import coerce
-
     base = type(ext).pool
     overrides = {k: coerce(v, getattr(base, k)) for k, v in settings.get(ext.name, {}).items()
                  if k in {f.name for f in dataclasses.fields(Pool)}}
