@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -247,3 +248,28 @@ def test_check_reports_a_changed_file(tmp_path):
     assert proc.returncode == 1
     assert "differs: audio/mini-03_b.wav" in proc.stderr
     assert "not made by the script: audio/stray.wav" in proc.stderr
+
+
+def test_the_example_is_transcribed_alike_on_the_cpus_own_kernels(example_with_blueprints):
+    # The stored blueprints come from the pinned generic kernels (the default). The CPU's own widest
+    # kernels, with MKL or oneDNN at their own branch, must give the same words and reliability flags
+    # and log-probabilities within 0.01: float32 beam search does not depend on the instruction set.
+    from trace_eval.store import BlueprintStore
+
+    store = BlueprintStore(example_with_blueprints)
+    paths = sorted(store.index())
+    script = (
+        "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
+        "from trace_eval.audio import load_audio; "
+        "sections = AsrExtractor(AsrConfig()).extract([Clip(p, load_audio(p)) for p in sys.argv[1:]]); "
+        "print(json.dumps([[s.values['agent_response'], s.values['transcript_quality']] for s in sections]))"
+    )
+    native = {k: v for k, v in os.environ.items() if k not in ("CT2_FORCE_CPU_ISA", "MKL_CBWR")}
+    native["MKL_CBWR"] = "AUTO"
+    done = subprocess.run([sys.executable, "-c", script, *[str(example_with_blueprints / p) for p in paths]],
+                          cwd=ROOT, env=native, capture_output=True, text=True, check=True)
+    for path, (text, quality) in zip(paths, json.loads(done.stdout)):
+        stored = store.get_by_path(path)
+        assert stored["provenance"]["extractors"]["asr"]["numerics"]["kernels"]["pinned"]
+        assert (text, quality["reliable"]) == (stored["agent_response"], stored["transcript_quality"]["reliable"]), path
+        assert quality["avg_logprob"] == pytest.approx(stored["transcript_quality"]["avg_logprob"], abs=0.01), path
