@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shutil
 import time
-import types
+from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -254,27 +254,76 @@ def test_two_runs_side_by_side_show_the_pairs_where_they_differ_first(browser, l
     assert_quiet_and_offline(browser, page)
 
 
-def test_the_leaderboard_panel_shows_the_systems_or_says_why_there_is_none(browser, example_page, tmp_path,
-                                                                          monkeypatch, screenshots):
-    open_page(browser, example_page, "#leaderboard")
-    panel = browser.find_element("id", "leaderboard")
-    assert panel.is_displayed() and "no leaderboard is available" in panel.text
-    systems = [{"system": s, "score": 1000 + 20 * (2 - i), "ci95": [970 + 20 * (2 - i), 1030 + 20 * (2 - i)],
-                "rank": i + 1, "wins": 6 - 2 * i, "losses": 1 + i, "ties_both_good": 1, "ties_both_bad": i,
-                "win_rate": (6 - 2 * i) / 10} for i, s in enumerate(("alpha-s2s", "bravo-s2s", "charlie-s2s"))]
-    board = {"version": 1, "sources": {"run": {"systems": systems}, "human": {"systems": systems[::-1]}}}
-    module = types.ModuleType("trace_eval.evaluation.leaderboard")
-    module.leaderboard_data = lambda runs, human, rubric: board
-    monkeypatch.setitem(sys.modules, "trace_eval.evaluation.leaderboard", module)
-    run = Path(read_page_data(example_page)["runs"][0]["path"])
-    write_view([run], tmp_path / "page")
-    open_page(browser, tmp_path / "page")
+def fixed(value: float, digits: int) -> str:
+    """`value.toFixed(digits)` as JavaScript writes it: of two nearest, the larger (974.5 is 975)."""
+    exact = Decimal(value)
+    return str(exact.quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP if value >= 0 else ROUND_HALF_DOWN))
+
+
+def board_tables(browser) -> tuple[list[list[str]], dict[str, list[list[str]]]]:
+    """The leaderboard panel's cells row by row: the rank agreement's, and the scores' per label source."""
+    return browser.execute_script("""
+        const cells = (rows) => [...rows].map(r => [...r.children].map(c => c.textContent));
+        return [cells(document.querySelectorAll('#leaderboard .agreement tbody tr')),
+                Object.fromEntries([...document.querySelectorAll('#leaderboard tbody.source')].map(t =>
+                  [t.querySelector('.name').textContent, cells(t.querySelectorAll('tr:not(.source-head)'))]))];""")
+
+
+def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_ranks_as_people_do(
+        browser, large_runs, tmp_path, screenshots):
+    page = tmp_path / "page"
+    write_view(list(large_runs), page)
+    board = read_page_data(page)["leaderboard"]
+    open_page(browser, page)
     browser.find_element("id", "tab-leaderboard").click()
-    tables = browser.find_elements("css selector", "#leaderboard table")
-    assert [t.find_element("css selector", "tbody tr th").text for t in tables] == ["alpha-s2s", "charlie-s2s"]
+    assert browser.find_element("id", "leaderboard").is_displayed()
+    assert not browser.find_element("id", "sidebar").is_displayed()
     assert browser.execute_script("return [...document.querySelectorAll('#leaderboard h3')]"
-                                  ".map(h => h.textContent)") == ["run", "People"]
+                                  ".map(h => h.textContent)") == [
+        "Leaderboard: Overall", "Judge and people: rank agreement", "Scores"]
+    agreement, tables = board_tables(browser)
+    assert list(tables) == ["People", "gemini", "gpt-4o"]
+    for row, entry in zip(agreement, board["agreement"], strict=True):
+        assert row[0] == entry["run"] and row[1] == "6"
+        tau = entry["kendall_tau"]
+        assert row[2] == f"{fixed(tau['value'], 2)}[{fixed(tau['ci95'][0], 2)}, {fixed(tau['ci95'][1], 2)}]"
+        assert row[4:] == [entry["top"]["judge"], entry["top"]["human"]]
+    for rows, source in zip(tables.values(), board["sources"], strict=True):
+        shown = source["tables"]["overall"]["systems"]
+        assert [r[1] for r in rows] == [s["system"] for s in shown] and len(rows) == 6
+        for row, s in zip(rows, shown):
+            assert row[0].startswith(str(s["rank"]["value"]))
+            assert row[2] == fixed(s["score"]["value"], 1)
+            assert row[3] == f"{fixed(s['score']['ci95'][0], 0)}–{fixed(s['score']['ci95'][1], 0)}"
+            assert row[5:10] == [str(n) for n in (s["pairs"], s["wins"], s["ties"]["both_good"], s["ties"]["both_bad"],
+                                                  s["losses"])]
+            assert row[10] == fixed(s["win_rate"]["value"] * 100, 0) + "%"
+            assert row[11] == fixed(source["acceptability"][s["system"]]["overall"]["value"] * 100, 0) + "%"
+    # every score a dot within its interval's bar, all on one scale
+    assert browser.execute_script("return [...document.querySelectorAll('#leaderboard .interval')].every(c => {"
+                                  "const p = c.querySelector('.point').getBoundingClientRect(), "
+                                  "r = c.querySelector('.range').getBoundingClientRect(), x = p.left + p.width / 2;"
+                                  "return r.left <= x && x <= r.right})")
     browser.save_screenshot(str(screenshots / "leaderboard.png"))
     browser.find_element("id", "tab-pairs").click()
     assert browser.find_element("id", "detail").is_displayed()
+    assert_quiet_and_offline(browser, page)
+
+
+def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, example_with_blueprints, tmp_path):
+    open_page(browser, example_page, "#leaderboard")  # 8 pairs: scores, but too few for intervals
+    heads = browser.execute_script("return [...document.querySelectorAll('#leaderboard .source-head .facts')]"
+                                   ".map(p => p.textContent)")
+    assert len(heads) == 2 and all("no intervals: undefined in" in head for head in heads)
+    assert all(row[3] == "–" for rows in board_tables(browser)[1].values() for row in rows)
+
+    bench = tmp_path / "bench"
+    shutil.copytree(example_with_blueprints, bench)
+    items = json.loads((bench / "manifest.json").read_text())
+    (bench / "manifest.json").write_text(json.dumps([{k: v for k, v in item.items() if k not in ("model_a", "model_b")}
+                                                     for item in items]))
+    write_view([Path(read_page_data(example_page)["runs"][0]["path"])], tmp_path / "page", bench=bench)
+    open_page(browser, tmp_path / "page", "#leaderboard")
+    assert browser.find_element("id", "leaderboard").text == \
+        "LEADERBOARD\nNo leaderboard: the items name no systems (model_a, model_b)."
     assert_quiet_and_offline(browser, tmp_path / "page")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
-import types
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -14,11 +12,12 @@ import pytest
 
 from llm_server import PairSpec, blueprint, write_benchmark
 from trace_eval.cli import main
+from trace_eval.evaluation.leaderboard import leaderboard
 from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.store import BlueprintStore, get_dotted
 from trace_eval.view import write_view
 from trace_eval.view.data import CONTOUR_POINTS, CUES, downsample
-from view_pages import read_page_data, word_starts, write_large_bench, write_large_run
+from view_pages import SYSTEMS, read_page_data, word_starts, write_large_bench, write_large_run
 
 G, B = "both_good", "both_bad"
 LABEL = {"content": G, "voice_quality": G, "paralinguistics": "1", "overall": "1"}
@@ -222,29 +221,72 @@ def test_runs_of_another_rubric_or_without_a_benchmark_are_refused_with_what_to_
     assert "no results.jsonl" in capsys.readouterr().err
 
 
-def test_the_leaderboard_panel_shows_what_the_leaderboard_module_computes(tmp_path, monkeypatch):
-    bench = write_benchmark(tmp_path / "bench", [PairSpec(id="p0", label=LABEL)])
-    run = _run(tmp_path / "run", bench, [_record("p0")])
+def within(shown, computed, path="board") -> None:
+    """Everything the page shows is in what `leaderboard` computed, numbers to 5 significant digits."""
+    if isinstance(shown, dict):
+        assert isinstance(computed, dict) and set(shown) <= set(computed), f"{path}: {set(shown) - set(computed)}"
+        for key, value in shown.items():
+            within(value, computed[key], f"{path}.{key}")
+    elif isinstance(shown, list):
+        assert isinstance(computed, list) and len(shown) == len(computed), path
+        for n, (a, b) in enumerate(zip(shown, computed)):
+            within(a, b, f"{path}[{n}]")
+    elif isinstance(shown, float):
+        assert shown == pytest.approx(computed, rel=1e-4), path
+    else:
+        assert shown == computed, path
+
+
+def test_the_leaderboard_panel_shows_what_the_leaderboard_command_computes(example_with_blueprints, tmp_path):
+    bench = write_large_bench(example_with_blueprints, tmp_path, pairs=300)
+    runs = [write_large_run(bench, tmp_path / "gemini"), write_large_run(bench, tmp_path / "gpt-4o", "openai/gpt-4o",
+                                                                         seed=1)]
+    write_view(runs, tmp_path / "page")
+    data = read_page_data(tmp_path / "page")
+    panel, board = data["leaderboard"], leaderboard(runs)  # the command's defaults: overall, 2,000 resamples
+    assert data["leaderboard_note"] is None
+    within(panel, board)
+    assert panel["by"] == ["overall"] and panel["bootstrap"] == {"resamples": 2000, "seed": 0, "confidence": 0.95}
+    assert [(s["name"], s.get("fusion")) for s in panel["sources"]] == [("human", None), ("gemini", "cap"),
+                                                                        ("gpt-4o", "cap")]
+    for source in panel["sources"]:
+        rows = source["tables"]["overall"]["systems"]
+        assert sorted(r["system"] for r in rows) == list(SYSTEMS)
+        assert all(r["score"]["ci95"] and r["rank"]["ci95"] and r["win_rate"]["ci95"] for r in rows)
+        assert sum(r["wins"] + r["losses"] + r["ties"]["both_good"] + r["ties"]["both_bad"] for r in rows) == \
+            2 * source["tables"]["overall"]["pairs"]
+        assert set(source["acceptability"]["alpha-s2s"]) == {"overall", "content", "voice_quality", "paralinguistics"}
+    assert [a["run"] for a in panel["agreement"]] == ["gemini", "gpt-4o"]
+    assert all(a["kendall_tau"]["value"] is not None for a in panel["agreement"])
+    assert "matrix" not in panel["sources"][0]["tables"]["overall"] and "convention" not in panel
+    assert len(json.dumps(panel, separators=(",", ":"))) < 16_000  # a few KB: 3 sources of 6 systems
+
+
+def test_the_leaderboard_panel_says_why_there_is_none(tmp_path):
+    bench = write_benchmark(tmp_path / "bench", [PairSpec(id="p0", label=LABEL), PairSpec(id="p1", label=LABEL)])
+    run = _run(tmp_path / "run", bench, [_record("p0"), _record("p1")])
     write_view([run], tmp_path / "page")
     data = read_page_data(tmp_path / "page")
     assert data["leaderboard"] is None and data["leaderboard_note"] == "the items name no systems (model_a, model_b)"
 
     items = json.loads((bench / "manifest.json").read_text())
-    items[0].update(model_a="alpha", model_b="bravo")
+    items[0].update(model_a="alpha", model_b="alpha")
     (bench / "manifest.json").write_text(json.dumps(items))
-    monkeypatch.setitem(sys.modules, "trace_eval.evaluation.leaderboard", None)  # as when it is not installed
     write_view([run], tmp_path / "page")
-    data = read_page_data(tmp_path / "page")
-    assert data["leaderboard"] is None and data["leaderboard_note"].startswith("no leaderboard is available")
+    assert read_page_data(tmp_path / "page")["leaderboard_note"] == \
+        "no item names two different systems (model_a, model_b)"
 
-    board = {"version": 1, "sources": {"run": {"systems": [{"system": "alpha", "score": 1012.3, "ci95": [990, 1030],
-             "rank": 1, "wins": 1, "losses": 0, "ties_both_good": 0, "ties_both_bad": 0, "win_rate": 1.0}]}}}
-    module = types.ModuleType("trace_eval.evaluation.leaderboard")
-    module.leaderboard_data = lambda runs, human, rubric: board if human.systems == {"p0": "alpha"} else None
-    monkeypatch.setitem(sys.modules, "trace_eval.evaluation.leaderboard", module)
+    items[1].update(model_a="alpha", model_b="bravo")
+    (bench / "manifest.json").write_text(json.dumps(items))
     write_view([run], tmp_path / "page")
     data = read_page_data(tmp_path / "page")
-    assert data["leaderboard"] == board and data["leaderboard_note"] is None
+    assert data["leaderboard_note"] is None and data["leaderboard"]["systems"] == ["alpha", "bravo"]
+    assert data["leaderboard"]["items"] == {"in_benchmark": 2, "ranked": 1, "without_systems": 0, "same_system": 1}
+
+    other = _run(tmp_path / "other", bench, [], rubric="multi-aspect")  # labels 1, 2, tie: nothing ranks them
+    write_view([other], tmp_path / "page")
+    assert read_page_data(tmp_path / "page")["leaderboard_note"] == \
+        "the multi-aspect rubric has no dimension labelled 1, 2, both_good or both_bad to rank on"
 
 
 def test_evaluate_links_to_the_audit_page_and_the_page_to_the_report(cues_run, capsys):

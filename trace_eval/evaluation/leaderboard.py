@@ -519,12 +519,14 @@ def leaderboard(runs: Sequence[str | Path] = (), bench: str | Path | None = None
 
 
 def systems_section(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubric, policy: str | None,
-                    settings: BootstrapSettings, bench: str | Path | None = None) -> dict[str, Any] | None:
-    """The leaderboard `evaluate` adds on every dimension, or None where there is none to make: no item names
-    two systems, or the rubric has no typed-tie dimension."""
+                    settings: BootstrapSettings, bench: str | Path | None = None,
+                    by: str | Sequence[str] = "all") -> dict[str, Any] | None:
+    """The leaderboard of runs already read, on `by` (`evaluate`'s report: every dimension; the audit page:
+    the first), or None where there is none to make: no item names two systems, or the rubric has no
+    typed-tie dimension."""
     if not dimensions_of(rubric) or not matchups(human.pair_systems).ids:
         return None
-    return build_leaderboard(runs, human, rubric, "all", policy, None, settings, bench)
+    return build_leaderboard(runs, human, rubric, by, policy, None, settings, bench)
 
 
 def _rubric(runs: list[JudgeRun]) -> Rubric:

@@ -11,7 +11,9 @@ script beside it, but not fetch a JSON file.
     reasons      [text]: why a value is null, each text once (clips refer to them by index)
     clips        [clip]: one per unique audio (see `clip_data`); items refer to them by index
     pairs        [{id, systems, instruction, responses, human, results, differ}] in manifest order
-    leaderboard  the object `python -m trace_eval leaderboard` computes, or null; leaderboard_note says why null
+    leaderboard  what `python -m trace_eval leaderboard` computes for the runs and the human labels, ranked
+                 on the overall label (a rubric that does not fuse: its first dimension; see `leaderboard_panel`),
+                 or null; leaderboard_note says why null
     problems     [text]: what could not be shown (unreadable result lines, labels out of their space, ...)
 
 A value the page cannot stand behind is null, with its reason beside it; nothing is filled in.
@@ -26,18 +28,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from fusion import UnknownPolicy
 from trace_eval.bench import Benchmark, Pair
-from trace_eval.evaluation.records import OVERALL, HumanLabels, JudgeRun, read_record
+from trace_eval.evaluation.bootstrap import DEFAULT_BOOTSTRAP
+from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_section
+from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
 from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.rubrics import Rubric
 from trace_eval.store import BlueprintStore, get_dotted
 
 __all__ = ["CUES", "DATA_VERSION", "CONTOUR_POINTS", "AudioLinks", "Cue", "Reasons", "clip_data", "leaderboard_of",
-           "page_data"]
+           "leaderboard_panel", "page_data"]
 
 DATA_VERSION = 1
 CONTOUR_POINTS = 40  # a contour is drawn as a small plot: more points than this add bytes, not detail
 TOP_SCORES = 3  # emotions and accents shown per clip
+LEADERBOARD_DIGITS = 5  # significant digits of the leaderboard's numbers: a score to 0.1, a rate to 0.001%
 
 
 @dataclass(frozen=True)
@@ -364,22 +370,66 @@ def _describe_run(run: JudgeRun, out: Path) -> dict[str, Any]:
     }
 
 
-def leaderboard_of(runs: list[JudgeRun], human: HumanLabels, rubric: Rubric) -> tuple[dict | None, str | None]:
-    """The leaderboard panel's object, or None and why. Its shape, per label source (each run, the people):
+def leaderboard_of(runs: list[JudgeRun], human: HumanLabels, rubric: Rubric,
+                   bench: Path | None = None) -> tuple[dict | None, str | None]:
+    """The leaderboard panel's object, or None and why there is none.
 
-        {"version": 1, "sources": {"<run or human>": {"systems": [{"system", "score", "ci95", "rank", "wins",
-         "losses", "ties_both_good", "ties_both_bad", "win_rate"}, ...]}}}
-
-    It is computed by trace_eval.evaluation.leaderboard (`python -m trace_eval leaderboard`) when the
-    installed trace-eval has it.
+    It is what `python -m trace_eval leaderboard RUNDIR ...` computes (leaderboard.json, same bootstrap
+    settings, each run fused under its own policy), ranked on the first dimension the rubric ranks on
+    (TRACE: the overall label), without what the panel does not show (see `leaderboard_panel`).
     """
-    if not any(human.systems.values()):
-        return None, "the items name no systems (model_a, model_b)"
     try:
-        from trace_eval.evaluation.leaderboard import leaderboard_data
-    except ImportError:
-        return None, "no leaderboard is available: this trace-eval has no leaderboard module"
-    return leaderboard_data(runs, human, rubric), None
+        board = systems_section(runs, human, rubric, None, DEFAULT_BOOTSTRAP, bench, by=dimensions_of(rubric)[:1])
+    except (EvaluationError, UnknownPolicy) as error:  # a run whose fusion policy is unknown or not named
+        return None, str(error)
+    if board is not None:
+        return leaderboard_panel(board), None
+    if not dimensions_of(rubric):
+        return None, f"the {rubric.name} rubric has no dimension labelled 1, 2, both_good or both_bad to rank on"
+    if matchups(human.pair_systems).same_system:
+        return None, "no item names two different systems (model_a, model_b)"
+    return None, "the items name no systems (model_a, model_b)"
+
+
+def _significant(value: Any, digits: int = LEADERBOARD_DIGITS) -> Any:
+    """Every float in `value` to `digits` significant digits (a score 1012.3, a rate 0.25974)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: _significant(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_significant(v, digits) for v in value]
+    return value
+
+
+def leaderboard_panel(board: dict[str, Any]) -> dict[str, Any]:
+    """leaderboard.json's object as the panel shows it: without the win matrices, the conventions in words,
+    the lists of item ids and what the page holds elsewhere (run paths and problems); left-out counts only
+    where not 0; numbers to LEADERBOARD_DIGITS significant digits. A few KB for a few systems and runs."""
+    def nonzero(counts: dict[str, int]) -> dict[str, int]:
+        return {reason: n for reason, n in counts.items() if n}
+
+    sources = []
+    for source in board["sources"]:
+        tables = {key: {"pairs": table["pairs"], "left_out": nonzero(table["left_out"]),
+                        "fit": {k: table["fit"][k] for k in ("defined", "reason")},
+                        "systems": [{**row, "left_out": nonzero(row["left_out"])} for row in table["systems"]]}
+                  for key, table in source["tables"].items()}
+        sources.append({"name": source["name"], "kind": source["kind"],
+                        **{k: source[k] for k in ("model", "fusion") if k in source},  # a run's
+                        "acceptability": source["acceptability"], "tables": tables})
+    return _significant({
+        "version": board["version"],
+        "rubric": board["rubric"],
+        "by": board["by"],
+        "dimensions": board["dimensions"],
+        "systems": board["systems"],
+        "items": {k: board["items"][k] for k in ("in_benchmark", "ranked", "without_systems", "same_system")},
+        "human_labels": board["human_labels"],
+        "bootstrap": {k: board["bootstrap"][k] for k in ("resamples", "seed", "confidence")},
+        "sources": sources,
+        "agreement": board["agreement"],
+    })
 
 
 def page_data(runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: HumanLabels, links: AudioLinks,
@@ -411,7 +461,7 @@ def page_data(runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: Hum
             "results": results,
             "differ": _differ(results, keys),
         })
-    board, note = leaderboard_of(runs, human, rubric)
+    board, note = leaderboard_of(runs, human, rubric, bench.root)
     return {
         "version": DATA_VERSION,
         "title": f"{bench.root.name}: {', '.join(run.name for run in runs)}",

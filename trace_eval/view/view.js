@@ -751,33 +751,115 @@
 
   // ------------------------------------------------------------------ leaderboard
 
+  // What `python -m trace_eval leaderboard` computes (data.py: leaderboard_panel), ranked on one dimension:
+  // per label source its Bradley-Terry scores on one shared scale, then how far the judge ranks as people do.
   function showLeaderboard() {
     const panel = document.getElementById("leaderboard");
     const board = DATA.leaderboard;
     if (!board) {
       panel.replaceChildren(h("section", { class: "card" }, h("h3", {}, "Leaderboard"),
-        message(DATA.leaderboard_note || "No leaderboard is available.")));
+        message(`No leaderboard: ${(DATA.leaderboard_note || "none was computed").replace(/\.$/, "")}.`)));
       return;
     }
-    const sections = Object.entries(board.sources || {}).map(([source, { systems }]) => {
-      const scores = systems.flatMap((s) => (s.ci95 || [s.score]).concat([s.score])).filter((v) => v !== null);
-      const [low, high] = [Math.min(...scores), Math.max(...scores)];
-      const at = (v) => `${((v - low) / (high - low || 1)) * 100}%`;
-      return h("section", { class: "card board" },
-        h("h3", {}, source === "human" ? "People" : source),
-        h("table", {}, h("thead", {}, h("tr", {}, ["rank", "system", "score", "95% interval", "", "wins", "ties (good)",
-          "ties (bad)", "losses", "win rate"].map((t) => h("th", {}, t)))),
-        h("tbody", {}, systems.map((s) => h("tr", {},
-          h("td", {}, s.rank), h("th", {}, s.system), h("td", {}, s.score === null ? "–" : s.score.toFixed(1)),
-          h("td", {}, s.ci95 ? `${s.ci95[0].toFixed(0)}–${s.ci95[1].toFixed(0)}` : "–"),
-          h("td", { class: "interval" },
-            s.ci95 ? styled(h("span", { class: "range" }), { left: at(s.ci95[0]),
-              width: `calc(${at(s.ci95[1])} - ${at(s.ci95[0])})` }) : "",
-            s.score === null ? "" : styled(h("span", { class: "point" }), { left: at(s.score) })),
-          h("td", {}, s.wins), h("td", {}, s.ties_both_good), h("td", {}, s.ties_both_bad), h("td", {}, s.losses),
-          h("td", {}, typeof s.win_rate === "number" ? `${(s.win_rate * 100).toFixed(0)}%` : "–"))))));
+    const key = board.by[0];
+    const rows = board.sources.flatMap((source) => source.tables[key].systems);
+    const ends = rows.flatMap((r) => (r.score.ci95 || []).concat([r.score.value])).filter((v) => v !== null);
+    const [low, high] = [Math.min(...ends), Math.max(...ends)];
+    const at = (v) => `${4 + ((v - low) / (high - low || 1)) * 92}%`; // the ends inset: a dot stays in its cell
+    panel.replaceChildren(boardIntro(board, key), agreementCard(board), scoresCard(board, key, at));
+  }
+
+  const percent = (v) => `${(v * 100).toFixed(0)}%`;
+  const interval = (slot, show) => (slot.ci95 ? `${show(slot.ci95[0])}–${show(slot.ci95[1])}` : "");
+  const leftOut = (counts) => Object.entries(counts).map(([why, n]) => `${n} ${why.replace(/_/g, " ")}`).join(", ");
+
+  function boardIntro(board, key) {
+    const items = board.items;
+    const skipped = [items.without_systems ? `${items.without_systems} name no two systems` : "",
+      items.same_system ? `${items.same_system} pit a system against itself` : ""].filter(Boolean).join(", ");
+    return h("section", { class: "card board-intro" },
+      h("h3", {}, `Leaderboard: ${TITLE[key] || key}`),
+      h("p", {}, `${items.ranked} of ${items.in_benchmark} items rank ${board.systems.length} systems` +
+        (skipped ? ` (${skipped}: left out)` : "") + ". Score: Bradley-Terry, mean 1000, a lead of 400 points " +
+        "is 10-to-1 odds; a tie counts half a win to each side. Win rate: (wins + ties / 2) / pairs. " +
+        "Acceptable: share of a system's answers the label accepts, per dimension. Undetermined, failed and " +
+        "skipped verdicts are left out, never scored as ties."),
+      h("p", { class: "muted" }, `Intervals: 95%, ${board.bootstrap.resamples} bootstrap resamples of the pairs ` +
+        `(seed ${board.bootstrap.seed}), the same pairs for every source. Every dimension and the win matrices: `,
+      h("code", {}, "python -m trace_eval leaderboard RUNDIR --by all"), "."));
+  }
+
+  function correlation(slot) {
+    if (slot.value === null) return h("td", { class: "muted", title: slot.reason }, "–");
+    return h("td", { title: slot.reason || "" }, slot.value.toFixed(2), h("span", { class: "ci" },
+      slot.ci95 ? `[${slot.ci95[0].toFixed(2)}, ${slot.ci95[1].toFixed(2)}]` : "no interval"));
+  }
+
+  function agreementCard(board) {
+    if (!board.agreement.length) return "";
+    return h("section", { class: "card board agreement" },
+      h("h3", {}, "Judge and people: rank agreement"),
+      h("table", {}, h("thead", {}, h("tr", {}, ["run", "systems", "Kendall τ", "Spearman ρ", "top system (run)",
+        "top system (people)"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, board.agreement.map((a) => h("tr", {}, h("th", {}, a.run), h("td", {}, a.systems.length),
+        correlation(a.kendall_tau), correlation(a.spearman_rho),
+        h("td", { class: a.same_top === false ? "disagree" : "" }, a.top ? a.top.judge : "–"),
+        h("td", {}, a.top ? a.top.human : "–"))))));
+  }
+
+  // One table for every source, a section each: the columns line up and the scores share one scale.
+  function scoresCard(board, key, at) {
+    const accepted = board.dimensions;
+    const columns = ["rank", "system", "score", "95% interval", "", "pairs", "wins", "both good", "both bad", "losses",
+      "win rate"];
+    const width = columns.length + accepted.length + 1;
+    const head = h("thead", {},
+      h("tr", {}, h("th", { colspan: columns.length }),
+        h("th", { colspan: accepted.length, class: "group" }, "acceptable"), h("th", {})),
+      h("tr", {}, columns.map((t) => h("th", {}, t)),
+        accepted.map((d) => h("th", { title: TITLE[d] || d }, SHORT[d] || d)), h("th", {}, "left out")));
+    const sections = board.sources.map((source) => {
+      const table = source.tables[key];
+      const about = source.kind === "human" ? "the benchmark's labels" :
+        [source.model !== source.name ? source.model : "", source.fusion ? `fusion ${source.fusion}` : ""]
+          .filter(Boolean).join(" · ");
+      const unsure = table.systems.find((r) => r.score.value !== null && !r.score.ci95);
+      const facts = [`${table.pairs} pairs scored`,
+        Object.keys(table.left_out).length ? `left out: ${leftOut(table.left_out)}` : "",
+        table.fit.defined ? "" : `no scores: ${table.fit.reason}`,
+        unsure ? `no intervals: ${unsure.score.reason}` : ""].filter(Boolean).join("; ");
+      return h("tbody", { class: "source" },
+        h("tr", { class: "source-head" }, h("th", { colspan: width },
+          h("span", { class: "name" }, source.kind === "human" ? "People" : source.name),
+          about ? h("span", { class: "about" }, about) : "", h("span", { class: "facts" }, facts))),
+        table.systems.map((r) => systemRow(source, r, accepted, at)));
     });
-    panel.replaceChildren(...sections);
+    return h("section", { class: "card board" }, h("h3", {}, "Scores"), h("table", {}, head, sections));
+  }
+
+  function systemRow(source, r, accepted, at) {
+    const score = r.score;
+    return h("tr", {},
+      h("td", { title: r.rank.reason || "" }, r.rank.value === null ? "–" : r.rank.value,
+        r.rank.ci95 && r.rank.ci95[0] !== r.rank.ci95[1] ? h("span", { class: "ci" }, interval(r.rank, String)) : ""),
+      h("th", {}, r.system),
+      h("td", { class: score.value === null ? "muted" : "", title: score.reason || "" },
+        score.value === null ? "–" : score.value.toFixed(1)),
+      h("td", { class: "ci", title: score.reason || "" }, interval(score, (v) => v.toFixed(0)) || "–"),
+      h("td", { class: "interval" },
+        score.ci95 ? styled(h("span", { class: "range" }), { left: at(score.ci95[0]),
+          width: `calc(${at(score.ci95[1])} - ${at(score.ci95[0])})` }) : "",
+        score.value === null ? "" : styled(h("span", { class: "point" }), { left: at(score.value) })),
+      h("td", {}, r.pairs), h("td", {}, r.wins), h("td", {}, r.ties.both_good), h("td", {}, r.ties.both_bad),
+      h("td", {}, r.losses),
+      h("td", { title: interval(r.win_rate, percent) }, r.win_rate.value === null ? "–" : percent(r.win_rate.value)),
+      accepted.map((d) => {
+        const slot = source.acceptability[r.system][d];
+        return h("td", { title: `${TITLE[d] || d}: ${slot.acceptable} of ${slot.n} answers` +
+          (slot.ci95 ? `, 95% ${interval(slot, percent)}` : "") },
+        slot.value === null ? "–" : percent(slot.value));
+      }),
+      h("td", { class: "muted" }, leftOut(r.left_out) || "–"));
   }
 
   function showView(view) {
