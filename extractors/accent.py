@@ -62,6 +62,7 @@ class AccentExtractor(Extractor):
     uses_gpu = True
     batched = True
     outputs = (_COSINE_KEY, _PROBABILITY_KEY)
+    libraries = ("torch", "speechbrain")
     Config = Config
 
     def __init__(self, config: Config | None = None, device: str = "cpu"):

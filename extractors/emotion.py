@@ -62,6 +62,7 @@ class EmotionExtractor(Extractor):
     uses_gpu = True
     batched = True
     outputs = (_KEY,)
+    libraries = ("torch", "funasr")
     Config = Config
 
     def __init__(self, config: Config | None = None, device: str = "cpu"):

@@ -132,6 +132,7 @@ class RateExtractor(Extractor):
     sample_rate = None
     depends_on = ("asr",)
     outputs = tuple(f"{_PROPERTIES}.{key}" for key in (_SPEECH, _ARTICULATION, _CONTOUR))
+    libraries = ()  # counting words and seconds: no arithmetic a library could change
     Config = RateConfig
 
     def extract_one(self, clip: Clip) -> Section:
