@@ -78,10 +78,11 @@ def load(folder: Path) -> list[Item]:
 
 def judged(item: Item, dimension: str, t: Thresholds) -> tuple[str | None, str]:
     bp1, bp2 = item.blueprints
+    doubts = (transcript_doubt(bp1), transcript_doubt(bp2))
     if dimension == "voice_quality":
-        label, reading, _ = judge_voice_quality(bp1, bp2, t)
+        label, reading, _ = judge_voice_quality(bp1, bp2, t, doubts)
     else:
-        label, reading, _ = judge_content(item.instruction, bp1, bp2, t, (transcript_doubt(bp1), transcript_doubt(bp2)))
+        label, reading, _ = judge_content(item.instruction, bp1, bp2, t, doubts)
     return label, reading
 
 
@@ -99,7 +100,8 @@ def score_table(items: list[Item]) -> list[str]:
                 continue
             seen.add(bp["provenance"]["audio_sha256"])
             for key, name in SCORES:
-                by_kind[made][name].append(bp["agent_audio_quality"][key])
+                if bp["agent_audio_quality"].get(key) is not None:  # null on silence
+                    by_kind[made][name].append(bp["agent_audio_quality"][key])
             lufs = (bp.get("agent_audio_properties") or {}).get("Integrated_Loudness_LUFS")
             if lufs is not None:
                 by_kind[made]["LUFS"].append(lufs)
@@ -108,7 +110,8 @@ def score_table(items: list[Item]) -> list[str]:
     for made in sorted(by_kind):
         cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-" for v in
                  (by_kind[made][n] for n in names)]
-        lines.append(f"| {made} | {len(by_kind[made]['P.808'])} | {' | '.join(cells)} |")
+        clips = max(len(v) for v in by_kind[made].values()) if by_kind[made] else 0
+        lines.append(f"| {made} | {clips} | {' | '.join(cells)} |")
     return lines
 
 

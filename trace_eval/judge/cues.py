@@ -28,14 +28,15 @@ Rules, per dimension:
 
 - Content: a response with no recognised speech is not acceptable. When the
   instruction quotes words to say, a response is acceptable when the
-  best-matching stretch of its transcript says at least 40% of the quoted words
+  best-matching stretch of its transcript says at least 30% of the quoted words
   in order, each word weighed by its letters, and the transcript is at least 60%
   as long as the quote (a fragment is not the sentence). Words, not letters: a
   heard word counts as a quoted one when spelt the same or nearly so (80%
   similar, four letters or more; "Mr" is "mister"), so recognisers' small slips
-  pass, while another sentence keeps only the function words it shares
-  (5-30%) and a near miss loses its word ("Calling" for "Call waiting": 0%;
-  "Open the door" for "Open the window": 41%).
+  pass (the lowest whole sentence Whisper tiny.en heard in the calibration set:
+  38%), while another sentence keeps only the function words it shares (at most
+  8% there) and a near miss loses its word ("Calling" for "Call waiting": 0%;
+  but "Open the door" for "Open the window" keeps 54% and passes).
   Unknown: a response that has speech when nothing is quoted (whether it
   answers a free-form question is beyond these rules), and a transcript that
   is missing or that the blueprint marks unreliable.
@@ -43,15 +44,19 @@ Rules, per dimension:
   the personalised background (noise) score BAK at least 1.45 and the integrated
   loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
   scores a clip 30 dB quieter the same). Of two acceptable responses one wins,
-  within the pair, when it sounds clearly better: its P.808 higher by 0.3 and its
-  BAK by 0.15 together (audible noise against less: the same speech with white
-  noise at 11-20 dB SNR against a clean copy), or its P.808 higher by 0.85 alone
-  (heavy clipping) unless the two paces differ 1.5 times or more (DNSMOS scores
-  fast speech about 1.0 lower; pace is Paralinguistics' business). Fitted on
+  within the pair, when it sounds clearly better. At one pace and in one voice
+  register (speaking rates less than 1.35 times apart, mean pitches less than
+  1.25 times), its P.808 higher by 0.35 and its BAK by 0.05 (audible noise
+  against less: the same speech with noise at 11-20 dB SNR against a clean
+  copy); across paces or voices DNSMOS leads are no evidence of noise (fast
+  speech scores about 0.5-1.0 lower, a female espeak voice's BAK as low as
+  speech under noise). Or its P.808 higher by 0.85 alone (heavy clipping),
+  unless the paces differ (pace is Paralinguistics' business). Fitted on
   `scripts/make_calibration.py`'s set (README, "Calibration of the cues
   backbone"). BAK alone cannot carry the floor: clean female espeak voices score
   down to 1.55, as low as speech under 9 dB white noise, so it only rejects severe
-  noise. Unknown: P.808, BAK or loudness null or dropped with --drop.
+  noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
+  loudness null or dropped with --drop.
 - Paralinguistics: cue words in the instruction outside the quoted words:
   slow/fast -> speaking rate (at most 130 / at least 200 WPM);
   quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
@@ -100,7 +105,7 @@ CUES_VERSION = "4"
 class Thresholds:
     """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
 
-    content_min_recall: float = 0.4  # share of the quoted words (weighted by letters) said, in order
+    content_min_recall: float = 0.3  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.6  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
@@ -108,10 +113,10 @@ class Thresholds:
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
     quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
     quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner ...
-    quality_pace_ratio: float = 1.5  # ... unless their speaking rates differ this much (pace, not quality)
+    quality_pace_ratio: float = 1.35  # ... unless their speaking rates differ this much (pace, not quality)
     quality_voice_ratio: float = 1.25  # mean pitches within this: one voice register, DNSMOS leads comparable
-    quality_noise_margin_p808: float = 0.3  # P.808 lead and ...
-    quality_noise_margin_background: float = 0.15  # ... BAK lead together: audible noise against less
+    quality_noise_margin_p808: float = 0.35  # P.808 lead and ...
+    quality_noise_margin_background: float = 0.05  # ... BAK lead together: audible noise against less
     slow_max_wpm: float = 130.0
     fast_min_wpm: float = 200.0
     slow_max_syllables_per_s: float = 3.5  # used when the transcript-based rate is missing
@@ -382,10 +387,21 @@ def clearly_better(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[s
     return None, f"no clear difference: P.808 {dp:.2f}, BAK {db:+.2f} apart{where}"
 
 
-def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> Judgement:
+def no_speech(bp: dict | None, doubt: str | None = None) -> bool:
+    """The response says nothing: a transcript the blueprint trusts, and empty."""
+    transcript = (bp or {}).get("agent_response")
+    return not doubt and isinstance(transcript, str) and not transcript.strip()
+
+
+def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds,
+                        doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
     oks: list[bool | None] = []
     notes, missing = [], []
-    for n, bp in enumerate((bp1, bp2), start=1):
+    for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
+        if no_speech(bp, doubt):  # no voice to hear: DNSMOS scores silence, loudness is null
+            oks.append(False)
+            notes.append(f"response {n} has no speech")
+            continue
         ok, reading, unmeasured = _quality_ok(bp, t)
         oks.append(ok)
         notes.append(f"response {n} {reading}")
@@ -572,8 +588,7 @@ def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, 
         return "both_good", "no paralinguistic cue words in the instruction", None
     bps = [_without_transcript_cues(bp) if doubt else bp for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
     # No speech at all does not do any manner asked for, measured or not.
-    silent = [not doubt and isinstance((bp or {}).get("agent_response"), str) and not bp["agent_response"].strip()
-              for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
+    silent = [no_speech(bp, doubt) for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
     oks: list[bool | None] = [True, True]
     notes, missing = [], []
     for cue in cues:
@@ -608,7 +623,7 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
                 for view, stored in zip(case.blueprints, case.stored, strict=True))
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
-    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds)
+    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
     reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. "
                  f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
