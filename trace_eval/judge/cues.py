@@ -177,8 +177,8 @@ UNMEASURED_MANNERS = {
 _ASKED_MANNER = re.compile(r"\bin an? ([a-z-]+) (?:tone|voice|manner|way|style)\b|"
                            r"\b(?:say|speak|read|repeat|tell|talk|answer|respond|reply)\b[^.?!:\"]{0,40}?\b([a-z]+ly)\b")
 _NOT_A_MANNER = {"only", "really", "exactly", "just", "simply", "actually", "directly", "immediately", "briefly",
-                 "early", "finally", "fully", "only", "normally", "naturally", "clearly", "exactly", "daily",
-                 "usually", "correctly", "back", "again", "normal", "natural", "clear", "different", "same"}
+                 "early", "finally", "fully", "normally", "naturally", "clearly", "daily", "usually", "correctly",
+                 "normal", "natural", "clear", "different", "same"}
 
 
 def _words(text: str) -> list[str]:
@@ -557,8 +557,9 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         "high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
     for found in _ASKED_MANNER.finditer(text):
         word = found.group(1) or found.group(2)
-        if word not in measured and not any(UNMEASURED_MANNERS[n].search(word) for n in named if n in
-                                            UNMEASURED_MANNERS):
+        # A word a named manner covers ("politely") is already asked for under that name.
+        if word not in measured and word not in named and not any(
+                manner.search(word) for manner in UNMEASURED_MANNERS.values()):
             cues.append(_Cue(f"{word} (a manner)", _not_measured))
             named.add(word)
     return cues
