@@ -44,7 +44,7 @@ MARGINS = {
     "quality_noise_margin_background": np.round(np.arange(0.0, 0.61, 0.05), 2),
     "quality_clear_margin": (*np.round(np.arange(0.5, 1.61, 0.05), 2), 5.0),  # 5.0: no winner by P.808 alone
 }
-RECALL = {"content_min_recall": np.round(np.arange(0.3, 0.96, 0.05), 2)}
+RECALL = {"content_min_recall": np.round(np.arange(0.05, 0.96, 0.05), 2)}
 
 
 @dataclass(frozen=True)

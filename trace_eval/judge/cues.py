@@ -28,15 +28,16 @@ Rules, per dimension:
 
 - Content: a response with no recognised speech is not acceptable. When the
   instruction quotes words to say, a response is acceptable when the
-  best-matching stretch of its transcript says at least 30% of the quoted words
+  best-matching stretch of its transcript says at least 20% of the quoted words
   in order, each word weighed by its letters, and the transcript is at least 60%
   as long as the quote (a fragment is not the sentence). Words, not letters: a
   heard word counts as a quoted one when spelt the same or nearly so (80%
   similar, four letters or more; "Mr" is "mister"), so recognisers' small slips
-  pass (the lowest whole sentence Whisper tiny.en heard in the calibration set:
-  38%), while another sentence keeps only the function words it shares (at most
-  8% there) and a near miss loses its word ("Calling" for "Call waiting": 0%;
-  but "Open the door" for "Open the window" keeps 54% and passes).
+  pass, while another sentence keeps only the function words it shares (at most
+  8% in the calibration set) and a near miss loses its word ("Calling" for "Call
+  waiting": 0%; but "Open the door" for "Open the window" keeps 54% and passes).
+  The floor sits in the middle of the fitted range 10-35%: Whisper tiny.en hears
+  some espeak-ng voices so badly that the right sentence keeps 0-28%.
   Unknown: a response that has speech when nothing is quoted (whether it
   answers a free-form question is beyond these rules), and a transcript that
   is missing or that the blueprint marks unreliable.
@@ -105,7 +106,7 @@ CUES_VERSION = "4"
 class Thresholds:
     """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
 
-    content_min_recall: float = 0.3  # share of the quoted words (weighted by letters) said, in order
+    content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.6  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
