@@ -30,9 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trace_eval.judge.cues import (DEFAULT_THRESHOLDS, Thresholds, judge_content, judge_voice_quality,  # noqa: E402
                                    transcript_doubt)
+from trace_eval.judge.prompts import blueprint_view, load_prompt  # noqa: E402
 from trace_eval.store import BlueprintStore  # noqa: E402
 
 SPLITS = ("fit", "heldout", "recorded")
+KEYS = load_prompt("trace").blueprint_keys
 SCORES = (("P808_Overall_Quality", "P.808"), ("DNSMOS_Personalized_Background_Quality", "BAK"),
           ("DNSMOS_Personalized_Overall_Quality", "OVRL"))
 FLOORS = {
@@ -52,8 +54,9 @@ class Item:
     index: str
     instruction: str
     labels: dict  # the recipe's labels
-    blueprints: tuple[dict | None, dict | None]
+    blueprints: tuple[dict | None, dict | None]  # as the judge sees them (the trace prompt's keys, rounded)
     made: tuple[str, str]  # how each response was degraded
+    audio: tuple[str, str]  # sha256 of each response's audio
     said: tuple[str, str]  # what each response says
 
 
@@ -63,15 +66,18 @@ def load(folder: Path) -> list[Item]:
     recipes = {r["index"]: r for r in json.loads((folder / "recipes.json").read_text(encoding="utf-8"))}
     items = []
     for entry in json.loads((folder / "manifest.json").read_text(encoding="utf-8")):
-        bps = (store.get_by_path(entry["audio1_path"]), store.get_by_path(entry["audio2_path"]))
-        if None in bps:
+        stored = (store.get_by_path(entry["audio1_path"]), store.get_by_path(entry["audio2_path"]))
+        if None in stored:
             raise SystemExit(f"{folder}: no blueprint for {entry['index']}; run `python -m trace_eval blueprints "
                              f"{folder} --only dnsmos,asr,pitch,loudness,rate,voicing`")
         recipe = recipes[entry["index"]]
         made = (recipe["a"]["degradation"], recipe["b"]["degradation"])
         if recipe["a"]["wpm"] != recipe["b"]["wpm"]:
             made = tuple(f"{m}, {recipe[s]['wpm']} wpm" for m, s in zip(made, "ab", strict=True))
-        items.append(Item(entry["index"], entry["instruction_text"], entry["label"], bps, made,
+        views = tuple({**blueprint_view(bp, KEYS, ()), "transcript_quality": bp.get("transcript_quality")}
+                      for bp in stored)
+        items.append(Item(entry["index"], entry["instruction_text"], entry["label"], views, made,
+                          tuple(bp["provenance"]["audio_sha256"] for bp in stored),
                           (recipe["a"]["text"], recipe["b"]["text"])))
     return items
 
@@ -95,10 +101,10 @@ def score_table(items: list[Item]) -> list[str]:
     by_kind: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     seen = set()
     for item in items:
-        for bp, made in zip(item.blueprints, item.made, strict=True):
-            if bp["provenance"]["audio_sha256"] in seen:
+        for bp, made, audio in zip(item.blueprints, item.made, item.audio, strict=True):
+            if audio in seen:
                 continue
-            seen.add(bp["provenance"]["audio_sha256"])
+            seen.add(audio)
             for key, name in SCORES:
                 if bp["agent_audio_quality"].get(key) is not None:  # null on silence
                     by_kind[made][name].append(bp["agent_audio_quality"][key])

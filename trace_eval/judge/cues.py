@@ -46,11 +46,11 @@ Rules, per dimension:
   loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
   scores a clip 30 dB quieter the same). Of two acceptable responses one wins,
   within the pair, when it sounds clearly better. At one pace and in one voice
-  register (speaking rates less than 1.35 times apart, mean pitches less than
+  register (speaking rates less than 1.4 times apart, mean pitches less than
   1.25 times), its P.808 higher by 0.35 and its BAK by 0.05 (audible noise
   against less: the same speech with noise at 11-20 dB SNR against a clean
   copy); across paces or voices DNSMOS leads are no evidence of noise (fast
-  speech scores about 0.5-1.0 lower, a female espeak voice's BAK as low as
+  speech scores 0.6-1.3 lower, a female espeak voice's BAK as low as
   speech under noise). Or its P.808 higher by 0.85 alone (heavy clipping),
   unless the paces differ (pace is Paralinguistics' business). Fitted on
   `scripts/make_calibration.py`'s set (README, "Calibration of the cues
@@ -114,7 +114,7 @@ class Thresholds:
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
     quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
     quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner ...
-    quality_pace_ratio: float = 1.35  # ... unless their speaking rates differ this much (pace, not quality)
+    quality_pace_ratio: float = 1.4  # ... unless their speaking rates differ this much (pace, not quality)
     quality_voice_ratio: float = 1.25  # mean pitches within this: one voice register, DNSMOS leads comparable
     quality_noise_margin_p808: float = 0.35  # P.808 lead and ...
     quality_noise_margin_background: float = 0.05  # ... BAK lead together: audible noise against less
