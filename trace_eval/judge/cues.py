@@ -28,24 +28,36 @@ Rules, per dimension:
 
 - Content: a response with no recognised speech is not acceptable. When the
   instruction quotes words to say, a response is acceptable when the
-  best-matching stretch of its transcript holds at least 35% of the quoted
-  letters in order and the transcript is at least 60% as long as the quote (a
-  fragment is not the sentence). Letters rather than words, because recognisers
-  mishear unusual or noisy speech into other words with similar sounds
-  ("run-fog stumps" for "brown fox jumps"); an unrelated sentence keeps about 15-30%.
+  best-matching stretch of its transcript says at least 20% of the quoted words
+  in order, each word weighed by its letters, and the transcript is at least 60%
+  as long as the quote (a fragment is not the sentence). Words, not letters: a
+  heard word counts as a quoted one when spelt the same or nearly so (80%
+  similar, four letters or more; "Mr" is "mister"), so recognisers' small slips
+  pass, while another sentence keeps only the function words it shares (at most
+  8% in the calibration set) and a near miss loses its word ("Calling" for "Call
+  waiting": 0%; but "Open the door" for "Open the window" keeps 54% and passes).
+  The floor sits in the middle of the fitted range 10-35%: Whisper tiny.en hears
+  some espeak-ng voices so badly that the right sentence keeps 0-28%.
   Unknown: a response that has speech when nothing is quoted (whether it
   answers a free-form question is beyond these rules), and a transcript that
   is missing or that the blueprint marks unreliable.
-- Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.7
-  and the personalised background (noise) score BAK at least 1.45; of two
-  acceptable responses one wins by a P.808 lead of 0.85 or more. Fitted on
-  `scripts/make_calibration.py`'s set (espeak-ng speech under white and pink
-  noise at 0-20 dB SNR, reverberation, clipping): white noise at 9 dB SNR takes
-  P.808 from about 3.5 to 2.6-2.7, and heavy clipping keeps it at 2.6-3.0, 0.7-0.9
-  below the same clean speech. BAK alone cannot carry the rule: clean female
-  espeak voices score down to 1.55, as low as speech under 9 dB white noise, so
-  it only rejects severe noise (0 dB white: 1.3-1.45). Unknown: P.808
-  or BAK null or dropped with --drop quality.
+- Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.7,
+  the personalised background (noise) score BAK at least 1.45 and the integrated
+  loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
+  scores a clip 30 dB quieter the same). Of two acceptable responses one wins,
+  within the pair, when it sounds clearly better. At one pace and in one voice
+  register (speaking rates less than 1.4 times apart, mean pitches less than
+  1.25 times), its P.808 higher by 0.35 and its BAK by 0.05 (audible noise
+  against less: the same speech with noise at 11-20 dB SNR against a clean
+  copy); across paces or voices DNSMOS leads are no evidence of noise (fast
+  speech scores 0.6-1.3 lower, a female espeak voice's BAK as low as
+  speech under noise). Or its P.808 higher by 0.85 alone (heavy clipping),
+  unless the paces differ (pace is Paralinguistics' business). Fitted on
+  `scripts/make_calibration.py`'s set (README, "Calibration of the cues
+  backbone"). BAK alone cannot carry the floor: clean female espeak voices score
+  down to 1.55, as low as speech under 9 dB white noise, so it only rejects severe
+  noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
+  loudness null or dropped with --drop.
 - Paralinguistics: cue words in the instruction outside the quoted words:
   slow/fast -> speaking rate (at most 130 / at least 200 WPM);
   quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
@@ -53,11 +65,16 @@ Rules, per dimension:
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
   speaking rate of the later half of the words against the earlier half (word
   timings, else the pace contour), changed 1.8 times or more. A response must
-  meet every cue found; with no cue word both are acceptable. Unknown: a cue
-  asked for that is null, dropped with --drop, or derived from a transcript
-  marked unreliable (the signal-only syllable rate still stands in for the
-  speaking rate), and a manner no rule measures (`UNMEASURED_MANNERS`: an
-  accent, singing, a robotic voice, intonation, emphasis, pauses, imitation).
+  meet every cue found; with no cue word both are acceptable; a response with
+  no speech at all (an empty transcript the blueprint trusts) meets none of the
+  manners asked for. Unknown: a cue asked for that is null, dropped with --drop,
+  or derived from a transcript marked unreliable (the signal-only syllable rate
+  still stands in for the speaking rate), and a manner no rule measures
+  (`UNMEASURED_MANNERS`: an accent, singing, a robotic voice, intonation,
+  emphasis, pauses, imitation, politeness, sarcasm, warmth, excitement asked
+  without an emotion word, other tones; and any other manner asked in words
+  these rules do not know: "in a <word> tone", or an adverb on a speaking verb,
+  "say it solemnly").
 
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.
@@ -80,19 +97,27 @@ __all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_c
            "transcript_doubt"]
 
 # 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
-CUES_VERSION = "3"
+# 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
+# manners undetermined, no speech failing every manner.
+CUES_VERSION = "4"
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
 
-    content_min_recall: float = 0.35  # share of the quoted letters found, in order, in the transcript
+    content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.6  # transcript letters over quoted letters
+    content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
     quality_min_p808: float = 2.7  # P.808 overall
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
-    quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner
+    quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
+    quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner ...
+    quality_pace_ratio: float = 1.4  # ... unless their speaking rates differ this much (pace, not quality)
+    quality_voice_ratio: float = 1.25  # mean pitches within this: one voice register, DNSMOS leads comparable
+    quality_noise_margin_p808: float = 0.35  # P.808 lead and ...
+    quality_noise_margin_background: float = 0.05  # ... BAK lead together: audible noise against less
     slow_max_wpm: float = 130.0
     fast_min_wpm: float = 200.0
     slow_max_syllables_per_s: float = 3.5  # used when the transcript-based rate is missing
@@ -141,7 +166,20 @@ UNMEASURED_MANNERS = {
     "emphasis": re.compile(r"\bemphasi[sz]\w*|\bstress(?:es|ing)? (?:on|the)\b"),
     "pauses": re.compile(r"\bpauses?\b|\bpausing\b"),
     "imitation": re.compile(r"\bimitat\w*|\bmimic\w*|\bimpression of\b"),
+    "politeness": re.compile(r"\bpolite(?:ly|ness)?\b|\bcourteous(?:ly)?\b|\brude(?:ly)?\b"),
+    "sarcasm": re.compile(r"\bsarcas\w*|\bironic\w*|\bmocking\w*"),
+    "warmth": re.compile(r"\bwarm(?:ly|th)?\b|\bfriendly\b|\bkind(?:ly)?\b|\btender(?:ly)?\b|\bcold(?:ly)?\b"),
+    "excitement": re.compile(r"\benthusias\w*|\benergetic\w*|\bexcitement\b"),
+    "other tone": re.compile(r"\b(?:confident|serious|dramatic|playful|mysterious|sincere|formal|casual|"
+                             r"firm|authoritative|sultry|seductive|bored|shy|proud|persuasive|apologetic|"
+                             r"gentle|soothing|childlike|elderly)(?:ly)?\b"),
 }
+# A manner asked for in words no rule knows: "in a <word> tone", or an adverb on a speaking verb.
+_ASKED_MANNER = re.compile(r"\bin an? ([a-z-]+) (?:tone|voice|manner|way|style)\b|"
+                           r"\b(?:say|speak|read|repeat|tell|talk|answer|respond|reply)\b[^.?!:\"]{0,40}?\b([a-z]+ly)\b")
+_NOT_A_MANNER = {"only", "really", "exactly", "just", "simply", "actually", "directly", "immediately", "briefly",
+                 "early", "finally", "fully", "normally", "naturally", "clearly", "daily", "usually", "correctly",
+                 "normal", "natural", "clear", "different", "same"}
 
 
 def _words(text: str) -> list[str]:
@@ -203,21 +241,40 @@ def _letters(words: list[str]) -> str:
     return "".join(words).replace("'", "")
 
 
-def _recall(quoted: list[str], said: list[str]) -> float:
-    """Share of the quoted letters found in order in the best-matching stretch of the transcript."""
-    target = _letters(quoted)
-    if not target:
+_NUMBERS = dict(zip("0 1 2 3 4 5 6 7 8 9 10 11 12".split(),
+                    "zero one two three four five six seven eight nine ten eleven twelve".split()))
+_NUMBERS |= {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint"}  # said in full, written short
+
+
+def _same_word(heard: str, quoted: str, t: Thresholds) -> bool:
+    """A heard word is the quoted one when spelt the same or nearly so ("colour"/"color", "dashwood"/"dashwoods")."""
+    heard, quoted = _NUMBERS.get(heard, heard).replace("'", ""), _NUMBERS.get(quoted, quoted).replace("'", "")
+    if heard == quoted:
+        return True
+    return min(len(heard), len(quoted)) >= 4 and SequenceMatcher(None, heard, quoted).ratio() >= t.content_word_match
+
+
+def _recall(quoted: list[str], said: list[str], t: Thresholds | None = None) -> float:
+    """Share of the quoted words said, in order, in the best-matching stretch of the transcript.
+
+    Each word weighs its letters, so missing "window" costs more than missing "the", and the
+    function words every sentence shares do not carry an unrelated one over the floor.
+    """
+    t = t or DEFAULT_THRESHOLDS
+    total = len(_letters(quoted))
+    if not total:
         return 1.0
     # A stretch a little longer than the quote, so words said around it (a preamble) do not count,
-    # and a long answer cannot collect the letters from all over.
+    # and a long answer cannot collect the words from all over.
     size = len(quoted) + max(3, len(quoted) // 2)
-    starts = range(max(1, len(said) - size + 1))
     best = 0
-    for start in starts:
-        window = _letters(said[start:start + size])
-        matcher = SequenceMatcher(None, target, window, autojunk=False)
-        best = max(best, sum(block.size for block in matcher.get_matching_blocks()))
-    return best / len(target)
+    for start in range(max(1, len(said) - size + 1)):
+        # Heard words that are spelt nearly like a quoted word are read as that word, then aligned in order.
+        window = [next((q for q in quoted if _same_word(w, q, t)), f"\0{w}") for w in said[start:start + size]]
+        matcher = SequenceMatcher(None, quoted, window, autojunk=False)
+        found = sum(len(_letters(quoted[m.a:m.a + m.size])) for m in matcher.get_matching_blocks())
+        best = max(best, found)
+    return best / total
 
 
 def decide(oks: list[bool | None], missing: list[str]) -> tuple[str | None, str | None]:
@@ -247,50 +304,105 @@ def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thres
             notes.append(f"response {n} has no recognised speech")
         elif quoted_words:
             said = _words(transcript)
-            recall = _recall(quoted_words, said)
+            recall = _recall(quoted_words, said, t)
             length = len(_letters(said)) / max(1, len(_letters(quoted_words)))
             oks.append(recall >= t.content_min_recall and length >= t.content_min_length)
-            notes.append(f"response {n} says {recall:.0%} of the quoted letters and is {length:.0%} as long")
+            notes.append(f"response {n} says {recall:.0%} of the quoted words and is {length:.0%} as long")
         else:
             oks.append(None)
             notes.append(f"response {n} has speech")
             missing.append("no quoted words in the instruction: nothing to check what is said against")
     rule = "no quoted words: only speech presence is evidence"
     if quoted_words:
-        rule = (f"quoted words: {t.content_min_recall:.0%} of the letters and {t.content_min_length:.0%} "
-                "of the length needed")
+        rule = (f"quoted words: {t.content_min_recall:.0%} of the words (by letters) and "
+                f"{t.content_min_length:.0%} of the length needed")
     label, why = decide(oks, missing)
     return label, f"{rule}; " + ", ".join(notes), why
 
 
 # -- Voice Quality -----------------------------------------------------------------------
 
-# What a response needs on each quality cue: (blueprint key, name, Thresholds field). P.808 follows how a
-# listener rates the whole clip; the background score (BAK) is the one made for noise.
-QUALITY_CUES = (("P808_Overall_Quality", "P.808", "quality_min_p808"),
-                ("DNSMOS_Personalized_Background_Quality", "BAK", "quality_min_background"))
+# What a response needs on each quality cue: (section, key, name, Thresholds field). P.808 follows how a
+# listener rates the whole clip; the background score (BAK) is the one made for noise; the integrated
+# loudness says whether the answer can be heard at all (DNSMOS scores a quiet clip like a loud one).
+QUALITY_CUES = (("agent_audio_quality", "P808_Overall_Quality", "P.808", "quality_min_p808"),
+                ("agent_audio_quality", "DNSMOS_Personalized_Background_Quality", "BAK", "quality_min_background"),
+                ("agent_audio_properties", "Integrated_Loudness_LUFS", "loudness", "quality_min_lufs"))
 
 
 def _quality_ok(bp: dict | None, t: Thresholds) -> tuple[bool | None, str, list[str]]:
     """(acceptable, or None when a cue is unmeasured and none failed; what was read; the unmeasured cues)."""
     ok: bool | None = True
     readings, unmeasured = [], []
-    for key, name, field in QUALITY_CUES:
-        value, minimum = _get(bp, "agent_audio_quality", key), getattr(t, field)
+    for section, key, name, field in QUALITY_CUES:
+        value, minimum = _get(bp, section, key), getattr(t, field)
+        unit = " LUFS" if name == "loudness" else ""
         if value is None:
             unmeasured.append(name)
             if ok is True:
                 ok = None
         elif value < minimum:
             ok = False  # a measured failure is evidence whatever else is missing
-        readings.append(f"{name} {_fmt(value)} (needs {minimum:g})")
+        readings.append(f"{name} {_fmt(value, unit)} (needs {minimum:g}{unit})")
     return ok, " ".join(readings), unmeasured
 
 
-def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> Judgement:
+def _rate(bp: dict | None) -> float | None:
+    """Words per minute, else syllables per second in the same unit (about 1.4 syllables a word)."""
+    wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+    if wpm is not None:
+        return wpm
+    syllables = _get(bp, "agent_voicing", "Syllable_Rate_Per_S")
+    return None if syllables is None else syllables * 60 / 1.4
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return max(a, b) / min(a, b) if a and b and a > 0 and b > 0 else None
+
+
+def clearly_better(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str | None, str]:
+    """Of two acceptable responses, the one that sounds clearly better ("1", "2" or None) and why.
+
+    Within the pair, not against absolute floors: of two renditions at one pace in one voice register
+    (speaking rates within the pace ratio, mean pitches within the voice ratio), the one with audible
+    noise loses when its P.808 and its background score (BAK) are both lower by the noise margins.
+    DNSMOS scores fast speech lower, and one voice above another (a female espeak voice's BAK is as low
+    as speech under noise), so across paces or voices those leads say nothing of the channel. A P.808
+    lead alone wins by the clear margin, unless the paces differ: pace is Paralinguistics' business.
+    """
+    p1, p2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
+    b1, b2 = (_get(bp, "agent_audio_quality", "DNSMOS_Personalized_Background_Quality") for bp in (bp1, bp2))
+    lead = "1" if p1 > p2 else "2"
+    dp, db = abs(p1 - p2), (b1 - b2 if lead == "1" else b2 - b1)
+    paces = _ratio(_rate(bp1), _rate(bp2))
+    pitches = _ratio(*(_get(bp, "agent_audio_properties", "Mean_Pitch_Hz") for bp in (bp1, bp2)))
+    one_pace = paces is not None and paces < t.quality_pace_ratio
+    one_voice = pitches is not None and pitches < t.quality_voice_ratio
+    if one_pace and one_voice and dp >= t.quality_noise_margin_p808 and db >= t.quality_noise_margin_background:
+        return lead, f"response {lead} cleaner: P.808 {dp:.2f} and BAK {db:.2f} higher at one pace and voice"
+    if dp >= t.quality_clear_margin:
+        if paces is not None and not one_pace:
+            return None, f"P.808 {dp:.2f} apart at paces {paces:.1f} times apart: pace, not quality"
+        return lead, f"response {lead} clearly better: P.808 {dp:.2f} higher"
+    where = "" if one_pace and one_voice else " (leads compared only at one pace and voice)"
+    return None, f"no clear difference: P.808 {dp:.2f}, BAK {db:+.2f} apart{where}"
+
+
+def no_speech(bp: dict | None, doubt: str | None = None) -> bool:
+    """The response says nothing: a transcript the blueprint trusts, and empty."""
+    transcript = (bp or {}).get("agent_response")
+    return not doubt and isinstance(transcript, str) and not transcript.strip()
+
+
+def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds,
+                        doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
     oks: list[bool | None] = []
     notes, missing = [], []
-    for n, bp in enumerate((bp1, bp2), start=1):
+    for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
+        if no_speech(bp, doubt):  # no voice to hear: DNSMOS scores silence, loudness is null
+            oks.append(False)
+            notes.append(f"response {n} has no speech")
+            continue
         ok, reading, unmeasured = _quality_ok(bp, t)
         oks.append(ok)
         notes.append(f"response {n} {reading}")
@@ -298,11 +410,13 @@ def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds) -> Ju
             missing.append(f"response {n} {' and '.join(unmeasured)} unmeasured")
     label, why = decide(oks, missing)
     if label == "both_good":
-        s1, s2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
-        if abs(s1 - s2) >= t.quality_clear_margin:
-            label = "1" if s1 > s2 else "2"
-    rule = (f"acceptable at P.808 {t.quality_min_p808:g} and BAK {t.quality_min_background:g} or more, "
-            f"a winner by {t.quality_clear_margin:g} P.808")
+        better, reading = clearly_better(bp1, bp2, t)
+        label = better or label
+        notes.append(reading)
+    rule = (f"acceptable at P.808 {t.quality_min_p808:g}, BAK {t.quality_min_background:g} and "
+            f"{t.quality_min_lufs:g} LUFS or more; a winner by P.808 {t.quality_noise_margin_p808:g} with BAK "
+            f"{t.quality_noise_margin_background:g} at one pace and voice, or by P.808 {t.quality_clear_margin:g} "
+            f"at one pace")
     return label, f"{rule}; " + ", ".join(notes), why
 
 
@@ -439,6 +553,16 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
     cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
+    named = {cue.name for cue in cues}
+    measured = SLOW_WORDS | FAST_WORDS | QUIET_WORDS | LOUD_WORDS | set(EMOTION_WORDS) | _NOT_A_MANNER | {
+        "high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
+    for found in _ASKED_MANNER.finditer(text):
+        word = found.group(1) or found.group(2)
+        # A word a named manner covers ("politely") is already asked for under that name.
+        if word not in measured and word not in named and not any(
+                manner.search(word) for manner in UNMEASURED_MANNERS.values()):
+            cues.append(_Cue(f"{word} (a manner)", _not_measured))
+            named.add(word)
     return cues
 
 
@@ -465,12 +589,14 @@ def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, 
     if not cues:
         return "both_good", "no paralinguistic cue words in the instruction", None
     bps = [_without_transcript_cues(bp) if doubt else bp for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
+    # No speech at all does not do any manner asked for, measured or not.
+    silent = [no_speech(bp, doubt) for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
     oks: list[bool | None] = [True, True]
     notes, missing = [], []
     for cue in cues:
         readings, unknown = [], {}
         for n, bp in enumerate(bps):
-            ok, reading = cue.check(bp)
+            ok, reading = (False, "no speech") if silent[n] else cue.check(bp)
             if ok is None:
                 unknown[n + 1] = reading + (f" ({doubts[n]})" if doubts[n] else "")
                 if oks[n] is True:
@@ -499,7 +625,7 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
                 for view, stored in zip(case.blueprints, case.stored, strict=True))
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
-    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds)
+    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
     reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. "
                  f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
