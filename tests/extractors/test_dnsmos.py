@@ -172,6 +172,15 @@ def test_tiny_clips_give_finite_scores(extractor, speech):
         assert all(isinstance(v, float) and np.isfinite(v) for v in section.values["agent_audio_quality"].values())
 
 
+def test_long_runs_are_scored_a_block_at_a_time(extractor, clips_by_length, batched, monkeypatch):
+    """The head's output over a stretch of windows is the same computed in any block size."""
+    import extractors._dnsmos_net as net
+
+    monkeypatch.setattr(net, "HEAD_BLOCK_FRAMES", 137)  # blocks end inside windows and inside edges
+    for seconds in (9.5, 25.0):
+        _assert_close(extractor.scorer.score([clips_by_length[seconds]])[0], batched[seconds])
+
+
 def test_a_bad_clip_fails_alone(extractor, clips_by_length):
     bad = np.array(clips_by_length[3.0])
     bad[100] = np.nan
