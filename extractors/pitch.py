@@ -113,6 +113,9 @@ class PitchExtractor(Extractor):
     outputs = tuple(f"{_PROPERTIES}.{key}" for key in (_MEAN, _STD, _CONTOUR, _RANGE))
     Config = Config
 
+    def load(self) -> None:
+        import parselmouth  # noqa: F401  (here, so that worker processes forked after it inherit it)
+
     def extract_one(self, clip: Clip) -> Section:
         config: Config = self.config
         track = track_pitch(clip.samples(self.sample_rate), self.sample_rate, config)
