@@ -64,6 +64,7 @@ EDGE_FRAMES = 4
 EDGE_INPUT_FRAMES = 2 * EDGE_FRAMES
 HEAD_CHANNELS, HEAD_BINS = 32, 161  # the head's output: (N, 32, frames, 161)
 HEAD_BLOCK_FRAMES = 1000  # the head runs over a stretch 10 s at a time (21 MB of output)
+SPECTROGRAM_WINDOWS = 16  # one P.808 spectrogram serves up to 16 consecutive windows (25 s, 10 MB)
 # P.808 mel spectrogram of the reference: n_fft 321 (sic), hop 160, 120 bands, on the
 # window minus its last 160 samples.
 MEL_N_FFT = 321
@@ -470,8 +471,9 @@ class DnsmosScorer:
             starts = window_starts(len(tiled))
             counts.append(len(starts))
             for run in _runs_of_consecutive(starts):
-                for i in range(0, len(run), self.p808.most):  # one spectrogram per stretch of a few windows
-                    for features in p808_features(tiled, run[i : i + self.p808.most], self.mel_basis, self.mel_window):
+                for i in range(0, len(run), SPECTROGRAM_WINDOWS):
+                    group = run[i : i + SPECTROGRAM_WINDOWS]
+                    for features in p808_features(tiled, group, self.mel_basis, self.mel_window):
                         p808.next_input()[:] = features
                 for net, batch in networks:
                     net.add_run(tiled, run, batch)
