@@ -8,24 +8,29 @@ by the P.835 network on its samples and by the P.808 network on the log-mel
 spectrogram of its first 144000 samples, the P.835 outputs go through the
 published polynomial calibration, and the window scores are averaged.
 
-Two things make it fast without changing a score:
-- windows of many clips are stacked into one ONNX run;
+What makes it fast without changing a score:
 - consecutive windows overlap by 8 of their 9 seconds, so the expensive
   full-resolution convolutions at the front of the P.835 network (the "head",
   ~95% of its cost) run once over each stretch of consecutive windows instead of
   once per window; only the 4 frames at each window edge, where the network's
   zero padding differs, are computed per window. The rest of the network (the
   "tail") then runs on each window. Likewise the P.808 spectrogram is computed
-  once per clip and only each window's first and last frame are redone.
+  once per stretch of a few windows and only each window's first and last frame
+  are redone;
+- windows of many clips are stacked into one ONNX run (on a CPU this alone gains
+  nothing: the convolutions already keep the cores busy).
 Without the `onnx` package (needed to split the network) whole windows are scored.
-On a CPU, stacking alone gains nothing (the convolutions already keep the cores
-busy); sharing the head cuts the work by 2.6x on clips of 5-15 s.
+
+Memory does not grow with a clip's length: the head runs over a stretch a block
+of frames at a time, and each network sees a few windows at a time; only the
+scores of each window (a few numbers) are kept until they are averaged.
 
 `score_one_window_at_a_time` is the plain reference loop, one window per ONNX run,
 kept to check the fast path against and to time it.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +62,9 @@ FRAMES_PER_WINDOW = 900
 # feel the window's zero padding.
 EDGE_FRAMES = 4
 EDGE_INPUT_FRAMES = 2 * EDGE_FRAMES
+HEAD_CHANNELS, HEAD_BINS = 32, 161  # the head's output: (N, 32, frames, 161)
+HEAD_BLOCK_FRAMES = 1000  # the head runs over a stretch 10 s at a time (21 MB of output)
+SPECTROGRAM_WINDOWS = 16  # one P.808 spectrogram serves up to 16 consecutive windows (25 s, 10 MB)
 # P.808 mel spectrogram of the reference: n_fft 321 (sic), hop 160, 120 bands, on the
 # window minus its last 160 samples.
 MEL_N_FFT = 321
@@ -123,16 +131,34 @@ def window_starts(n_samples: int) -> list[int]:
 # P.808 input: log-mel spectrogram of each window
 
 
-def _mel_basis() -> np.ndarray:
-    import librosa
+def _hz_to_mel(hz: np.ndarray | float) -> np.ndarray:
+    """Slaney's mel scale: linear below 1 kHz (200/3 Hz a mel), then 27 mels per factor 6.4."""
+    hz = np.asarray(hz, dtype=np.float64)
+    return np.where(hz >= 1000.0, 15.0 + np.log(np.maximum(hz, 1000.0) / 1000.0) / _MEL_LOG_STEP, hz / (200.0 / 3))
 
-    return librosa.filters.mel(sr=SAMPLE_RATE, n_fft=MEL_N_FFT, n_mels=MEL_BANDS)  # (120, 161) float32
+
+def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
+    return np.where(mel >= 15.0, 1000.0 * np.exp(_MEL_LOG_STEP * (mel - 15.0)), mel * (200.0 / 3))
 
 
-def _hann_321() -> np.ndarray:
-    import scipy.signal
+_MEL_LOG_STEP = np.log(6.4) / 27.0
 
-    return scipy.signal.get_window("hann", MEL_N_FFT, fftbins=True)  # float64, as librosa.stft uses it
+
+def mel_basis() -> np.ndarray:
+    """The reference's mel filters (librosa's defaults: Slaney scale, each triangle of unit area), (120, 161) float32."""
+    bins = np.fft.rfftfreq(MEL_N_FFT, 1.0 / SAMPLE_RATE)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), MEL_BANDS + 2))
+    width = np.diff(edges)
+    distance = edges[:, np.newaxis] - bins[np.newaxis, :]
+    rising, falling = -distance[:-2] / width[:-1, np.newaxis], distance[2:] / width[1:, np.newaxis]
+    weights = np.maximum(0.0, np.minimum(rising, falling)).astype(np.float32)
+    weights *= (2.0 / (edges[2:] - edges[:-2]))[:, np.newaxis]
+    return weights
+
+
+def hann_window() -> np.ndarray:
+    """The periodic 321-point Hann window librosa.stft uses, float64."""
+    return (0.5 + 0.5 * np.cos(np.linspace(-np.pi, np.pi, MEL_N_FFT + 1)))[:-1]
 
 
 def _power_frames(frames: np.ndarray, window: np.ndarray) -> np.ndarray:
@@ -152,29 +178,28 @@ def _to_p808_features(mel_power: np.ndarray) -> np.ndarray:
 
 
 def p808_features(tiled: np.ndarray, starts: list[int], mel_basis: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """P.808 input of every window, from one spectrogram of the whole clip.
+    """P.808 input of some windows of one clip, from one spectrogram of the stretch they cover.
 
     A mel frame of a window is centred on a multiple of 160 samples and spans 321;
     all but the first and last frame of a window lie inside it and equal the frame
-    of the whole clip at the same place. The first and last are redone with the
+    of the stretch at the same place. The first and last are redone with the
     zero padding the reference's per-window librosa call gives them.
     """
     half = MEL_N_FFT // 2  # 160
-    last_start = starts[-1]
-    # Clip frame k is centred on sample k*160; frames 1 .. last window's 898th are needed.
-    span = tiled[: last_start + MEL_SAMPLES]
-    inner = np.lib.stride_tricks.sliding_window_view(span, MEL_N_FFT)[::FRAME_SAMPLES]  # row i = frame i+1
-    clip_power = _power_frames(inner, window)
+    first = starts[0]
+    span = tiled[first : starts[-1] + MEL_SAMPLES]
+    inner = np.lib.stride_tricks.sliding_window_view(span, MEL_N_FFT)[::FRAME_SAMPLES]  # row i: frame at first+(i+1)*160
+    span_power = _power_frames(inner, window)
     edges = np.zeros((2 * len(starts), MEL_N_FFT), dtype=np.float32)
     for i, start in enumerate(starts):
         edges[2 * i, half:] = tiled[start : start + half + 1]  # frame 0: 160 zeros, then 161 samples
         edges[2 * i + 1, :-1] = tiled[start + MEL_SAMPLES - 2 * half : start + MEL_SAMPLES]  # frame 899: 320, one zero
     edge_power = _power_frames(edges, window)
-    power = np.empty((len(starts), FRAMES_PER_WINDOW, clip_power.shape[1]), dtype=np.float32)
+    power = np.empty((len(starts), FRAMES_PER_WINDOW, span_power.shape[1]), dtype=np.float32)
     for i, start in enumerate(starts):
-        first = start // FRAME_SAMPLES  # clip frame of window frame 0
+        row = (start - first) // FRAME_SAMPLES  # the stretch's row of window frame 1
         power[i, 0] = edge_power[2 * i]
-        power[i, 1:-1] = clip_power[first : first + FRAMES_PER_WINDOW - 2]  # clip frames first+1 .. first+898
+        power[i, 1:-1] = span_power[row : row + FRAMES_PER_WINDOW - 2]
         power[i, -1] = edge_power[2 * i + 1]
     mel_power = power @ mel_basis.T  # (n, 900, 120)
     return _to_p808_features(mel_power)
@@ -221,11 +246,11 @@ def _frames_of(samples: np.ndarray, first_frame: int, count: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(span, 2 * FRAME_SAMPLES)[::FRAME_SAMPLES]
 
 
-def _runs_of_consecutive(starts: list[int], most: int) -> list[list[int]]:
-    """Window starts grouped into runs one hop apart, each at most `most` long."""
+def _runs_of_consecutive(starts: list[int]) -> list[list[int]]:
+    """Window starts grouped into runs one hop apart."""
     runs: list[list[int]] = []
     for start in starts:
-        if runs and start - runs[-1][-1] == HOP_SAMPLES and len(runs[-1]) < most:
+        if runs and start - runs[-1][-1] == HOP_SAMPLES:
             runs[-1].append(start)
         else:
             runs.append([start])
@@ -233,7 +258,7 @@ def _runs_of_consecutive(starts: list[int], most: int) -> list[list[int]]:
 
 
 class _Session:
-    """An ONNX session over one graph, run on inputs split into runs of at most `most` items."""
+    """An ONNX session over one graph, run on at most `most` windows at a time."""
 
     def __init__(self, model: bytes | str, options: Any, providers: list, most: int):
         import onnxruntime as ort
@@ -242,13 +267,38 @@ class _Session:
         self.input = self.session.get_inputs()[0].name
         self.most = most
 
-    def __call__(self, batch: np.ndarray, most: int | None = None) -> np.ndarray:
-        most = most or self.most
-        outputs = [
-            self.session.run(None, {self.input: np.ascontiguousarray(batch[i : i + most])})[0]
-            for i in range(0, len(batch), most)
-        ]
-        return np.concatenate(outputs) if len(outputs) > 1 else outputs[0]
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input: np.ascontiguousarray(batch)})[0]
+
+
+class _Batch:
+    """The inputs of one network, filled in place a window at a time and run `most` windows at a time.
+
+    Memory holds one batch of inputs, whatever the number or length of the clips;
+    the outputs (a few numbers per window) come back in the order the windows came.
+    """
+
+    def __init__(self, session: _Session, shape: tuple[int, ...]):
+        self.session = session
+        self.inputs = np.empty((session.most, *shape), np.float32)
+        self.filled = 0
+        self.outputs: list[np.ndarray] = []
+
+    def next_input(self) -> np.ndarray:
+        """The input of the next window, to be filled by the caller."""
+        if self.filled == len(self.inputs):
+            self._run()
+        self.filled += 1
+        return self.inputs[self.filled - 1]
+
+    def outputs_in_order(self) -> np.ndarray:
+        self._run()
+        return np.concatenate(self.outputs)
+
+    def _run(self) -> None:
+        if self.filled:
+            self.outputs.append(self.session(self.inputs[: self.filled]))
+            self.filled = 0
 
 
 def _split_p835(path: Path) -> tuple[bytes, bytes] | None:
@@ -258,8 +308,9 @@ def _split_p835(path: Path) -> tuple[bytes, bytes] | None:
     except ImportError:
         return None
     model = onnx.load(str(path))
-    head = _subgraph(model, _FRAMES_TENSOR, ["N", "frames", 2 * FRAME_SAMPLES], _HEAD_TENSOR, ["N", 32, "frames", 161])
-    tail = _subgraph(model, _HEAD_TENSOR, ["N", 32, FRAMES_PER_WINDOW, 161], _OUTPUT_TENSOR, ["N", 3])
+    head = _subgraph(model, _FRAMES_TENSOR, ["N", "frames", 2 * FRAME_SAMPLES], _HEAD_TENSOR,
+                     ["N", HEAD_CHANNELS, "frames", HEAD_BINS])
+    tail = _subgraph(model, _HEAD_TENSOR, ["N", HEAD_CHANNELS, FRAMES_PER_WINDOW, HEAD_BINS], _OUTPUT_TENSOR, ["N", 3])
     return head, tail
 
 
@@ -293,79 +344,88 @@ def _subgraph(model: Any, input_name: str, input_shape: list, output_name: str, 
     return part.SerializeToString()
 
 
+class _HeadStream:
+    """The head's output over a run of frames, as one call over the whole run gives it, computed a
+    block at a time and kept only while a window still needs it (memory bounded however long the run).
+
+    A block is computed with EDGE_FRAMES frames of context either side (within the run) and
+    those are dropped: every frame kept saw the same inputs as in one call over the run.
+    """
+
+    def __init__(self, head: _Session, samples: np.ndarray, first: int, count: int):
+        self.head, self.samples = head, samples
+        self.first, self.end = first, first + count
+        self.computed = first  # frames before this one are computed
+        self.blocks: list[tuple[int, np.ndarray]] = []  # (first frame, (channels, frames, bins))
+
+    def copy_window(self, frame: int, out: np.ndarray) -> None:
+        """Frames frame .. frame+899 of the run's head output into `out`."""
+        last = frame + FRAMES_PER_WINDOW
+        while self.computed < last:
+            self._compute_block()
+        self.blocks = [(start, block) for start, block in self.blocks if start + block.shape[1] > frame]
+        for start, block in self.blocks:
+            low, high = max(start, frame), min(start + block.shape[1], last)
+            if low < high:
+                out[:, low - frame : high - frame] = block[:, low - start : high - start]
+
+    def _compute_block(self) -> None:
+        start, end = self.computed, min(self.computed + HEAD_BLOCK_FRAMES, self.end)
+        low, high = max(start - EDGE_FRAMES, self.first), min(end + EDGE_FRAMES, self.end)
+        features = self.head(_frames_of(self.samples, low, high - low)[np.newaxis])[0]
+        self.blocks.append((start, features[:, start - low : end - low]))
+        self.computed = end
+
+
 class _P835:
     """One DNSMOS P.835 network with its calibration."""
 
     def __init__(self, path: Path, personalized: bool, options: Any, providers: list, most: int):
-        self.personalized = personalized
-        self.whole = _Session(str(path), options, providers, most)
+        self.path, self.personalized = path, personalized
+        self._setup = (options, providers, most)
         parts = _split_p835(path)
         self.head = self.tail = None
         if parts is not None:
-            self.head = _Session(parts[0], options, providers, most)
-            self.tail = _Session(parts[1], options, providers, most)
+            self.head = _Session(parts[0], *self._setup)
+            self.tail = _Session(parts[1], *self._setup)
 
-    def scores(self, clips: list[tuple[np.ndarray, list[int]]]) -> np.ndarray:
-        """(total windows, 3) calibrated SIG, BAK, OVRL of the windows of every (tiled samples, starts) pair."""
+    @functools.cached_property
+    def whole(self) -> _Session:
+        """The network in one piece: for whole windows without `onnx`, and for the reference loop."""
+        return _Session(str(self.path), *self._setup)
+
+    def batch(self) -> _Batch:
         if self.head is None:
-            windows = np.stack([t[s : s + WINDOW_SAMPLES] for t, starts in clips for s in starts])
-            return calibrate(self.whole(windows), self.personalized)
-        return calibrate(self._shared_head(clips), self.personalized)
+            return _Batch(self.whole, (WINDOW_SAMPLES,))
+        return _Batch(self.tail, (HEAD_CHANNELS, FRAMES_PER_WINDOW, HEAD_BINS))
+
+    def add_run(self, tiled: np.ndarray, run: list[int], batch: _Batch) -> None:
+        """The inputs of a run of consecutive windows into `batch`: window samples, or the head's
+        output shared by the run with each window's edge frames redone under its own zero padding."""
+        if self.head is None:
+            for start in run:
+                batch.next_input()[:] = tiled[start : start + WINDOW_SAMPLES]
+            return
+        first = run[0] // FRAME_SAMPLES
+        stream = _HeadStream(self.head, tiled, first, (run[-1] - run[0]) // FRAME_SAMPLES + FRAMES_PER_WINDOW)
+        for w, start in enumerate(run):
+            frame = start // FRAME_SAMPLES
+            window = batch.next_input()
+            stream.copy_window(frame, window)
+            # A run's first and last window edges are the run's own: their padding is already the window's.
+            edges = [] if w == 0 else [frame]
+            if w < len(run) - 1:
+                edges.append(frame + FRAMES_PER_WINDOW - EDGE_INPUT_FRAMES)
+            if edges:
+                out = self.head(np.stack([_frames_of(tiled, e, EDGE_INPUT_FRAMES) for e in edges]))
+                if w > 0:
+                    window[:, :EDGE_FRAMES] = out[0][:, :EDGE_FRAMES]
+                if w < len(run) - 1:
+                    window[:, -EDGE_FRAMES:] = out[-1][:, EDGE_FRAMES:]
 
     def scores_of_one_window(self, segment: np.ndarray) -> np.ndarray:
         """Calibrated SIG, BAK, OVRL of one 9.01 s window, by the whole network."""
         return calibrate(self.whole(segment[np.newaxis]), self.personalized)[0]
-
-    def _shared_head(self, clips: list[tuple[np.ndarray, list[int]]]) -> np.ndarray:
-        most = self.whole.most
-        runs = [(c, run) for c, (_, starts) in enumerate(clips) for run in _runs_of_consecutive(starts, most)]
-        # 1. Edge frames of windows inside a run (a run's own ends see the same padding as
-        #    their window), for all clips in one stacked head run.
-        edge_inputs, edge_slots = [], []
-        for c, run in runs:
-            tiled = clips[c][0]
-            for w, start in enumerate(run):
-                frame = start // FRAME_SAMPLES
-                if w > 0:
-                    edge_inputs.append(_frames_of(tiled, frame, EDGE_INPUT_FRAMES))
-                    edge_slots.append((c, start, "left"))
-                if w < len(run) - 1:
-                    last = frame + FRAMES_PER_WINDOW - EDGE_INPUT_FRAMES
-                    edge_inputs.append(_frames_of(tiled, last, EDGE_INPUT_FRAMES))
-                    edge_slots.append((c, start, "right"))
-        edges = {}
-        if edge_inputs:
-            # Edge inputs are 8 frames where a window has 900: many more fit in one run.
-            outputs = self.head(np.stack(edge_inputs), most=self.head.most * FRAMES_PER_WINDOW // EDGE_INPUT_FRAMES)
-            for slot, out in zip(edge_slots, outputs):
-                edges[slot] = out[:, :EDGE_FRAMES] if slot[2] == "left" else out[:, EDGE_FRAMES:]
-        # 2. Each run's head once, cut into windows, edges patched; tails stacked across clips.
-        results: list[np.ndarray] = []
-        pending: np.ndarray | None = None  # tail input being filled
-        filled = 0
-        for c, run in runs:
-            tiled = clips[c][0]
-            first = run[0] // FRAME_SAMPLES
-            count = (run[-1] - run[0]) // FRAME_SAMPLES + FRAMES_PER_WINDOW
-            features = self.head(_frames_of(tiled, first, count)[np.newaxis])[0]  # (32, count, 161)
-            for start in run:
-                if pending is None:
-                    channels, _, bins = features.shape
-                    pending = np.empty((self.tail.most, channels, FRAMES_PER_WINDOW, bins), np.float32)
-                offset = start // FRAME_SAMPLES - first
-                window = pending[filled]
-                window[:] = features[:, offset : offset + FRAMES_PER_WINDOW]
-                if (c, start, "left") in edges:
-                    window[:, :EDGE_FRAMES] = edges[(c, start, "left")]
-                if (c, start, "right") in edges:
-                    window[:, -EDGE_FRAMES:] = edges[(c, start, "right")]
-                filled += 1
-                if filled == len(pending):
-                    results.append(self.tail(pending))
-                    filled = 0
-        if filled:
-            results.append(self.tail(pending[:filled]))
-        return np.concatenate(results)
 
 
 class DnsmosScorer:
@@ -393,29 +453,38 @@ class DnsmosScorer:
             _P835(model_dir / NON_PERSONALIZED_FILE, False, options, providers, most) if non_personalized else None
         )
         self.p808 = _Session(str(model_dir / P808_FILE), options, providers, most)
-        self.mel_basis = _mel_basis()
-        self.mel_window = _hann_321()
+        self.mel_basis = mel_basis()
+        self.mel_window = hann_window()
 
     @property
     def shares_frames(self) -> bool:
         return self.p835.head is not None
 
     def score(self, clips: list[np.ndarray]) -> list[DnsmosScores]:
-        """Scores of each clip (16 kHz mono float32), all windows stacked into shared ONNX runs."""
-        prepared = []
+        """Scores of each clip (16 kHz mono float32), window by window: the windows of all clips
+        share ONNX runs of a few windows each, so memory does not grow with the clips' length."""
+        p808 = _Batch(self.p808, (FRAMES_PER_WINDOW, MEL_BANDS))
+        networks = [(net, net.batch()) for net in (self.p835, self.plain_p835) if net is not None]
+        counts = []
         for samples in clips:
             tiled = tile_to_window(samples)
-            prepared.append((tiled, window_starts(len(tiled))))
-        counts = [len(starts) for _, starts in prepared]
-        features = np.concatenate([p808_features(t, s, self.mel_basis, self.mel_window) for t, s in prepared])
-        p808 = self.p808(features)[:, 0]
-        personal = self.p835.scores(prepared)
-        plain = self.plain_p835.scores(prepared) if self.plain_p835 else None
+            starts = window_starts(len(tiled))
+            counts.append(len(starts))
+            for run in _runs_of_consecutive(starts):
+                for i in range(0, len(run), SPECTROGRAM_WINDOWS):
+                    group = run[i : i + SPECTROGRAM_WINDOWS]
+                    for features in p808_features(tiled, group, self.mel_basis, self.mel_window):
+                        p808.next_input()[:] = features
+                for net, batch in networks:
+                    net.add_run(tiled, run, batch)
+        p808_scores = p808.outputs_in_order()[:, 0]
+        calibrated = [calibrate(batch.outputs_in_order(), net.personalized) for net, batch in networks]
+        personal, plain = calibrated[0], calibrated[1] if len(calibrated) > 1 else None
         results = []
         offset = 0
         for count in counts:
             rows = slice(offset, offset + count)
-            results.append(_average(personal[rows], p808[rows], None if plain is None else plain[rows]))
+            results.append(_average(personal[rows], p808_scores[rows], None if plain is None else plain[rows]))
             offset += count
         return results
 

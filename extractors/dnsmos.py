@@ -1,7 +1,7 @@
 """Speech quality with DNSMOS: P.835 (signal, background, overall) and P.808 (overall).
 
-The extractor: where the ONNX files come from, how clips are grouped into runs, and
-what goes into the blueprint. The networks and their arithmetic (windows, features,
+The extractor: where the ONNX files come from, which clips hold speech to rate, how
+clips are grouped into runs, and what goes into the blueprint. The networks and their arithmetic (windows, features,
 the shared convolution front-end, calibration) are in `extractors/_dnsmos_net.py`.
 """
 from __future__ import annotations
@@ -31,6 +31,8 @@ __all__ = [
     "DnsmosExtractor",
     "DnsmosScorer",
     "DnsmosScores",
+    "loudest_block_dbfs",
+    "no_speech",
     "score_one_window_at_a_time",
     "to_section",
     "tile_to_window",
@@ -58,9 +60,14 @@ _CARD = "dnsmos"
 @dataclass
 class Config:
     non_personalized: bool = False  # also score with the non-personalized P.835 model (DNSMOS_*_Quality keys)
-    # Clips are scored in groups of about this much audio, and one ONNX run holds this
-    # much window audio (72 s: 8 windows of 9.01 s, about 0.6 GB of activations on a CPU).
-    batch_seconds: float = 72.0
+    # Only speech is rated (see `no_speech`): a clip whose loudest 400 ms is below this level is silence...
+    silence_dbfs: float = -70.0
+    # ...and one where Praat's pitch tracker finds less voiced time than this holds noise or unvoiced sound only.
+    min_voiced_s: float = 0.1
+    # Clips are scored in groups of about this much audio, and one ONNX run holds this much
+    # window audio: 20 s, two windows of 9.01 s. On a CPU more gains no speed and costs memory
+    # (8 windows: 0.6 GB more); a GPU is kept busier with more (--set dnsmos.batch_seconds=72).
+    batch_seconds: float = 20.0
     num_threads: int = 0  # ONNX Runtime threads; 0 = all cores
     model_path: str | None = None  # folder with the speechmos layout; default: the installed speechmos package
 
@@ -68,7 +75,7 @@ class Config:
 @register
 class DnsmosExtractor(Extractor):
     name = "dnsmos"
-    version = "2"
+    version = "3"
     description = "DNSMOS P.835 personalized signal/background/overall and P.808 overall quality (MOS 1-5)"
     sample_rate = SAMPLE_RATE
     uses_gpu = True  # with onnxruntime-gpu installed; otherwise it runs on the CPU and says so
@@ -144,15 +151,15 @@ class DnsmosExtractor(Extractor):
         samples: dict[int, np.ndarray] = {}
         for i, clip in enumerate(clips):
             try:
-                samples[i] = _checked_samples(clip)
+                checked = _checked_samples(clip)
+                reason = no_speech(checked, self.config)
             except ClipError as e:
                 results[i] = e
                 continue
-            if not samples[i].any():
-                # The networks do score digital silence (about 3 for signal quality), but a
-                # quality score of no speech would read as a real one: null, with the reason.
-                del samples[i]
-                results[i] = self._nothing_to_rate()
+            if reason is None:
+                samples[i] = checked
+            else:
+                results[i] = self._nothing_to_rate(reason)
         for batch in self._batches(samples):
             try:
                 scored = self.scorer.score([samples[i] for i in batch])
@@ -162,10 +169,9 @@ class DnsmosExtractor(Extractor):
                 results[i] = scores if isinstance(scores, ClipError) else to_section(scores)
         return results
 
-    def _nothing_to_rate(self) -> Section:
+    def _nothing_to_rate(self, reason: str) -> Section:
         keys = list(_KEYS.values()) + (list(_PLAIN_KEYS.values()) if self.config.non_personalized else [])
-        return Section({_SECTION: {key: None for key in keys}},
-                       {f"{_SECTION}.{key}": "digital silence: no speech to rate" for key in keys})
+        return Section({_SECTION: {key: None for key in keys}}, {f"{_SECTION}.{key}": reason for key in keys})
 
     def _score_alone(self, samples: np.ndarray) -> DnsmosScores | ClipError:
         try:
@@ -198,6 +204,66 @@ def _checked_samples(clip: Clip) -> np.ndarray:
     if not np.all(np.isfinite(samples)):
         raise ClipError("samples contain NaN or infinity")
     return samples
+
+
+# ---------------------------------------------------------------------------------------
+# Speech to rate
+
+_LEVEL_BLOCK = SAMPLE_RATE * 4 // 10  # 400 ms, the BS.1770 gating block
+_LEVEL_HOP = SAMPLE_RATE // 10
+_VOICING_BLOCK = 2 * SAMPLE_RATE
+
+
+def no_speech(samples: np.ndarray, config: Config) -> str | None:
+    """Why a clip holds no speech to rate, or None when it holds some.
+
+    The networks score anything: digital silence gets P.808 2.3 and background 4.1,
+    which would read as real scores. Speech here is sound above silence (its loudest
+    400 ms at `silence_dbfs` or more, the absolute gate of BS.1770 on the unweighted
+    signal) in which Praat's autocorrelation pitch tracker, as the pitch extractor's
+    first pass runs it, finds at least `min_voiced_s` of voiced frames. Steady noise
+    is not voiced: white noise gives none, and speech under white noise at 0 dB SNR
+    still gives over a second in 7 s. Noise whose power falls steeply with frequency
+    (pink, brown) gives the tracker some voiced frames (1-4% of its length) and is rated.
+    """
+    if not samples.any():
+        return "digital silence: no speech to rate"
+    level = loudest_block_dbfs(samples)
+    if level < config.silence_dbfs:
+        return f"silence: the loudest 400 ms is at {level:.1f} dBFS, below {config.silence_dbfs:g} dBFS: no speech to rate"
+    voiced = voiced_seconds(samples, config.min_voiced_s)
+    if voiced < config.min_voiced_s:
+        return (f"no speech: Praat's pitch tracker finds {voiced:.2f} s voiced, less than {config.min_voiced_s:g} s "
+                "(noise or unvoiced sound only)")
+    return None
+
+
+def loudest_block_dbfs(samples: np.ndarray) -> float:
+    """Level of the loudest 400 ms (mean square, 100 ms apart; the whole clip when shorter) in dB re full scale."""
+    hops = len(samples) // _LEVEL_HOP
+    if hops < _LEVEL_BLOCK // _LEVEL_HOP:
+        power = float(np.mean(np.square(samples, dtype=np.float64)))
+    else:
+        energy = np.empty(hops)
+        for i in range(0, hops, 600):  # a minute at a time, so memory does not grow with the clip
+            frames = samples[i * _LEVEL_HOP : min(i + 600, hops) * _LEVEL_HOP].astype(np.float64).reshape(-1, _LEVEL_HOP)
+            energy[i : i + len(frames)] = np.einsum("ij,ij->i", frames, frames)
+        power = float(np.convolve(energy, np.ones(_LEVEL_BLOCK // _LEVEL_HOP), "valid").max()) / _LEVEL_BLOCK
+    return 10.0 * np.log10(max(power, 1e-20))
+
+
+def voiced_seconds(samples: np.ndarray, enough: float) -> float:
+    """Voiced time by the pitch extractor's tracker (first pass), 2 s at a time, stopping once `enough` is found."""
+    from extractors.pitch import Config as PitchConfig
+    from extractors.pitch import track_pitch
+
+    config = PitchConfig(two_pass=False)
+    voiced = 0.0
+    for start in range(0, len(samples), _VOICING_BLOCK):
+        voiced += track_pitch(samples[start : start + _VOICING_BLOCK], SAMPLE_RATE, config).voiced_s
+        if voiced >= enough:
+            break
+    return voiced
 
 
 def to_section(scores: DnsmosScores) -> Section:

@@ -16,6 +16,9 @@ No transcript is needed, so these cues exist for every clip and language.
   stand out at least `min_dip_db` from the dips around them (peak prominence)
   and fall on voiced frames (de Jong & Wempe 2009). Above `max_syllables_per_s`
   (10, beyond human speech) the peaks are not syllables: null with the reason.
+
+A clip longer than 5 minutes is analysed in the pitch extractor's windows, so that
+memory does not grow with its length (see extractors/pitch.py).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, Section, register
 from extractors.pitch import Config as PitchConfig
-from extractors.pitch import track_pitch
+from extractors.pitch import praat_sounds, track_pitch
 
 __all__ = ["VoicingExtractor"]
 
@@ -113,17 +116,23 @@ def syllable_nuclei(intensity_db: np.ndarray, sounding: np.ndarray, voiced: np.n
 @register
 class VoicingExtractor(Extractor):
     name = "voicing"
-    version = "2"
+    version = "3"
     description = "voiced fraction, pauses and syllable rate from intensity and pitch (de Jong & Wempe 2009)"
     sample_rate = 16000
     outputs = tuple(f"{_SECTION}.{key}" for key in _KEYS)
     Config = Config
 
+    def load(self) -> None:
+        # Imported where the extractor loads, so that worker processes forked after it inherit them
+        # (scipy.signal costs 0.7 s of CPU in every process that imports it).
+        import parselmouth  # noqa: F401
+        import scipy.signal  # noqa: F401
+
     def extract_one(self, clip: Clip) -> Section:
         import parselmouth
 
         config: Config = self.config
-        samples = np.asarray(clip.samples(self.sample_rate), dtype=np.float64)
+        samples = clip.samples(self.sample_rate)
         duration_s = len(samples) / self.sample_rate
         # The pitch tracker's settings are the pitch extractor's defaults: changing them changes this version.
         track = track_pitch(samples, self.sample_rate, PitchConfig(time_step_s=config.time_step_s))
@@ -140,18 +149,24 @@ class VoicingExtractor(Extractor):
         if reason is not None:
             return Section({_SECTION: values}, {f"{_SECTION}.{key}": reason for key in _KEYS if key != _VOICED})
 
-        sound = parselmouth.Sound(samples, sampling_frequency=self.sample_rate)
-        try:
-            intensity = sound.to_intensity(
-                minimum_pitch=config.intensity_min_pitch_hz, time_step=config.time_step_s, subtract_mean=True
-            )
-        except parselmouth.PraatError as e:
-            raise ClipError(f"Praat intensity analysis failed: {e}") from e
-        times = np.asarray(intensity.xs(), dtype=np.float64)
-        intensity_db = np.asarray(intensity.values[0], dtype=np.float64)
-        # Voicing at each intensity frame: the nearest pitch frame (both tracks step by time_step_s).
-        nearest = np.round((times - track.times[0]) / config.time_step_s).astype(int)
-        voiced = track.voiced[np.clip(nearest, 0, len(track.times) - 1)]
+        # Intensity in the pitch tracker's windows (one for a clip up to 5 minutes), and the voicing
+        # at each intensity frame: the nearest pitch frame of its window (both step by time_step_s).
+        intensities, voicings = [], []
+        for start, end, sound, _ in praat_sounds(samples, self.sample_rate):
+            try:
+                intensity = sound.to_intensity(
+                    minimum_pitch=config.intensity_min_pitch_hz, time_step=config.time_step_s, subtract_mean=True
+                )
+            except parselmouth.PraatError as e:
+                raise ClipError(f"Praat intensity analysis failed: {e}") from e
+            times = np.asarray(intensity.xs(), dtype=np.float64)
+            keep = (times >= start / self.sample_rate) & (times < end / self.sample_rate)
+            intensities.append(np.asarray(intensity.values[0], dtype=np.float64)[keep])
+            in_window = (track.times >= start / self.sample_rate) & (track.times < end / self.sample_rate)
+            pitch_times, pitch_voiced = track.times[in_window], track.voiced[in_window]
+            nearest = np.round((times[keep] - pitch_times[0]) / config.time_step_s).astype(int)
+            voicings.append(pitch_voiced[np.clip(nearest, 0, len(pitch_times) - 1)])
+        intensity_db, voiced = np.concatenate(intensities), np.concatenate(voicings)
 
         sounding = sounding_frames(intensity_db, voiced, config)
         runs = Stretches.of(sounding)

@@ -287,13 +287,14 @@ def test_one_model_at_a_time_adds_up_its_passes(tmp_path, monkeypatch):
     assert again.computed == 0 and again.cached == 3
 
 
-def test_a_redone_section_takes_its_dependants_along(tmp_path):
+def test_a_redone_section_takes_its_dependants_along(tmp_path, monkeypatch):
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
     Peak.fail = True
     first = run_blueprints(root, opts())
     assert first.sections["test_peak"]["failed"] == 3 and first.sections["test_peak_db"]["ok"] == 3
     Peak.fail = False
-    second = run_blueprints(root, opts())  # the failed peak is retried; peak_db must follow it
+    monkeypatch.setattr(Peak, "version", "2")  # a mended extractor is a new version
+    second = run_blueprints(root, opts())  # the failed peak is tried again; peak_db must follow it
     assert second.sections["test_peak"]["ok"] == 3 and second.sections["test_peak_db"]["ok"] == 3
     assert BlueprintStore(root).get_by_path("audio/a.wav")["test"]["peak_db"] is not None
 
@@ -381,24 +382,72 @@ def test_a_cuda_device_that_is_not_there_is_refused(tmp_path):
         run_blueprints(root, opts(device="cuda"))
 
 
-def test_a_cached_run_imports_no_model_library(tmp_path):
+@pytest.mark.parametrize("broken", [False, True], ids=["clean", "one clip failed"])
+def test_a_cached_run_imports_no_model_library(tmp_path, broken):
     import subprocess
     import sys
     from pathlib import Path
 
-    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
-    only = "emotion,accent,pitch"  # two models that cannot load offline, recorded as unavailable
-    assert run_blueprints(root, BlueprintOptions(only=only.split(","), progress=False)).ok
+    files = {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)}
+    if broken:
+        files["c.wav"] = b"RIFF but not audio"
+    root = bench(tmp_path, files)
+    only = "emotion,accent,pitch,dnsmos"  # two models that cannot load offline, recorded as unavailable
+    first = run_blueprints(root, BlueprintOptions(only=only.split(","), progress=False))
+    assert first.failed == broken
     script = (
         "import sys; from trace_eval.cli import main; code = main(['blueprints', sys.argv[1], '--only', sys.argv[2], "
-        "'--quiet']); print('imported:', sorted(m for m in ('torch', 'funasr', 'speechbrain', 'transformers') "
-        "if m in sys.modules)); sys.exit(code)"
+        "'--quiet']); print('imported:', sorted(m for m in ('torch', 'funasr', 'speechbrain', 'transformers', "
+        "'onnxruntime', 'parselmouth') if m in sys.modules)); sys.exit(code)"
     )
     done = subprocess.run([sys.executable, "-c", script, str(root), only], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "imported: []" in done.stdout and "cached 3" in done.stdout
+    assert done.returncode == (1 if broken else 0), done.stderr
+    assert "imported: []" in done.stdout and "cached 3" in done.stdout and "computed 0" in done.stdout
     assert "unavailable as recorded: emotion, accent" in done.stdout
+    assert ("audio/c.wav [decode, as recorded]" in done.stdout) == broken
+
+
+def test_a_file_that_did_not_decode_is_tried_again_only_when_it_or_the_packages_change(tmp_path, monkeypatch):
+    from trace_eval.stage1 import plan
+
+    decoded = []
+    load_audio = local.load_audio
+    monkeypatch.setattr(local, "load_audio", lambda path: decoded.append(path.rsplit("/", 1)[-1]) or load_audio(path))
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": b"garbage"})
+
+    def run(**kw):
+        decoded.clear()
+        return run_blueprints(root, opts(**kw))
+
+    first = run()
+    assert first.failed == 1 and "b.wav" in decoded
+    second = run()
+    assert decoded == [] and second.failed == 1 and second.computed == 0 and not second.ok
+    assert [(f.path, f.stage, f.recorded) for f in second.failures] == [("audio/b.wav", "decode", True)]
+    assert second.failures[0].reason == first.failures[0].reason
+    assert run(force=True).failed == 1 and "b.wav" in decoded  # --force tries again
+    monkeypatch.setattr(plan, "installed_packages", lambda: "a decoder installed since")
+    assert run().failed == 1 and decoded == ["b.wav"]
+    sf.write(root / "audio" / "b.wav", tone(0.7), SR)  # mended
+    mended = run()
+    assert mended.ok and decoded == ["b.wav"] and mended.computed == 1
+
+
+def test_a_failed_section_is_tried_again_only_when_its_extractor_changes(tmp_path):
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
+    Peak.fail = True
+    first = run_blueprints(root, opts(only=["test_peak"]))
+    assert first.sections["test_peak"]["failed"] == 3 and first.computed == 3
+    again = run_blueprints(root, opts(only=["test_peak"]))
+    assert again.computed == 0 and again.sections["test_peak"] == {"cached": 3}
+    assert {(f.path, f.stage, f.reason, f.recorded) for f in again.failures} == {
+        (f"audio/{n}", "test_peak", "asked to fail", True) for n in ("q.wav", "a.wav", "b.wav")}
+    lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
+    assert len(lines) == 3  # still recorded for the judge
+    Peak.fail = False
+    changed = run_blueprints(root, opts(only=["test_peak"], settings={"test_peak": {"scale": 2.0}}))
+    assert changed.sections["test_peak"]["ok"] == 3 and not changed.failures
 
 
 def test_unavailable_is_probed_again_only_when_what_it_resolves_from_changes(tmp_path, monkeypatch):

@@ -131,24 +131,37 @@ class BlueprintStore:
         return self.dir / "failures.jsonl"
 
     def write_failures(self, failures: list[dict]) -> None:
-        """The last Stage 1 run's per-clip failures, one JSON object a line (path, sha256, stage, status, reason)."""
+        """The last Stage 1 run's per-clip failures, one JSON object a line (path, sha256, stage, status, reason;
+        for a file that did not decode, `packages`: what it was decoded with, see stage1.plan.installed_packages)."""
         atomic_write_text(self.failures_path, "".join(json.dumps(f) + "\n" for f in failures))
+
+    def recorded_decode_failures(self) -> dict[str, dict]:
+        """Clip path -> the recorded failure (sha256, packages, reason) of each file that did not decode."""
+        return {entry["path"]: entry for entry in self._failure_entries()
+                if entry.get("stage") == "decode" and entry.get("sha256")}
 
     def recorded_failures(self) -> dict[str, str]:
         """Clip path -> why its blueprint could not be made (empty when none were recorded)."""
+        found: dict[str, str] = {}
+        for entry in self._failure_entries():
+            found.setdefault(str(entry["path"]), f"{entry.get('stage')}: {entry.get('reason')}")
+        return found
+
+    def _failure_entries(self) -> list[dict]:
+        """The readable `failed` lines of failures.jsonl (a damaged line is skipped)."""
         try:
             lines = self.failures_path.read_text(encoding="utf-8").splitlines()
         except OSError:
-            return {}
-        found: dict[str, str] = {}
+            return []
+        entries = []
         for line in lines:
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
                 continue
             if isinstance(entry, dict) and entry.get("path") and entry.get("status") == "failed":
-                found.setdefault(str(entry["path"]), f"{entry.get('stage')}: {entry.get('reason')}")
-        return found
+                entries.append(entry)
+        return entries
 
     # -- path index -------------------------------------------------------------------
     @property

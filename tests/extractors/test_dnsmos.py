@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from extractors.dnsmos import (
     Config,
     DnsmosExtractor,
     DnsmosScores,
+    loudest_block_dbfs,
     score_one_window_at_a_time,
     tile_to_window,
     window_starts,
@@ -153,23 +155,77 @@ def test_white_noise_lowers_background_quality(extractor, tmp_path):
     assert clean_q["P808_Overall_Quality"] - noisy_q["P808_Overall_Quality"] > 0.5, (clean_q, noisy_q)
 
 
-def test_digital_silence_is_not_rated(extractor, speech):
-    silence, spoken = extractor.extract([_clip(np.zeros(2 * SAMPLE_RATE, np.float32), "silence"),
-                                         _clip(speech[: 2 * SAMPLE_RATE], "speech")])
-    assert set(silence.values["agent_audio_quality"].values()) == {None}
-    assert set(silence.null_reasons.values()) == {"digital silence: no speech to rate"}
-    assert None not in spoken.values["agent_audio_quality"].values()
+def _reason(section: Section) -> str:
+    """The one reason every quality score of a section is null for."""
+    assert set(section.values["agent_audio_quality"].values()) == {None}
+    (reason,) = set(section.null_reasons.values())
+    assert set(section.null_reasons) == {f"agent_audio_quality.{k}" for k in section.values["agent_audio_quality"]}
+    return reason
 
 
-def test_tiny_clips_give_finite_scores(extractor, speech):
+def test_only_speech_is_rated(extractor, speech, tmp_path):
+    noise = load_audio(synth_noise(tmp_path / "white.wav", seconds=20, gain_db=-10)).at(SAMPLE_RATE)
+    ten_s = speech[: 10 * SAMPLE_RATE]
+    silence, white, quiet, spoken, noisy = extractor.extract([
+        _clip(np.zeros(20 * SAMPLE_RATE, np.float32), "digital silence"),
+        _clip(noise, "white noise"),
+        _clip(ten_s * 10 ** (-60 / 20) / np.abs(ten_s).max(), "speech peaking at -60 dBFS"),
+        _clip(ten_s, "speech"),
+        _clip(ten_s + _white_at_snr(ten_s, noise, snr_db=0), "speech under white noise at 0 dB SNR"),
+    ])
+    # Scored as they are, digital silence gets P.808 2.3 and background 4.1, white noise P.808 about 2.
+    assert _reason(silence) == "digital silence: no speech to rate"
+    assert _reason(white).startswith("no speech: Praat's pitch tracker finds 0.00 s voiced, less than 0.1 s")
+    level = re.fullmatch(r"silence: the loudest 400 ms is at (-\d+\.\d) dBFS, below -70 dBFS: no speech to rate",
+                         _reason(quiet))
+    assert level and -80 < float(level.group(1)) < -70
+    for rated in (spoken, noisy):
+        assert all(isinstance(v, float) for v in rated.values["agent_audio_quality"].values()) and not rated.null_reasons
+    assert noisy.values["agent_audio_quality"]["P808_Overall_Quality"] < spoken.values["agent_audio_quality"]["P808_Overall_Quality"] - 0.5
+
+
+def synth_noise(path: Path, seconds: float, gain_db: float) -> Path:
+    """White noise made by sox with a fixed seed (-R), the same on every run."""
+    import subprocess
+
+    subprocess.run(["sox", "-R", "-n", "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", str(path), "synth", str(seconds),
+                    "whitenoise", "gain", str(gain_db)], check=True)
+    return path
+
+
+def _white_at_snr(speech: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:
+    """Noise scaled so that its power is snr_db below the power of the speech's sounding samples."""
+    active = speech[np.abs(speech) > 0.01]
+    noise = noise[: len(speech)]
+    return (noise * np.sqrt(np.mean(active**2) / np.mean(noise**2)) * 10 ** (-snr_db / 20)).astype(np.float32)
+
+
+def test_the_loudest_400_ms_sets_the_level():
+    second = np.arange(SAMPLE_RATE) / SAMPLE_RATE
+    sine = (0.1 * np.sin(2 * np.pi * 440 * second)).astype(np.float32)  # mean square 0.005: -23.0 dB
+    clip = np.concatenate([np.zeros(5 * SAMPLE_RATE, np.float32), sine, 0.01 * sine])
+    assert loudest_block_dbfs(clip) == pytest.approx(20 * np.log10(0.1) - 10 * np.log10(2), abs=0.01)
+    assert loudest_block_dbfs(sine[:1000]) == pytest.approx(-23.0, abs=0.1)  # shorter than 400 ms: the whole clip
+
+
+def test_tiny_clips_are_not_rated(extractor, speech):
+    """A clip of 100 ms is repeated 90 times to fill one window: there is no utterance to rate."""
     clips = [
         _clip(speech[SAMPLE_RATE : SAMPLE_RATE + SAMPLE_RATE // 10], "100 ms"),
         _clip(speech[SAMPLE_RATE : SAMPLE_RATE + 320], "20 ms"),
     ]
     for section in extractor.extract(clips):
-        assert isinstance(section, Section)
         json.dumps(section.values, allow_nan=False)
-        assert all(isinstance(v, float) and np.isfinite(v) for v in section.values["agent_audio_quality"].values())
+        assert _reason(section).startswith("no speech: Praat's pitch tracker finds")
+
+
+def test_long_runs_are_scored_a_block_at_a_time(extractor, clips_by_length, batched, monkeypatch):
+    """The head's output over a stretch of windows is the same computed in any block size."""
+    import extractors._dnsmos_net as net
+
+    monkeypatch.setattr(net, "HEAD_BLOCK_FRAMES", 137)  # blocks end inside windows and inside edges
+    for seconds in (9.5, 25.0):
+        _assert_close(extractor.scorer.score([clips_by_length[seconds]])[0], batched[seconds])
 
 
 def test_a_bad_clip_fails_alone(extractor, clips_by_length):

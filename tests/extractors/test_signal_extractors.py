@@ -196,6 +196,21 @@ def test_loudness_contour_follows_a_crescendo():
     assert props["Std_Dev_Loudness_LUFS"] > 3
 
 
+def test_loudness_is_pyloudnorms_measured_a_chunk_at_a_time(speech, monkeypatch):
+    """Filtered and summed a chunk at a time, a clip gets pyloudnorm's values on the whole of it, to the bit."""
+    import pyloudnorm
+
+    import extractors.loudness as module
+
+    clip = speech["with_pause"].samples
+    meter = pyloudnorm.Meter(RATE, block_size=0.4, overlap=0.75)
+    integrated = meter.integrated_loudness(clip.astype(np.float64))
+    for chunk in (len(clip), 4321):  # one chunk; chunks that end inside gating blocks
+        monkeypatch.setattr(module, "_CHUNK_SAMPLES", chunk)
+        got, blocks = module.gated_loudness(module.block_powers(clip, RATE, 0.4, 0.75))
+        assert got == integrated and np.array_equal(blocks, meter.blockwise_loudness)
+
+
 def test_steady_tone_has_almost_no_loudness_spread():
     assert loudness(harmonic(200.0, seconds=3.0))["Std_Dev_Loudness_LUFS"] < 0.2
 
@@ -310,6 +325,26 @@ def test_ten_minute_clip(speech):
     assert len(contour) == 20 and None not in contour
     # Each repeat holds the 0.8 s gap, and the joins add one more pause each.
     assert voicing(long_clip)["Pause_Count"] >= 2 * repeats - 3
+
+
+def test_a_long_clip_is_analysed_a_window_at_a_time_as_a_whole(speech, monkeypatch):
+    """Pitch and voicing in windows (here 12 s) agree with one analysis of the whole clip, also where
+    speech is too quiet against the clip's peak for Praat to call it voiced (judged against the whole
+    clip's peak, not the window's)."""
+    import extractors.pitch as module
+
+    unit = speech["with_pause"].samples
+    long_clip = Audio(np.concatenate([np.tile(unit, 4), 0.02 * np.tile(unit, 4)]), RATE)  # 40 s, then -34 dB
+    whole = {name: run(name, long_clip).values for name in ("pitch", "voicing")}
+    monkeypatch.setattr(module, "WINDOW_S", 12.0)
+    windowed = {name: run(name, long_clip).values for name in ("pitch", "voicing")}
+    pitch, pitch_whole = windowed["pitch"]["agent_audio_properties"], whole["pitch"]["agent_audio_properties"]
+    assert pitch["Mean_Pitch_Hz"] == pytest.approx(pitch_whole["Mean_Pitch_Hz"], abs=0.5)
+    assert pitch["Full_Pitch_Contour_Hz"][10:] == [None] * 10  # the quiet half is silence against the clip's peak
+    voicing, voicing_whole = windowed["voicing"]["agent_voicing"], whole["voicing"]["agent_voicing"]
+    assert voicing["Voiced_Fraction"] == pytest.approx(voicing_whole["Voiced_Fraction"], abs=0.01)
+    assert abs(voicing["Pause_Count"] - voicing_whole["Pause_Count"]) <= 1
+    assert voicing["Syllable_Rate_Per_S"] == pytest.approx(voicing_whole["Syllable_Rate_Per_S"], rel=0.03)
 
 
 def test_click_before_leading_silence_is_not_speech(speech):

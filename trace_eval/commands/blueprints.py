@@ -104,8 +104,11 @@ def print_summary(summary) -> None:
     if summary.failures:
         print(f"  {len(summary.failures)} failure(s) (also in blueprints/failures.jsonl):")
         for f in summary.failures[:20]:
-            print(f"    {f.path} [{f.stage}] {f.reason}")
+            print(f"    {f.path} [{f.stage}{', as recorded' if f.recorded else ''}] {f.reason}")
         if len(summary.failures) > 20:
             print(f"    ... and {len(summary.failures) - 20} more")
+        if any(f.recorded for f in summary.failures):
+            print("  failures as recorded are tried again when the file, the extractor or the installed packages "
+                  "change, or with --force")
     if not summary.ok:
         print(f"  {summary.failed} clip(s) have no blueprint")

@@ -173,6 +173,27 @@ def execute(plan: Plan, recorder: Recorder, workers: int | None, progress) -> No
     specs = [(type(e), e.config) for e in in_workers]
     pool = _start_pool((os.cpu_count() or 1) if workers is None else workers, specs)
     try:
+        chunk_seconds = max([CHUNK_SECONDS] + [getattr(e.config, "batch_seconds", 0.0) for e in in_main])
+
+        def chunked() -> tuple[list[Job], list[int], list[list[Job]]]:
+            plan.drop_unrunnable(unavailable)
+            todo = plan.todo()
+            rates = sorted({e.sample_rate for e in in_main if e.sample_rate and e.name not in unavailable})
+            return todo, rates, _chunks(todo, {j.sha: plan.duration(j) for j in todo}, chunk_seconds)
+
+        def submit(chunk: list[Job]) -> list[Future]:
+            return [
+                pool.submit(_in_worker, str(plan.bench.resolve(j.path)), j.sha,
+                            [e.name for e in in_workers if e.name in j.needed], rates)
+                if any(by_name[n].sample_rate for n in j.needed) else _done(Decoded(None, None, {}))
+                for j in chunk
+            ]
+
+        # The workers decode the first chunk while the models load; it is planned again only when a model
+        # turns out to be unavailable.
+        todo, rates, chunks = chunked()
+        pending = submit(chunks[0]) if chunks else []
+        unavailable_before = set(unavailable)
         for ext in in_main:
             if ext.name in unavailable:
                 continue
@@ -184,23 +205,12 @@ def execute(plan: Plan, recorder: Recorder, workers: int | None, progress) -> No
                 ext.load()
             except ExtractorUnavailable as e:
                 unavailable[ext.name] = str(e)
-        plan.drop_unrunnable(unavailable)
-        todo = plan.todo()
-        rates = sorted({e.sample_rate for e in in_main if e.sample_rate and e.name not in unavailable})
-        durations = {j.sha: plan.duration(j) for j in todo}
-        chunk_seconds = max([CHUNK_SECONDS] + [getattr(e.config, "batch_seconds", 0.0) for e in in_main])
-        chunks = _chunks(todo, durations, chunk_seconds)
+        if set(unavailable) != unavailable_before:
+            submitted = chunks[0] if chunks else []
+            todo, rates, chunks = chunked()
+            if (chunks[0] if chunks else []) != submitted:
+                pending = submit(chunks[0]) if chunks else []
         progress.reset(total=len(todo))
-
-        def submit(chunk: list[Job]) -> list[Future]:
-            return [
-                pool.submit(_in_worker, str(plan.bench.resolve(j.path)), j.sha,
-                            [e.name for e in in_workers if e.name in j.needed], rates)
-                if any(by_name[n].sample_rate for n in j.needed) else _done(Decoded(None, None, {}))
-                for j in chunk
-            ]
-
-        pending = submit(chunks[0]) if chunks else []
         for k, chunk in enumerate(chunks):
             decoded = [f.result() for f in pending]
             pending = submit(chunks[k + 1]) if k + 1 < len(chunks) else []  # decode ahead while models run

@@ -3,6 +3,10 @@
 Built from the store and the extractors' fingerprints alone (no audio decoded, no
 model loaded), so a run with nothing stale answers at once. Every engine carries
 out the same plan, which is why they give the same blueprints.
+
+A failure is data like any result: a file that did not decode, or a section that
+failed, is not tried again while what it was tried with is unchanged (the file's
+content, the extractor's fingerprint, the installed packages); `--force` tries again.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from extractors import Extractor
 from trace_eval.bench import Benchmark
 from trace_eval.store import BlueprintStore
 
-__all__ = ["Job", "Plan", "make_plan", "resolved_from"]
+__all__ = ["Job", "Plan", "RecordedFailure", "installed_packages", "make_plan", "resolved_from"]
 
 
 @dataclass
@@ -39,6 +43,16 @@ class Missing:
 
 
 @dataclass
+class RecordedFailure:
+    """A failure of an earlier run kept as it was recorded, since what it was tried with is unchanged."""
+
+    path: str
+    sha: str
+    stage: str  # "decode" (the clip has no blueprint) or the extractor whose section failed
+    reason: str
+
+
+@dataclass
 class Plan:
     bench: Benchmark
     store: BlueprintStore
@@ -50,6 +64,13 @@ class Plan:
     sources: dict[str, str] = field(default_factory=dict)  # extractor -> resolved_from(extractor)
     # Sections recorded as unavailable and not probed again (what the weights resolve from is unchanged).
     kept_unavailable: dict[str, str] = field(default_factory=dict)  # extractor -> recorded reason
+    kept_failures: list[RecordedFailure] = field(default_factory=list)  # not tried again
+    packages: str = ""  # installed_packages(), recorded with a decode failure
+
+    @property
+    def undecodable(self) -> list[RecordedFailure]:
+        """Files recorded as not decodable and unchanged since: clips without a blueprint, not jobs."""
+        return [f for f in self.kept_failures if f.stage == "decode"]
 
     @property
     def by_name(self) -> dict[str, Extractor]:
@@ -96,28 +117,39 @@ def make_plan(bench: Benchmark, store: BlueprintStore, extractors: list[Extracto
     """Hash every audio file (reusing the index) and list each one's stale sections."""
     sources = {e.name: resolved_from(e) for e in extractors}
     plan = Plan(bench, store, extractors, fingerprints, {}, [], sum(len(p.audio_paths()) for p in bench.pairs),
-                sources)
+                sources, packages=installed_packages())
+    recorded_undecodable = {} if force else store.recorded_decode_failures()
+    undecodable: set[str] = set()
     for rel in bench.audio_files():
         path = bench.resolve(rel)
         if not path.is_file():
             plan.missing.append(Missing(rel, f"{path}: file not found"))
             continue
         sha = store.hash_of(rel)
-        if sha in plan.jobs:
+        if sha in plan.jobs or sha in undecodable:
             continue  # identical audio under several paths is processed once
         blueprint = store.get(sha)
+        failure = recorded_undecodable.get(rel, {})
+        if blueprint is None and failure.get("sha256") == sha and failure.get("packages") == plan.packages:
+            plan.kept_failures.append(RecordedFailure(rel, sha, "decode", failure.get("reason") or "not decodable"))
+            undecodable.add(sha)
+            continue
         current = (blueprint or {}).get("provenance", {}).get("extractors", {})
         needed: list[str] = []
         for e in extractors:  # dependencies come first, so a redone one takes its dependants along
             entry = current.get(e.name, {})
             fresh = entry.get("fingerprint") == fingerprints[e.name]
-            recorded_unavailable = (fresh and entry.get("status") == "unavailable" and not retry_unavailable
-                                    and entry.get("resolved_from") == sources[e.name])
+            # A section that could not be made is not tried again while what it resolves from is unchanged.
+            recorded = (fresh and entry.get("status") in ("unavailable", "failed")
+                        and entry.get("resolved_from") == sources[e.name]
+                        and not (retry_unavailable and entry.get("status") == "unavailable"))
             if (force or not fresh or any(d in needed for d in e.depends_on)
-                    or (entry.get("status") != "ok" and not recorded_unavailable)):
+                    or (entry.get("status") != "ok" and not recorded)):
                 needed.append(e.name)
-            elif recorded_unavailable:
+            elif recorded and entry["status"] == "unavailable":
                 plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"
+            elif recorded:
+                plan.kept_failures.append(RecordedFailure(rel, sha, e.name, entry.get("reason") or "failed"))
         plan.jobs[sha] = Job(rel, sha, blueprint, needed)
     store.save_index()
     return plan
@@ -131,26 +163,32 @@ def resolved_from(ext: Extractor) -> str:
     offline switches, or the installed packages (site-packages changes on every
     install). Cheap: a few stat calls, nothing imported.
     """
-    def stamp(path: str | Path | None) -> str | None:
-        if not path:
-            return None
-        try:
-            return f"{path}@{os.stat(Path(path).expanduser()).st_mtime_ns}"
-        except OSError:
-            return f"{path}@absent"
-
     model_id = ext.model().id
     hub = None
     if model_id and "/" in model_id:
         hub = _hub_cache() / f"models--{model_id.replace('/', '--')}" / "snapshots"
     payload = {
-        "model_path": stamp(getattr(ext.config, "model_path", None)),
-        "models_dir": stamp(os.environ.get("TRACE_MODELS_DIR")),
-        "hub": stamp(hub),
+        "model_path": _stamp(getattr(ext.config, "model_path", None)),
+        "models_dir": _stamp(os.environ.get("TRACE_MODELS_DIR")),
+        "hub": _stamp(hub),
         "offline": [os.environ.get(v, "") for v in ("HF_HUB_OFFLINE", "TRACE_OFFLINE")],
-        "packages": stamp(sysconfig.get_paths()["purelib"]),
+        "packages": _stamp(sysconfig.get_paths()["purelib"]),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def installed_packages() -> str:
+    """A short hash that changes on every install into this environment (the decoders come with packages)."""
+    return hashlib.sha256(str(_stamp(sysconfig.get_paths()["purelib"])).encode()).hexdigest()[:16]
+
+
+def _stamp(path: str | Path | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return f"{path}@{os.stat(Path(path).expanduser()).st_mtime_ns}"
+    except OSError:
+        return f"{path}@absent"
 
 
 def _hub_cache() -> Path:

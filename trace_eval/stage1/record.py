@@ -27,6 +27,8 @@ class ClipFailure:
     stage: str  # "decode", "worker" or an extractor name
     status: str  # failed | unavailable
     reason: str
+    packages: str | None = None  # decode failures: the installed packages it was decoded with (tried again on a change)
+    recorded: bool = False  # kept as an earlier run recorded it: not tried again with the same file and set-up
 
 
 @dataclass
@@ -70,6 +72,8 @@ class Recorder:
         self.plan = plan
         self.engine = engine
         self.failures = [ClipFailure(m.path, None, "decode", "failed", m.reason) for m in plan.missing]
+        self.failures += [ClipFailure(f.path, f.sha, f.stage, "failed", f.reason, self._packages(f.stage), recorded=True)
+                          for f in plan.kept_failures]
         self.sections: dict[str, dict[str, int]] = {e.name: defaultdict(int) for e in plan.extractors}
         self.seconds: dict[str, float] = defaultdict(float)
         self.unavailable: dict[str, str] = {}
@@ -119,8 +123,11 @@ class Recorder:
 
     def fail(self, job: Job, stage: str, reason: str) -> None:
         """A clip that gets no blueprint this run (undecodable, or lost with its worker)."""
-        self.failures.append(ClipFailure(job.path, job.sha, stage, "failed", reason))
+        self.failures.append(ClipFailure(job.path, job.sha, stage, "failed", reason, self._packages(stage)))
         self.failed += 1
+
+    def _packages(self, stage: str) -> str | None:
+        return self.plan.packages if stage == "decode" else None
 
     def write(self, job: Job, bp: dict) -> None:
         self.plan.store.put(job.sha, bp)
@@ -131,11 +138,12 @@ class Recorder:
             for name in self.sections:
                 if name not in job.needed:
                     self.sections[name]["cached"] += 1
-        failed = self.failed + len(self.plan.missing)
+        no_audio = len(self.plan.missing) + len(self.plan.undecodable)
+        failed = self.failed + no_audio
         summary = RunSummary(
             bench=str(self.plan.bench.root),
             clips=self.plan.references,
-            unique_audio=len(self.plan.jobs) + len(self.plan.missing),
+            unique_audio=len(self.plan.jobs) + no_audio,
             cached=len(self.plan.jobs) - self.computed - self.failed,
             computed=self.computed,
             failed=failed,
@@ -167,7 +175,7 @@ class Recorder:
             "status": status,
             "reason": reason,
         }
-        if status == "unavailable":  # probed again only when this changes (or with --retry-unavailable)
+        if status != "ok":  # tried again only when this changes (or with --retry-unavailable, --force)
             entry["resolved_from"] = self.plan.sources[ext.name]
         if null_reasons:
             entry["null_reasons"] = dict(null_reasons)
