@@ -81,6 +81,7 @@ class DnsmosExtractor(Extractor):
     uses_gpu = True  # with onnxruntime-gpu installed; otherwise it runs on the CPU and says so
     batched = True
     outputs = tuple(f"{_SECTION}.{key}" for key in (*_KEYS.values(), *_PLAIN_KEYS.values()))
+    libraries = ("onnxruntime", "numpy")
     Config = Config
 
     def __init__(self, config: Any = None, device: str = "cpu"):

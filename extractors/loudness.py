@@ -94,6 +94,7 @@ class LoudnessExtractor(Extractor):
     description = "BS.1770 integrated loudness, momentary-loudness spread and 20-point contour (pyloudnorm)"
     sample_rate = 16000
     outputs = tuple(f"{_PROPERTIES}.{key}" for key in (_INTEGRATED, _STD, _CONTOUR))
+    libraries = ("pyloudnorm", "scipy", "numpy")
     Config = Config
 
     def load(self) -> None:

@@ -157,6 +157,7 @@ class PitchExtractor(Extractor):
     description = "F0 mean, spread, range and 20-point contour (Praat autocorrelation, two-pass range)"
     sample_rate = 16000
     outputs = tuple(f"{_PROPERTIES}.{key}" for key in (_MEAN, _STD, _CONTOUR, _RANGE))
+    libraries = ("praat-parselmouth", "numpy")
     Config = Config
 
     def load(self) -> None:

@@ -120,6 +120,7 @@ class VoicingExtractor(Extractor):
     description = "voiced fraction, pauses and syllable rate from intensity and pitch (de Jong & Wempe 2009)"
     sample_rate = 16000
     outputs = tuple(f"{_SECTION}.{key}" for key in _KEYS)
+    libraries = ("praat-parselmouth", "numpy")
     Config = Config
 
     def load(self) -> None:
