@@ -39,6 +39,7 @@ transcript is kept, because the voice-activity gate found speech there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import math
 import os
@@ -265,6 +266,7 @@ def ctranslate2_kernels() -> dict:
     return kernels
 
 
+@functools.cache
 def _cpuinfo_field(name: str) -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -201,13 +201,19 @@ def cpu_isa() -> str:
 
 
 def library_versions(packages: tuple[str, ...]) -> dict[str, str | None]:
-    versions = {}
+    return dict(_versions(tuple(packages)))
+
+
+@functools.cache
+def _versions(packages: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Looked up once per process: every section of every clip records them."""
+    found = []
     for package in packages:
         try:
-            versions[package] = metadata.version(package)
+            found.append((package, metadata.version(package)))
         except metadata.PackageNotFoundError:
-            versions[package] = None
-    return versions
+            found.append((package, None))
+    return tuple(found)
 
 
 def register(cls: type[Extractor]) -> type[Extractor]:
