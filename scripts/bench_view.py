@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout, not an installed copy
 
 from trace_eval.view import write_view  # noqa: E402
-from view_pages import browser_problem, open_page, start_chromium, write_large_bench, write_large_run  # noqa: E402
+from view_pages import (browser_problem, filter_and_step_ms, open_page, start_chromium,  # noqa: E402
+                        write_large_bench, write_large_run)
 
 
 def main() -> int:
@@ -51,12 +52,7 @@ def main() -> int:
         browser = start_chromium(root / "profile")
         try:
             loads = [open_page(browser, root / "page") for _ in range(3)]
-            took = browser.execute_script("""
-                const t = performance.now();
-                const s = document.getElementById('filter-disagree');
-                s.value = 'content'; s.dispatchEvent(new Event('change'));
-                document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}));
-                return performance.now() - t;""")
+            took = filter_and_step_ms(browser, "content")
         finally:
             browser.quit()
         print(f"first pair shown after {min(loads):.0f} ms (best of 3: {', '.join(f'{t:.0f}' for t in loads)}); "

@@ -78,6 +78,16 @@ def open_page(browser, page: Path, fragment: str = "") -> float:
     return browser.execute_script("return performance.getEntriesByName('trace-view-ready')[0].startTime")
 
 
+def filter_and_step_ms(browser, dimension: str) -> float:
+    """Milliseconds the page takes to filter its list to the disagreements on `dimension` and step to a pair."""
+    return browser.execute_script("""
+        const t = performance.now();
+        const s = document.getElementById('filter-disagree');
+        s.value = arguments[0]; s.dispatchEvent(new Event('change'));
+        document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}));
+        return performance.now() - t;""", dimension)
+
+
 def read_page_data(folder: Path) -> dict:
     """The data object of the page written into `folder` (its data.js)."""
     text = (folder / "data.js").read_text(encoding="utf-8")

@@ -19,8 +19,8 @@ import pytest
 
 from trace_eval.cli import main
 from trace_eval.view import write_view
-from view_pages import (browser_problem, open_page, read_page_data, start_chromium, word_starts, write_large_bench,
-                        write_large_run)
+from view_pages import (browser_problem, filter_and_step_ms, open_page, read_page_data, start_chromium, word_starts,
+                        write_large_bench, write_large_run)
 
 
 @pytest.fixture(scope="module")
@@ -223,12 +223,7 @@ def test_a_run_of_1000_pairs_opens_in_seconds_draws_only_what_is_on_screen_and_r
         browser.execute_script("return new Promise(ok => requestAnimationFrame(() => requestAnimationFrame(ok)))")
         seen += list_ids(browser)
     assert sorted(set(seen)) == [f"pair-{n:04d}" for n in range(1000)]
-    took = browser.execute_script("""
-        const t = performance.now();
-        const s = document.getElementById('filter-disagree');
-        s.value = 'paralinguistics'; s.dispatchEvent(new Event('change'));
-        document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}));
-        return performance.now() - t;""")
+    took = filter_and_step_ms(browser, "paralinguistics")
     assert took < 500
     print(f"\n1,000 pairs: first pair shown after {ready_ms:.0f} ms; a filter and a step took {took:.0f} ms")
     assert_quiet_and_offline(browser, large_page)
