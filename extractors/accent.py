@@ -31,7 +31,7 @@ import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
 from trace_eval.audio import repeat_to_length
-from trace_eval.models import load_card, resolve_model
+from trace_eval.models import load_card, resolve_model, standin_note
 
 __all__ = ["AccentExtractor"]
 
@@ -73,7 +73,8 @@ class AccentExtractor(Extractor):
         self._source: Path | None = None
 
     def model(self) -> ModelInfo:
-        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None)
+        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
+                         standin_note(self._card, self.config.model_path, self._source))
 
     @property
     def labels(self) -> list[str]:

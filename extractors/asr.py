@@ -52,7 +52,7 @@ import numpy as np
 
 from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio, window_seed
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, cpu_isa, library_versions, register
-from trace_eval.models import ModelCard, load_card, resolve_model, verify_sha256
+from trace_eval.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
 
 __all__ = [
     "AsrConfig",
@@ -318,7 +318,8 @@ class AsrExtractor(Extractor):
         self._source: str | None = None
 
     def model(self) -> ModelInfo:
-        return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source)
+        return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source,
+                         standin=standin_note(self.card, self.config.model_path, self._source))
 
     def numerics(self) -> dict:
         backend = self.config.backend

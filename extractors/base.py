@@ -58,6 +58,9 @@ class ModelInfo:
     id: str | None = None
     revision: str | None = None
     source: str | None = None  # where the weights were resolved from (path), not part of the fingerprint
+    # Why the weights are not the published ones (trace_eval/standins.py), else None. Part of the
+    # fingerprint: blueprints made with stand-ins are recomputed once the real weights are there.
+    standin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class Extractor:
             "name": self.name,
             "version": self.version,
             "config": config,
-            "model": [model.id, model.revision],
+            "model": [model.id, model.revision] + (["standin"] if model.standin else []),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
 from trace_eval.audio import repeat_to_length
-from trace_eval.models import load_card, resolve_model
+from trace_eval.models import load_card, resolve_model, standin_note
 
 __all__ = ["EmotionExtractor", "english_label"]
 
@@ -73,7 +73,8 @@ class EmotionExtractor(Extractor):
         self._source: Path | None = None
 
     def model(self) -> ModelInfo:
-        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None)
+        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
+                         standin_note(self._card, self.config.model_path, self._source))
 
     def load(self) -> None:
         if self._automodel is not None:

@@ -10,6 +10,10 @@ Weights resolve in this order:
 4. a download from the hub, unless HF_HUB_OFFLINE / TRACE_OFFLINE is set.
 
 When none works, ExtractorUnavailable names the settings that would fix it.
+
+A folder holding STANDIN_MARKER has random weights in the published layout
+(trace_eval/standins.py): `standin_note` says so, and the extractors record it in
+provenance and in their fingerprint.
 """
 from __future__ import annotations
 
@@ -19,12 +23,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractors.base import ExtractorUnavailable
 from trace_eval.resources import data_dir
 
-__all__ = ["ModelCard", "load_card", "resolve_model", "MODELS_DIR"]
+__all__ = ["ModelCard", "load_card", "resolve_model", "standin_note", "MODELS_DIR", "STANDIN_MARKER"]
 
 MODELS_DIR = data_dir("models")
+STANDIN_MARKER = "STANDIN.json"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,13 @@ class ModelCard:
     files: tuple[str, ...] = ()  # files that must exist in a resolved directory
     sha256: dict[str, str] = field(default_factory=dict)  # file -> expected digest, checked before use
     notes: str = ""
+
+
+def _unavailable(message: str) -> Exception:
+    # Imported here: importing the extractors package imports every extractor, and they import this module.
+    from extractors.base import ExtractorUnavailable
+
+    return ExtractorUnavailable(message)
 
 
 def load_card(name: str) -> ModelCard:
@@ -59,7 +70,7 @@ def verify_sha256(directory: Path, card: ModelCard) -> None:
             while block := f.read(1 << 20):
                 h.update(block)
         if h.hexdigest() != expected:
-            raise ExtractorUnavailable(
+            raise _unavailable(
                 f"{directory / rel}: sha256 {h.hexdigest()} does not match model card {card.name} ({expected})"
             )
 
@@ -81,7 +92,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
             verify_sha256(path, card)
             return path
         missing = [f for f in card.files if not (path / f).exists()] if path.is_dir() else ["the folder itself"]
-        raise ExtractorUnavailable(
+        raise _unavailable(
             f"{path} does not hold {card.name} (missing: {', '.join(missing)}). To fix: pass "
             f"--set {setting or 'NAME.model_path'}=DIR with a folder holding {', '.join(card.files) or 'the weights'}"
         )
@@ -115,8 +126,35 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
         except ImportError:
             tried.append("huggingface_hub not installed")
     fix = f"pass --set {setting}=DIR" if setting else "pass the model directory"
-    raise ExtractorUnavailable(
+    raise _unavailable(
         f"weights for {card.name} not found; tried {'; '.join(tried) or 'nothing'}. "
         f"To fix: {fix}, or put them in $TRACE_MODELS_DIR/{card.name}/"
         + (f", or download {card.hub_id}@{card.revision} into the hub cache" if card.hub_id else "")
     )
+
+
+def standin_note(card: ModelCard, explicit: str | Path | None = None, resolved: str | Path | None = None) -> str | None:
+    """Why the weights are not the card's, when they are stand-ins; None for real weights.
+
+    Before loading, the folder is the one resolve_model would take first without
+    the network (the explicit path, else $TRACE_MODELS_DIR/<card>/); the hub cache
+    and downloads hold published weights. After loading, pass the folder it used.
+    """
+    if resolved is not None:
+        folder = Path(resolved)
+    elif explicit:
+        folder = Path(explicit).expanduser()
+    elif os.environ.get("TRACE_MODELS_DIR"):
+        folder = Path(os.environ["TRACE_MODELS_DIR"]).expanduser() / card.name
+        if not _complete(folder, card):
+            return None
+    else:
+        return None
+    marker = folder / STANDIN_MARKER
+    if not marker.is_file():
+        return None
+    try:
+        note = json.loads(marker.read_text(encoding="utf-8")).get("note")
+    except (OSError, ValueError, AttributeError):
+        note = None
+    return f"stand-in weights ({note or 'random'}): the values are not cues"

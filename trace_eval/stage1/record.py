@@ -175,6 +175,8 @@ class Recorder:
             "status": status,
             "reason": reason,
         }
+        if model.standin:
+            entry["standin"] = model.standin
         if status != "ok":  # tried again only when this changes (or with --retry-unavailable, --force)
             entry["resolved_from"] = self.plan.sources[ext.name]
         if null_reasons:
