@@ -30,6 +30,9 @@ EXTRAS := $(shell sed -n '/^\[project.optional-dependencies\]/,/^\[/s/^\([A-Za-z
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
+	# The multilingual vocabulary that scripts/make_standin_models.py builds Whisper large-v3's tokenizer from;
+	# without its own dependencies (numba, triton), which nothing here imports.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps openai-whisper==20250625
 	touch $@
 
 test: install

@@ -56,6 +56,10 @@ __all__ = [
     "build_whisper_large_v3",
     "emotion2vec_config",
     "ecapa_hyperparams",
+    "openai_whisper_tokenizer",
+    "transformers_whisper_tokenizer",
+    "write_ecapa",
+    "write_emotion2vec",
 ]
 
 SEED = 20240601
@@ -135,8 +139,10 @@ def _openai_whisper_folder() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _openai_tokenizer(folder: Path):
-    """openai-whisper's tokenizer module, loaded on its own (it needs tiktoken only)."""
+def openai_whisper_tokenizer(folder: Path | None = None):
+    """openai-whisper's multilingual tokenizer (large-v3's 100 languages), its module loaded on its own
+    (it needs tiktoken only)."""
+    folder = folder or _openai_whisper_folder()
     spec = importlib.util.spec_from_file_location("_openai_whisper_tokenizer", folder / "tokenizer.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
@@ -156,8 +162,9 @@ def _alignment_heads(folder: Path) -> list[list[int]]:
     raise RuntimeError(f"{folder / '__init__.py'} has no _ALIGNMENT_HEADS table")
 
 
-def _hf_tokenizer(folder: Path, openai):
+def transformers_whisper_tokenizer(openai, folder: Path | None = None):
     """The same vocabulary as a transformers WhisperTokenizer, checked token for token against tiktoken."""
+    folder = folder or _openai_whisper_folder()
     from transformers import AddedToken, WhisperTokenizer
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
@@ -185,8 +192,8 @@ def build_whisper_large_v3(directory: str | Path, seed: int = SEED) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     folder = _openai_whisper_folder()
-    openai = _openai_tokenizer(folder)
-    tokenizer = _hf_tokenizer(folder, openai)
+    openai = openai_whisper_tokenizer(folder)
+    tokenizer = transformers_whisper_tokenizer(openai, folder)
     encoding, eot, sot = openai.encoding, openai.eot, openai.sot
     special = encoding.encode_single_token
     languages = {f"<|{code}|>": special(f"<|{code}|>") for code in openai.all_language_codes}
@@ -259,7 +266,8 @@ def _plant_sentence(model, targets: list[int], language: int, prompt_length: int
 def emotion2vec_config(embed_dim: int = 1024, depth: int = 16, prenet_depth: int = 8, heads: int = 16,
                        conv_channels: int = 512, conv_pos_width: int = 95, conv_pos_groups: int = 16,
                        conv_pos_depth: int = 5, extra_tokens: int = 10, mlp_ratio: float = 4.0,
-                       decoder_dim: int = 768) -> dict:
+                       decoder_dim: int = 768, decoder_groups: int = 16, decoder_kernel: int = 7,
+                       decoder_layers: int = 4) -> dict:
     """funasr's config.yaml for emotion2vec, with data2vec 2.0 large's sizes by default."""
     audio = {
         "type": "AUDIO",
@@ -296,9 +304,9 @@ def emotion2vec_config(embed_dim: int = 1024, depth: int = 16, prenet_depth: int
         "model_depth": depth,
         "decoder": {
             "decoder_dim": decoder_dim,
-            "decoder_groups": 16 if decoder_dim % 16 == 0 else 4,
-            "decoder_kernel": 7,
-            "decoder_layers": 4,
+            "decoder_groups": decoder_groups,
+            "decoder_kernel": decoder_kernel,
+            "decoder_layers": decoder_layers,
             "input_dropout": 0.0,
             "add_positions_masked": False,
             "add_positions_all": False,

@@ -238,8 +238,22 @@ def test_cue_availability_counts_clips_and_gives_the_reasons():
     assert groups["pitch"]["measured"] == 9 and groups["pitch"]["reasons"] == {"no voiced frames": 1}
     assert groups["transcript"]["reasons"] == {"transcript marked unreliable (compression ratio 3.1)": 1}
     assert groups["speaking rate"]["missing"] == 1  # derived from the doubted transcript
-    assert groups["accent"] == {"used": False, "measured": 0, "missing": 10, "reasons": {"dropped with --drop accent": 10}}
+    assert groups["accent"] == {"used": False, "measured": 0, "missing": 10, "reasons": {"dropped with --drop accent": 10},
+                                "standin": 0}
     # One clip in ten missing is within the tolerance; more is warned about; a dropped group never.
     assert cues["warnings"] == []
     more = cue_availability([measured] * 8 + [silent, silent], KEYS)
     assert more["warnings"] == ["pitch: missing for 2 of 10 clips (20%): no voiced frames"]
+
+
+def test_cues_made_with_stand_in_weights_are_warned_about():
+    """Stand-in weights (trace_eval/standins.py) make values that look like cues: the run says so."""
+    real = {**blueprint(), "provenance": _provenance("")}
+    standin = {**blueprint(), "provenance": _provenance("")}
+    standin["provenance"]["extractors"]["asr"] = {"name": "asr", "status": "ok",
+                                                  "standin": "stand-in weights (random): the values are not cues"}
+    cues = cue_availability([real] * 3 + [standin], KEYS)
+    assert cues["groups"]["transcript"]["standin"] == 1 and cues["groups"]["pitch"]["standin"] == 0
+    assert cues["warnings"] == ["transcript: made with stand-in weights for 1 of 4 clips "
+                                "(random weights from scripts/make_standin_models.py): not cues"]
+    assert cue_availability([real] * 4, KEYS)["warnings"] == []

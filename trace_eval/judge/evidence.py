@@ -11,7 +11,8 @@ found"), a transcript marked unreliable, or the --drop that hid the group.
      "warnings": ["emotion: missing for 14 of 14 clips (100%): weights ..."]}
 
 A group is `used` when the prompt shows it and it is not dropped; a used group
-missing for more than `WARN_ABOVE` of the clips is warned about.
+missing for more than `WARN_ABOVE` of the clips is warned about, and so is one
+made with stand-in weights for any clip (`standin`: how many).
 """
 from __future__ import annotations
 
@@ -70,10 +71,14 @@ def _missing_reason(group: CueGroup, blueprint: dict | None, drop: tuple[str, ..
     return unmeasured_reason(blueprint, ".".join(group.path), group.extractor)
 
 
+def _record(blueprint: dict, extractor: str) -> Any:
+    return ((blueprint.get("provenance") or {}).get("extractors") or {}).get(extractor)
+
+
 def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
     """Why the value at the dotted `key` of `blueprint`, made by `extractor`, is missing: the extractor's
     `null_reasons` for it, else the reason of its status (unavailable, failed)."""
-    record = ((blueprint.get("provenance") or {}).get("extractors") or {}).get(extractor)
+    record = _record(blueprint, extractor)
     if not isinstance(record, dict):
         return f"{extractor} extractor not run"
     reason = (record.get("null_reasons") or {}).get(key)
@@ -95,8 +100,13 @@ def cue_availability(blueprints: Iterable[dict | None], shown_keys: Iterable[str
         reasons = Counter(r for r in (_missing_reason(group, bp, drop) for bp in clips) if r is not None)
         missing = sum(reasons.values())
         used = group.path[0] in shown and (group.drop is None or group.drop not in drop)
+        # Stand-in weights (trace_eval/standins.py) give values that look like cues and are random.
+        standin = sum(1 for bp in clips if bp and (_record(bp, group.extractor) or {}).get("standin"))
         groups[group.name] = {"used": used, "measured": len(clips) - missing, "missing": missing,
-                              "reasons": dict(reasons.most_common())}
+                              "reasons": dict(reasons.most_common()), "standin": standin}
+        if used and standin:
+            warnings.append(f"{group.name}: made with stand-in weights for {standin} of {len(clips)} clips "
+                            "(random weights from scripts/make_standin_models.py): not cues")
         if used and clips and missing > WARN_ABOVE * len(clips):
             warnings.append(f"{group.name}: missing for {missing} of {len(clips)} clips "
                             f"({missing / len(clips):.0%}): {_short(reasons.most_common(1)[0][0])}")
