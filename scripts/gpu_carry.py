@@ -41,10 +41,14 @@ together, CTranslate2 and PyAV included, packed to 62.8 MB). `build` writes the
 sizes to .carry/contents.json. `check` ran scripts/bench_gpu.py
 --device cpu --clips 4 with the tiny test models in a Python 3.11 that sees only
 the GPU machine's packages (at this machine's versions) plus the carried ones and
-the stubs: every extractor of the paper profile loaded and ran. It also imported
-the carried cp312 binary wheels (cffi, soundfile, soxr, parselmouth, rpds-py)
-under Python 3.12 and used them. Not checked here: anything on that machine itself
-(its transformers 5.17 and numpy 2.5 against the 5.23 and 2.4 tested here, CUDA).
+the stubs: every extractor of the paper profile loaded and ran. Under Python 3.12
+it used the carried cp312 binary wheels (cffi, soundfile, soxr, parselmouth,
+rpds-py) and imported the torch-free pure ones. funasr's emotion2vec module
+imports distutils.version, which Python 3.12 has only through setuptools'
+distutils-precedence.pth: setuptools is on the GPU machine, and the 3.12 check
+imports it that way. Not checked here: anything on that machine itself (its
+transformers 5.17 and numpy 2.5 against the 5.23 and 2.4 tested here; CUDA), and
+funasr and speechbrain under Python 3.12 (they need torch).
 """
 from __future__ import annotations
 
@@ -326,7 +330,9 @@ build_tiny_emotion2vec(root + "/emotion2vec_plus_large")
 build_tiny_ecapa(root + "/accent-commonaccent-ecapa")
 """
 
-_USE_BINARIES = """
+_USE_ON_PYTHON312 = """
+import site, sys
+site.addsitedir(sys.argv[1])  # the GPU machine's packages, .pth files included (setuptools' distutils)
 import numpy as np, soundfile as sf, soxr, parselmouth, rpds, jsonschema, io
 x = np.sin(np.linspace(0, 2000, 16000)).astype(np.float32)
 buf = io.BytesIO(); sf.write(buf, x, 16000, format="WAV"); buf.seek(0)
@@ -335,13 +341,17 @@ assert rate == 16000 and len(soxr.resample(y, 16000, 8000)) == 8000
 pitch = parselmouth.Sound(y, 16000).to_pitch()
 jsonschema.validate({"a": 1}, {"type": "object"})
 import ctranslate2, av
-print("python", __import__("sys").version.split()[0], "imported and used: cffi, soundfile, soxr, parselmouth, rpds-py;",
-      "stubs import")
+from distutils.version import LooseVersion  # funasr.models.emotion2vec.model's first import: setuptools gives it on 3.12
+import hyperpyyaml, omegaconf, kaldiio
+assert hyperpyyaml.load_hyperpyyaml("a: !new:collections.OrderedDict") is not None
+print("python", sys.version.split()[0], "imported and used: cffi, soundfile, soxr, parselmouth, rpds-py, jsonschema,",
+      "hyperpyyaml, ruamel.yaml; imported: omegaconf, antlr4, kaldiio, the stubs, distutils.version (setuptools)")
 """
 
 
 def check_python312(tmp: Path, python: str | None) -> bool:
-    """Unpack the archive and use its binary wheels under Python 3.12 (beside numpy, typing-extensions, attrs)."""
+    """Unpack the archive and use its binary wheels and the torch-free pure ones under Python 3.12, beside the
+    GPU machine's numpy, typing-extensions, attrs, pyyaml and setuptools (the newest: its version there is unknown)."""
     candidates = [python] if python else [*map(str, sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))),
                                           shutil.which("python3.12")]
     python = next((c for c in candidates if c and subprocess.run([c, "-c", ""], capture_output=True).returncode == 0),
@@ -352,14 +362,15 @@ def check_python312(tmp: Path, python: str | None) -> bool:
     site = tmp / "site"
     with tarfile.open(ARCHIVE) as tar:
         tar.extractall(site, filter="data")
-    there = [f"{n}=={constraints()[n]}" for n in ("numpy", "typing-extensions", "attrs")]  # on the GPU machine
+    there = [f"{n}=={constraints()[n]}" for n in ("numpy", "typing-extensions", "attrs", "pyyaml")] + ["setuptools"]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     subprocess.run([sys.executable, "-m", "pip", "-q", "--disable-pip-version-check", "download", "--no-deps",
                     "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms,
                     "-d", str(tmp / "there"), *there], check=True)
     for wheel in (tmp / "there").glob("*.whl"):
-        zipfile.ZipFile(wheel).extractall(site)
-    done = subprocess.run([python, "-S", "-c", _USE_BINARIES], env={**os.environ, "PYTHONPATH": str(site)})
+        zipfile.ZipFile(wheel).extractall(tmp / "there-site")
+    done = subprocess.run([python, "-S", "-c", _USE_ON_PYTHON312, str(tmp / "there-site")],
+                          env={**os.environ, "PYTHONPATH": str(site)})
     return done.returncode == 0
 
 
