@@ -412,8 +412,8 @@ class WhisperProbe:
 @dataclass
 class GpuTiming(Timing):
     batch: str = ""  # how many items one model call took
-    weights_gib: float | None = None  # GPU memory held once loaded
-    peak_gib: float | None = None  # peak GPU memory while running
+    weights_gib: float | None = None  # GPU memory the loaded model holds
+    peak_gib: float | None = None  # peak GPU memory while it ran (the only model on the GPU then)
     whisper: dict | None = None  # asr: what Whisper decoded (DecodeStats.summary)
 
     @property
@@ -443,9 +443,13 @@ def _batch_of(ext: Extractor, probe: WhisperProbe | None) -> str:
     return "per clip" if ext.sample_rate else "per clip, no audio"
 
 
-def time_each(extractors: list[Extractor], paths: list[Path], workers: int, gpu: Gpu, probe: WhisperProbe,
-              deadline: float, report) -> list[GpuTiming]:
-    """Every extractor alone, dependencies first; values flow to the dependants as in the pipeline."""
+def time_each(extractors: list[Extractor], device: str, paths: list[Path], workers: int, gpu: Gpu,
+              probe: WhisperProbe, deadline: float, report) -> list[GpuTiming]:
+    """Every extractor alone, dependencies first; values flow to the dependants as in the pipeline.
+
+    Each is a fresh instance with the configured settings, dropped once timed, so that the
+    GPU holds one model at a time.
+    """
     from trace_eval.pipeline import runs_in_workers
 
     decoded = [load_audio(p) for p in paths]
@@ -461,6 +465,7 @@ def time_each(extractors: list[Extractor], paths: list[Path], workers: int, gpu:
             timings.append(GpuTiming(ext.name, "skipped", reason="past --deadline-s"))
             continue
         print(f"  {ext.name} ...", flush=True)
+        ext = type(ext)(ext.config, device)
         try:
             if runs_in_workers(ext) and ext.config == type(ext).Config():
                 base, sections = _time_per_clip(ext.name, paths, workers)
@@ -471,12 +476,13 @@ def time_each(extractors: list[Extractor], paths: list[Path], workers: int, gpu:
             timing, sections = GpuTiming(ext.name, "unavailable", reason=str(e)), None
         except Exception as e:  # an extractor bug must not stop the benchmark
             timing, sections = GpuTiming(ext.name, "failed", reason=f"{type(e).__name__}: {e}"), None
+        del ext
         gpu.free()
         timings.append(timing)
         if sections is not None:
             timing.audio_s = audio_s
             timing.failed_clips = sum(not isinstance(s, Section) for s in sections)
-            values[ext.name] = [s.values if isinstance(s, Section) else {} for s in sections]
+            values[timing.name] = [s.values if isinstance(s, Section) else {} for s in sections]
         report(timings)
     return timings
 
@@ -491,11 +497,12 @@ def _time_in_process(ext: Extractor, decoded: list, values: dict[str, list[dict]
         clips.append(Clip(str(i), audio if ext.sample_rate else None, blueprint))
     gpu.free()
     gpu.reset_peak()
+    before = gpu.allocated_gib()
     start = time.perf_counter()
     ext.load()
     gpu.sync()
     load_s = time.perf_counter() - start
-    weights = gpu.allocated_gib()
+    weights = None if before is None else round(gpu.allocated_gib() - before, 2)
     ext.extract(clips[:1])  # warm-up: lazy imports, kernel selection and first allocations are not timed
     probe.stats = DecodeStats()
     gpu.reset_peak()
@@ -698,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             each = paths[: args.each_clips] if args.each_clips else paths
             print(f"\neach extractor alone (paper profile, {len(each)} clips):", flush=True)
             extractors, _ = build_extractors(options, device)
-            timings = time_each(extractors, each, args.workers, gpu, probe, started + args.deadline_s,
+            timings = time_each(extractors, device, each, args.workers, gpu, probe, started + args.deadline_s,
                                 lambda done: save(extractors=[t.to_json() for t in done]))
             del extractors
             gpu.free()
