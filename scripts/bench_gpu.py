@@ -661,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
         "weights": {
             "kind": "published" if args.real_weights else "stand-ins (random weights)",
             "note": None if args.real_weights else
-            "full-size random-weight stand-ins in the published layouts: the timings are real, the cues are not",
+            "random-weight stand-ins in the published layouts (full-size when scripts/make_standin_models.py made "
+            "them): the timings are real, the cues are not",
             "models_dir": str(models),
             "built_s": round(build_s, 1) if build_s is not None else None,
         },
