@@ -1,0 +1,76 @@
+"""scripts/bench_gpu.py and scripts/gpu_carry.py: the clips the GPU benchmark makes without espeak-ng,
+the stand-ins that let faster_whisper import without CTranslate2 and PyAV, and (opt-in) a whole CPU run."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Optional
+
+import pytest
+import soundfile as sf
+
+from trace_eval.bench import load_benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench_gpu():
+    return _script("bench_gpu")
+
+
+def test_clips_are_unique_5_to_20_s_and_a_benchmark_the_pipeline_loads(bench_gpu, tmp_path):
+    paths = bench_gpu.make_benchmark(7, tmp_path, seed=3)
+    durations = [sf.info(p).duration for p in paths]
+    assert all(5.0 <= d <= 20.0 for d in durations)
+    assert len({hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}) == 7
+    bench = load_benchmark(tmp_path)
+    assert len(bench) == 4 and bench.pairs[-1].pointwise  # three pairs and the odd clip alone
+    assert sorted(bench.audio_files()) == sorted(f"audio/{p.name}" for p in paths)
+    again = bench_gpu.make_benchmark(2, tmp_path / "fewer", seed=3)  # clip i does not depend on the count
+    assert again[1].read_bytes() == paths[1].read_bytes()
+
+
+def test_carried_packages_are_pinned_and_the_stubs_import_but_refuse_use():
+    carry = _script("gpu_carry")
+    pins = carry.pins()
+    assert set(pins) == set(carry.CARRIED) and all(pins.values())
+    assert not set(carry.STUBBED) & set(carry.CARRIED)
+    stub = types.ModuleType("ctranslate2")
+    exec(carry.STUB, stub.__dict__)
+    Optional[stub.StorageView]  # faster_whisper.transcribe's annotations, evaluated at import
+    with pytest.raises(ImportError, match="left out of the GPU carry"):
+        stub.models.Whisper("model")
+    assert carry.RUN.startswith("mkdir -p /tmp/site && python3 -c") and "export PYTHONPATH=/tmp/site:$PWD" in carry.RUN
+
+
+@pytest.mark.slow
+def test_a_cpu_run_with_tiny_models_times_every_extractor_and_stage1(bench_gpu, tmp_path):
+    from tiny_models import build_tiny_whisper
+    from tiny_neural_models import build_tiny_ecapa, build_tiny_emotion2vec
+
+    models = tmp_path / "models"
+    build_tiny_whisper(models / "whisper-large-v3")
+    build_tiny_emotion2vec(models / "emotion2vec_plus_large")
+    build_tiny_ecapa(models / "accent-commonaccent-ecapa")
+    out = tmp_path / "report.json"
+    assert bench_gpu.main(["--device", "cpu", "--clips", "2", "--models", str(models), "--no-build",
+                           "--workers", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert {t["name"]: t["status"] for t in report["extractors"]} == dict.fromkeys(
+        ["accent", "asr", "dnsmos", "emotion", "loudness", "pitch", "rate", "voicing"], "ok")
+    assert report["stage1"]["computed"] == 2 and report["stage1"]["failed"] == 0
+    assert report["stage1"]["whisper"]["windows"] >= 2
+    assert report["weights"]["kind"] == "stand-ins (random weights)"
