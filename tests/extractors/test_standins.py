@@ -141,11 +141,13 @@ def test_blueprints_made_with_stand_ins_are_made_again_with_the_real_weights(tmp
     first = run_blueprints(bench, options)
     record = _blueprint(bench, "a.wav")["provenance"]["extractors"]["accent"]
     assert first.sections["accent"] == {"ok": 2}
+    assert first.standin == {"accent": "stand-in weights (test): the values are not cues"}
     assert record["standin"] == "stand-in weights (test): the values are not cues"
     assert run_blueprints(bench, options).sections["accent"] == {"cached": 2}  # still the stand-in: kept
 
     (folder / STANDIN_MARKER).unlink()  # the published weights arrive in the same folder
-    assert run_blueprints(bench, options).sections["accent"] == {"ok": 2}
+    real = run_blueprints(bench, options)
+    assert real.sections["accent"] == {"ok": 2} and real.standin == {}
     assert "standin" not in _blueprint(bench, "a.wav")["provenance"]["extractors"]["accent"]
 
 
@@ -191,6 +193,7 @@ def test_the_paper_profile_runs_end_to_end_on_the_stand_ins(whisper_dir, tmp_pat
     done = subprocess.run([sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--profile", "paper",
                            "--device", "cpu", "--quiet"], env=env, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "stand-in weights: " in done.stderr and "their values are not cues" in done.stderr
     blueprint = _blueprint(bench, "b.wav")
     records = blueprint["provenance"]["extractors"]
     assert {name: r["status"] for name, r in records.items()} == {name: "ok" for name in records}

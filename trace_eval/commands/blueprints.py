@@ -98,6 +98,9 @@ def print_summary(summary) -> None:
               f"{counts.get('unavailable', 0):8d} {summary.seconds_per_extractor.get(name, 0.0):9.2f}")
     for name, reason in summary.unavailable.items():
         print(f"  unavailable: {name}: {reason}")
+    if summary.standin:
+        print(f"  stand-in weights: {', '.join(summary.standin)} ran on random weights "
+              "(scripts/make_standin_models.py): their values are not cues", file=sys.stderr)
     if summary.kept_unavailable:
         print(f"  unavailable as recorded: {', '.join(summary.kept_unavailable)} (probed again when their model "
               "path, $TRACE_MODELS_DIR, the hub cache or the installed packages change, or with --retry-unavailable)")

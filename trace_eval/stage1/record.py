@@ -49,6 +49,8 @@ class RunSummary:
     engine: str = "local"
     # extractor -> reason recorded earlier; not probed again (see --retry-unavailable)
     kept_unavailable: dict[str, str] = dataclasses.field(default_factory=dict)
+    # extractor -> why its weights are stand-ins (trace_eval/standins.py), for those that ran on them
+    standin: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -156,6 +158,8 @@ class Recorder:
             wall_seconds=round(wall_seconds, 3),
             engine=self.engine,
             kept_unavailable={k: v for k, v in self.plan.kept_unavailable.items() if k not in self.unavailable},
+            standin={e.name: note for e in self.plan.extractors
+                     if self.sections[e.name].get("ok") and (note := e.model().standin)},
         )
         save_summary(self.plan.store, summary)
         return summary
