@@ -26,8 +26,8 @@ install: $(STAMP)
 # The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see README).
 EXTRAS := $(shell sed -n '/^\[project.optional-dependencies\]/,/^\[/s/^\([A-Za-z0-9_-]*\) *=.*/\1/p' pyproject.toml | paste -sd, -)
 
-# Re-installs only when the dependency pins change.
-$(STAMP): pyproject.toml constraints.txt
+# Re-installs only when the dependency pins or this recipe change.
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
 	# The multilingual vocabulary that scripts/make_standin_models.py builds Whisper large-v3's tokenizer from;
