@@ -21,7 +21,9 @@
    included; wall time against the target (2 minutes for about 1,000 clips on one
    H100) and beside a published reference (Whisper large-v3 in transformers, batch
    24 with FlashAttention-2: 150 minutes in 98 s on an A100, about 92x real time;
-   greedy, no word timings).
+   greedy, no word timings). Then the first 3 clips again as a benchmark of their
+   own: on CUDA too, their blueprints must equal those from the 1,000-clip run
+   (batch_invariance in the report; the CPU tests check this on every commit).
 4. Each extractor alone, configured as the paper profile configures it, on the
    first --each-clips (250 by default: enough for a steady rate, and it keeps the
    whole command inside the device tool's 600 s; 0: all): load time apart from run
@@ -447,6 +449,24 @@ def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
     return [store.get_by_path(f"audio/{path.name}") or {} for path in paths]
 
 
+def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count: int = 3) -> dict:
+    """The first `count` clips again as a benchmark of their own, so in other batches than in the whole
+    run: every value of their blueprints must be the same (README: Same audio, same blueprint)."""
+    from trace_eval.pipeline import run_blueprints
+
+    small = folder / "alone"
+    small_paths = make_benchmark(count, small, seed)  # clip i is the same whatever the count
+    start = time.perf_counter()
+    run_blueprints(small, options)
+    differ: dict[str, int] = {}
+    for whole, alone in zip(_blueprints(folder, paths[:count]), _blueprints(small, small_paths)):
+        for key in sorted((set(whole) | set(alone)) - {"provenance"}):
+            if whole.get(key) != alone.get(key):
+                differ[key] = differ.get(key, 0) + 1
+    return {"clips": count, "same": not differ, "values_that_differ": differ,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
 # ---------------------------------------------------------------------------------------
 # Each extractor alone
 
@@ -717,6 +737,11 @@ def main(argv: list[str] | None = None) -> int:
             stage1["transcripts"] = transcript_stats(_blueprints(folder, paths), models / "whisper-large-v3")
             save(stage1=stage1)
             _print_stage1(stage1)
+            invariance = batch_invariance(folder, paths, options, args.seed)
+            save(batch_invariance=invariance)
+            print(f"the first {invariance['clips']} clips again as a benchmark of their own: "
+                  + ("the same blueprints" if invariance["same"] else
+                     f"values differ: {invariance['values_that_differ']}"), flush=True)
         save(machine={**report["machine"], **gpu.describe()})
         if report["machine"]["gpu"]:
             print(f"GPU: {report['machine']['gpu']}, {report['machine']['gpu_memory_gib']} GiB", flush=True)
