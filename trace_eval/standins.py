@@ -99,6 +99,10 @@ def build_standins(directory: str | Path, only: list[str] | None = None, force: 
             continue
         folder = root / name
         card = load_card(name)
+        if folder.exists() and not (folder / STANDIN_MARKER).is_file():
+            # Perhaps the published weights: never replace those with random ones.
+            raise ValueError(f"{folder} exists and holds no stand-in ({STANDIN_MARKER}); "
+                             "write the stand-ins into another folder")
         if not force and (folder / STANDIN_MARKER).is_file() and all((folder / f).exists() for f in card.files):
             log(f"{name}: kept {folder}")
         else:

@@ -158,6 +158,18 @@ def _blueprint(bench: Path, name: str) -> dict:
     return BlueprintStore(bench).get(sha256_file(bench / "audio" / name))
 
 
+def test_a_folder_that_may_hold_the_published_weights_is_never_replaced(tmp_path):
+    folder = tmp_path / "accent-commonaccent-ecapa"
+    folder.mkdir()
+    (folder / "embedding_model.ckpt").write_bytes(b"the published weights")
+    with pytest.raises(ValueError, match="holds no stand-in"):
+        build_standins(tmp_path, ["accent-commonaccent-ecapa"], force=True, log=lambda _: None)
+    assert (folder / "embedding_model.ckpt").read_bytes() == b"the published weights"
+    built = build_standins(tmp_path / "standins", ["accent-commonaccent-ecapa"], log=lambda _: None)
+    assert (built["accent-commonaccent-ecapa"] / STANDIN_MARKER).is_file()
+    assert not list((tmp_path / "standins").glob(".*partial"))  # written beside, then renamed
+
+
 # -- Whisper large-v3 ---------------------------------------------------------------------------------------
 
 def test_the_whisper_tokenizer_splits_text_as_openai_whisper_does():
