@@ -71,10 +71,11 @@ class AccentExtractor(Extractor):
         self._classifier: Any = None
         self._labels: list[str] = []
         self._source: Path | None = None
+        self._standin = standin_note(self._card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
         return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
-                         standin_note(self._card, self.config.model_path, self._source))
+                         self._standin)
 
     @property
     def labels(self) -> list[str]:
@@ -124,6 +125,7 @@ class AccentExtractor(Extractor):
         classifier.eval()
         self._classifier = classifier
         self._source = directory
+        self._standin = standin_note(self._card, resolved=directory)
 
     def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
         if self._classifier is None:

@@ -316,10 +316,11 @@ class AsrExtractor(Extractor):
         )
         self._backend = None
         self._source: str | None = None
+        self._standin = standin_note(self.card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
         return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source,
-                         standin=standin_note(self.card, self.config.model_path, self._source))
+                         standin=self._standin)
 
     def numerics(self) -> dict:
         backend = self.config.backend
@@ -398,6 +399,7 @@ class AsrExtractor(Extractor):
                 ) from e
         self._backend = backend
         self._source = str(directory)
+        self._standin = standin_note(self.card, resolved=directory)
 
     # -- extraction -----------------------------------------------------------------------------
     def extract(self, clips: list[Clip]) -> list[Section | ClipError]:

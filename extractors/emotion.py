@@ -71,10 +71,11 @@ class EmotionExtractor(Extractor):
         self._automodel: Any = None
         self._unk_symbol = "<unk>"
         self._source: Path | None = None
+        self._standin = standin_note(self._card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
         return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
-                         standin_note(self._card, self.config.model_path, self._source))
+                         self._standin)
 
     def load(self) -> None:
         if self._automodel is not None:
@@ -114,6 +115,7 @@ class EmotionExtractor(Extractor):
         self._unk_symbol = getattr(tokenizer, "unk_symbol", "<unk>")
         self._automodel = automodel
         self._source = directory
+        self._standin = standin_note(self._card, resolved=directory)
 
     def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
         if self._automodel is None:

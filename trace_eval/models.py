@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trace_eval.resources import data_dir
 
-__all__ = ["ModelCard", "load_card", "resolve_model", "standin_note", "MODELS_DIR", "STANDIN_MARKER"]
+__all__ = ["ModelCard", "is_complete", "load_card", "resolve_model", "standin_note", "MODELS_DIR", "STANDIN_MARKER"]
 
 MODELS_DIR = data_dir("models")
 STANDIN_MARKER = "STANDIN.json"
@@ -59,7 +59,8 @@ def load_card(name: str) -> ModelCard:
     return ModelCard(**{k: v for k, v in data.items() if k in ModelCard.__dataclass_fields__})
 
 
-def _complete(directory: Path, card: ModelCard) -> bool:
+def is_complete(directory: Path, card: ModelCard) -> bool:
+    """Whether `directory` holds every file the card lists."""
     return directory.is_dir() and all((directory / f).exists() for f in card.files)
 
 
@@ -88,7 +89,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
     tried: list[str] = []
     if explicit:
         path = Path(explicit).expanduser()
-        if _complete(path, card):
+        if is_complete(path, card):
             verify_sha256(path, card)
             return path
         missing = [f for f in card.files if not (path / f).exists()] if path.is_dir() else ["the folder itself"]
@@ -99,7 +100,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
     root = os.environ.get("TRACE_MODELS_DIR")
     if root:
         path = Path(root).expanduser() / card.name
-        if _complete(path, card):
+        if is_complete(path, card):
             verify_sha256(path, card)
             return path
         tried.append(f"{path} (incomplete or absent)")
@@ -109,7 +110,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
 
             try:
                 path = Path(snapshot_download(card.hub_id, revision=card.revision, local_files_only=True))
-                if _complete(path, card):
+                if is_complete(path, card):
                     return path
                 tried.append(f"hub cache {card.hub_id} (incomplete)")
             except Exception:
@@ -119,7 +120,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
                     # Only the files the card names (plus small configs): hub repos also hold other formats.
                     patterns = list(card.files) + ["*.json", "*.txt"] if card.files else None
                     path = Path(snapshot_download(card.hub_id, revision=card.revision, allow_patterns=patterns))
-                    if _complete(path, card):
+                    if is_complete(path, card):
                         return path
                 except Exception as e:
                     tried.append(f"download {card.hub_id} ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
@@ -146,7 +147,7 @@ def standin_note(card: ModelCard, explicit: str | Path | None = None, resolved: 
         folder = Path(explicit).expanduser()
     elif os.environ.get("TRACE_MODELS_DIR"):
         folder = Path(os.environ["TRACE_MODELS_DIR"]).expanduser() / card.name
-        if not _complete(folder, card):
+        if not is_complete(folder, card):
             return None
     else:
         return None

@@ -35,7 +35,6 @@ import ast
 import base64
 import gzip
 import importlib.util
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from trace_eval.io import write_json
-from trace_eval.models import STANDIN_MARKER, load_card
+from trace_eval.models import STANDIN_MARKER, is_complete, load_card
 
 __all__ = [
     "ACCENT_LABELS",
@@ -103,7 +102,7 @@ def build_standins(directory: str | Path, only: list[str] | None = None, force: 
             # Perhaps the published weights: never replace those with random ones.
             raise ValueError(f"{folder} exists and holds no stand-in ({STANDIN_MARKER}); "
                              "write the stand-ins into another folder")
-        if not force and (folder / STANDIN_MARKER).is_file() and all((folder / f).exists() for f in card.files):
+        if not force and (folder / STANDIN_MARKER).is_file() and is_complete(folder, card):
             log(f"{name}: kept {folder}")
         else:
             started = time.perf_counter()
