@@ -3,32 +3,20 @@ the stand-ins that let faster_whisper import without CTranslate2 and PyAV, and (
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 import types
-from pathlib import Path
 from typing import Optional
 
 import pytest
 import soundfile as sf
 
+from script_modules import load_script
 from trace_eval.bench import load_benchmark
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def bench_gpu():
-    return _script("bench_gpu")
+    return load_script("bench_gpu")
 
 
 def test_clips_are_unique_5_to_20_s_and_a_benchmark_the_pipeline_loads(bench_gpu, tmp_path):
@@ -44,7 +32,7 @@ def test_clips_are_unique_5_to_20_s_and_a_benchmark_the_pipeline_loads(bench_gpu
 
 
 def test_carried_packages_are_pinned_and_the_stubs_import_but_refuse_use():
-    carry = _script("gpu_carry")
+    carry = load_script("gpu_carry")
     pins = carry.pins()
     assert set(pins) == set(carry.CARRIED) and all(pins.values())
     assert not set(carry.STUBBED) & set(carry.CARRIED)

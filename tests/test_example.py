@@ -7,7 +7,6 @@ per answer: both acceptable -> both_good, neither -> both_bad, else the acceptab
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from script_modules import load_script
 from trace_eval.audio import load_audio
 from trace_eval.synth import have_tools
 
@@ -43,10 +43,7 @@ def manifest() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def recipes() -> dict:
-    spec = importlib.util.spec_from_file_location("make_example", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
+    module = load_script("make_example")
     return {r.index: r for r in module.RECIPES}
 
 

@@ -6,15 +6,14 @@ Known answer: the same sentence, once clean and once under steady white noise at
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from script_modules import load_script
 from extractors import Clip
 from extractors.dnsmos import Config, DnsmosExtractor
 from trace_eval.audio import load_audio
@@ -22,17 +21,12 @@ from trace_eval.bench import load_benchmark
 from trace_eval.judge.cues import DEFAULT_THRESHOLDS, judge_voice_quality
 from trace_eval.synth import have_tools
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not have_tools(), reason="needs espeak-ng and sox")
 
 
 @pytest.fixture(scope="module")
 def calibration():
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "scripts" / "make_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_calibration")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 whose scores follow from how each clip was made (measured on the audio where a cue allows)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from script_modules import load_script
 from trace_eval.audio import load_audio
 from trace_eval.synth import have_tools
 
@@ -29,14 +29,7 @@ def manifest() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def recipes() -> dict:
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports make_example beside it
-    try:
-        spec = importlib.util.spec_from_file_location("make_example_style", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    module = load_script("make_example_style")  # it imports make_example beside it
     return {"module": module, **{r.index: r for r in module.RECIPES}}
 
 
