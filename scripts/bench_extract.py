@@ -221,6 +221,19 @@ def _unavailable_reason(name: str, error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def clips_for(ext: Extractor | type[Extractor], decoded: list, values: dict[str, list[dict]]) -> list[Clip]:
+    """The clips an in-process extractor gets: the audio at its rate and the values of what it depends on."""
+    clips = []
+    for i, audio in enumerate(decoded):
+        blueprint = {"duration_s": audio.duration_s}
+        for dependency in ext.depends_on:
+            blueprint.update(values[dependency][i])
+        clips.append(Clip(str(i), audio if ext.sample_rate else None, blueprint))
+        if ext.sample_rate:
+            audio.at(ext.sample_rate)  # resampling is done by the decoding workers, not timed here
+    return clips
+
+
 def _time_in_process(
     cls: type[Extractor], decoded: list, values: dict[str, list[dict]], device: str
 ) -> tuple[Timing, list]:
@@ -228,14 +241,7 @@ def _time_in_process(
     start = time.perf_counter()
     extractor.load()
     load_s = time.perf_counter() - start
-    clips = []
-    for i, audio in enumerate(decoded):
-        blueprint = {"duration_s": audio.duration_s}
-        for dependency in cls.depends_on:
-            blueprint.update(values[dependency][i])
-        clips.append(Clip(str(i), audio if cls.sample_rate else None, blueprint))
-        if cls.sample_rate:
-            audio.at(cls.sample_rate)  # resampling is done by the decoding workers, not timed here
+    clips = clips_for(cls, decoded, values)
     extractor.extract(clips[:1])  # warm-up: lazy imports and first-run allocations are not timed
     start = time.perf_counter()
     sections = extractor.extract(clips)

@@ -122,8 +122,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_extract import Timing, _time_per_clip  # noqa: E402
-from extractors import Clip, Extractor, ExtractorUnavailable, Section  # noqa: E402
+from bench_extract import Timing, _time_per_clip, clips_for  # noqa: E402
+from extractors import Extractor, ExtractorUnavailable, Section  # noqa: E402
 from trace_eval.audio import load_audio  # noqa: E402
 from trace_eval.io import write_json  # noqa: E402
 
@@ -194,8 +194,6 @@ def make_clip(seeds: list[np.ndarray], rng: np.random.Generator, seconds: float)
 def make_benchmark(count: int, folder: Path, seed: int = 0, shortest_s: float = 5.0,
                    longest_s: float = 20.0) -> list[Path]:
     """`count` unique clips under folder/audio and a manifest pairing them (a last odd clip stands alone)."""
-    from trace_eval.io import write_json
-
     seeds = load_seed_audio()
     (folder / "audio").mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -229,14 +227,9 @@ def make_benchmark(count: int, folder: Path, seed: int = 0, shortest_s: float = 
 
 def missing_cards(models: Path) -> list[str]:
     """The paper profile's model cards whose folder under `models` lacks a file the card lists."""
-    from trace_eval.models import load_card
+    from trace_eval.models import is_complete, load_card
 
-    missing = []
-    for name in PAPER_CARDS:
-        card = load_card(name)
-        if not all((models / name / f).exists() for f in card.files):
-            missing.append(name)
-    return missing
+    return [name for name in PAPER_CARDS if not is_complete(models / name, load_card(name))]
 
 
 def ensure_standins(models: Path, build: bool) -> float | None:
@@ -247,11 +240,9 @@ def ensure_standins(models: Path, build: bool) -> float | None:
     if not build:
         raise SystemExit(f"{models} lacks {', '.join(missing)}; drop --no-build to build the stand-ins there, "
                          f"or pass --models DIR holding {', '.join(PAPER_CARDS)}")
-    if not STANDIN_SCRIPT.is_file():
-        raise SystemExit(f"{STANDIN_SCRIPT.relative_to(ROOT)} is not in this checkout: pass --no-build with "
-                         f"--models DIR holding {', '.join(PAPER_CARDS)}")
     print(f"building stand-ins for {', '.join(missing)} in {models}", flush=True)
     start = time.perf_counter()
+    # In a process of its own: building imports speechbrain, which turns TF32 on for the whole process.
     subprocess.run([sys.executable, str(STANDIN_SCRIPT), str(models), "--only", ",".join(missing)], check=True)
     still = missing_cards(models)
     if still:
@@ -555,12 +546,7 @@ def time_each(extractors: list[Extractor], device: str, paths: list[Path], worke
 
 def _time_in_process(ext: Extractor, decoded: list, values: dict[str, list[dict]], gpu: Gpu,
                      probe: WhisperProbe) -> tuple[GpuTiming, list]:
-    clips = []
-    for i, audio in enumerate(decoded):
-        blueprint = {"duration_s": audio.duration_s}
-        for dependency in ext.depends_on:
-            blueprint.update(values[dependency][i])
-        clips.append(Clip(str(i), audio if ext.sample_rate else None, blueprint))
+    clips = clips_for(ext, decoded, values)
     gpu.free()
     gpu.reset_peak()
     before = gpu.allocated_gib()
