@@ -3,6 +3,7 @@
 Importing this package imports every module in it, so a new extractor is one new
 file and nothing else changes.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -28,6 +28,7 @@ scores of each window (a few numbers) are kept until they are averaged.
 `score_one_window_at_a_time` is the plain reference loop, one window per ONNX run,
 kept to check the fast path against and to time it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -188,7 +189,9 @@ def p808_features(tiled: np.ndarray, starts: list[int], mel_basis: np.ndarray, w
     half = MEL_N_FFT // 2  # 160
     first = starts[0]
     span = tiled[first : starts[-1] + MEL_SAMPLES]
-    inner = np.lib.stride_tricks.sliding_window_view(span, MEL_N_FFT)[::FRAME_SAMPLES]  # row i: frame at first+(i+1)*160
+    inner = np.lib.stride_tricks.sliding_window_view(span, MEL_N_FFT)[
+        ::FRAME_SAMPLES
+    ]  # row i: frame at first+(i+1)*160
     span_power = _power_frames(inner, window)
     edges = np.zeros((2 * len(starts), MEL_N_FFT), dtype=np.float32)
     for i, start in enumerate(starts):
@@ -308,8 +311,13 @@ def _split_p835(path: Path) -> tuple[bytes, bytes] | None:
     except ImportError:
         return None
     model = onnx.load(str(path))
-    head = _subgraph(model, _FRAMES_TENSOR, ["N", "frames", 2 * FRAME_SAMPLES], _HEAD_TENSOR,
-                     ["N", HEAD_CHANNELS, "frames", HEAD_BINS])
+    head = _subgraph(
+        model,
+        _FRAMES_TENSOR,
+        ["N", "frames", 2 * FRAME_SAMPLES],
+        _HEAD_TENSOR,
+        ["N", HEAD_CHANNELS, "frames", HEAD_BINS],
+    )
     tail = _subgraph(model, _HEAD_TENSOR, ["N", HEAD_CHANNELS, FRAMES_PER_WINDOW, HEAD_BINS], _OUTPUT_TENSOR, ["N", 3])
     return head, tail
 
@@ -431,8 +439,14 @@ class _P835:
 class DnsmosScorer:
     """The DNSMOS networks, loaded once; scores many clips per call."""
 
-    def __init__(self, model_dir: Path, num_threads: int = 0, windows_per_run: int = 8, non_personalized: bool = False,
-                 device: str = "cpu"):
+    def __init__(
+        self,
+        model_dir: Path,
+        num_threads: int = 0,
+        windows_per_run: int = 8,
+        non_personalized: bool = False,
+        device: str = "cpu",
+    ):
         import onnxruntime as ort
 
         options = ort.SessionOptions()

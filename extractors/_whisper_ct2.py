@@ -13,6 +13,7 @@ loaded for that window, after the window's own seed is set: a few tenths of a
 second for tiny.en, spent only on the windows that beam search could not pass.
 Beam search at temperature 0 uses no randomness and runs on the model loaded once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -112,6 +113,13 @@ class FasterWhisper:
         # The worst piece of the window speaks for it.
         compression = max((float(s.compression_ratio) for s in segments), default=0.0)
         return WindowTranscript(
-            text, words, info.language, no_speech_prob, float(avg_logprob), compression, temperature, tokens,
+            text,
+            words,
+            info.language,
+            no_speech_prob,
+            float(avg_logprob),
+            compression,
+            temperature,
+            tokens,
             tried_up_to=temperature,
         )

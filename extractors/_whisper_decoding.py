@@ -13,6 +13,7 @@ temperature passes, the attempt kept is the most probable one that does not loop
 (what openai-whisper and faster-whisper keep), and the reported temperature is that
 attempt's own.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +74,9 @@ class Fallback:
         return tuple(t for t in self.temperatures if t > 0)
 
     def needs_retry(self, attempt: WindowTranscript) -> bool:
-        return (attempt.compression_ratio > self.compression_ratio_threshold
-                or attempt.avg_logprob < self.logprob_threshold)
+        return (
+            attempt.compression_ratio > self.compression_ratio_threshold or attempt.avg_logprob < self.logprob_threshold
+        )
 
     def best_of_failed(self, attempts: list[WindowTranscript]) -> WindowTranscript:
         """When every attempt failed: the most probable one that does not loop (else of all)."""

@@ -18,9 +18,9 @@ window (from its audio, extractors/_whisper_decoding.py) in a forked random stat
 so the same audio gives the same transcript whatever batch it came in, and the
 caller's random state is left alone.
 """
+
 from __future__ import annotations
 
-import dataclasses
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +40,14 @@ APPEND_PUNCTUATION = "\"'.。,，!！?？:：”)]}、"
 SENTENCE_END = ".。!！?？"
 BEST_OF = 5  # samples per fallback temperature, as in Whisper
 
-_DTYPES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float32": "float32", "fp32": "float32"}
+_DTYPES = {
+    "float16": "float16",
+    "fp16": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float32": "float32",
+    "fp32": "float32",
+}
 
 
 @dataclass
@@ -75,9 +81,11 @@ class TransformersWhisper:
         self.dtype = getattr(torch, _DTYPES[compute_type])
         self.beam_size = beam_size
         self.fallback = fallback
-        self.model = WhisperForConditionalGeneration.from_pretrained(
-            directory, dtype=self.dtype, attn_implementation="sdpa"
-        ).to(self.device).eval()
+        self.model = (
+            WhisperForConditionalGeneration.from_pretrained(directory, dtype=self.dtype, attn_implementation="sdpa")
+            .to(self.device)
+            .eval()
+        )
         self.features = WhisperFeatureExtractor.from_pretrained(directory)
         self.tokenizer = WhisperTokenizer.from_pretrained(directory)
 
@@ -147,8 +155,9 @@ class TransformersWhisper:
         ]
         return self._align(decoded, states, encoder_frames)
 
-    def _fall_back(self, first: WindowTranscript, states, language: str | None, frames: int,
-                   seed: int) -> WindowTranscript:
+    def _fall_back(
+        self, first: WindowTranscript, states, language: str | None, frames: int, seed: int
+    ) -> WindowTranscript:
         """Whisper's fallback for one window: the first temperature whose best sample passes; when none
         does, the most probable attempt that does not loop (Fallback.best_of_failed)."""
         torch = self.torch
@@ -207,6 +216,7 @@ class TransformersWhisper:
         def keep_query(layer: int):
             def hook(_module, args, kwargs):
                 queries[layer] = args[0] if args else kwargs["hidden_states"]
+
             return hook
 
         layers = sorted({layer for layer, _ in self.alignment_heads})

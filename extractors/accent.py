@@ -20,6 +20,7 @@ a padded clip that does not end in digital silence gets other scores than alone
 A blueprint must not depend on which clips shared its batch; the model is small
 enough (about 20 M parameters) that one clip per pass costs milliseconds.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,8 +75,9 @@ class AccentExtractor(Extractor):
         self._standin = standin_note(self._card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
-        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
-                         self._standin)
+        return ModelInfo(
+            self._card.hub_id, self._card.revision, str(self._source) if self._source else None, self._standin
+        )
 
     @property
     def labels(self) -> list[str]:
@@ -131,8 +133,10 @@ class AccentExtractor(Extractor):
         if self._classifier is None:
             self.load()
         min_samples = max(1, math.ceil(self.config.min_seconds * _RATE))
-        return [self._extract_one(repeat_to_length(np.asarray(c.samples(_RATE), dtype=np.float32), min_samples))
-                for c in clips]
+        return [
+            self._extract_one(repeat_to_length(np.asarray(c.samples(_RATE), dtype=np.float32), min_samples))
+            for c in clips
+        ]
 
     # -----------------------------------------------------------------------------------
     def _extract_one(self, wave: np.ndarray) -> Section | ClipError:
@@ -146,13 +150,17 @@ class AccentExtractor(Extractor):
         except Exception as e:  # e.g. CUDA out of memory on a very long clip: this clip fails, the run goes on
             return ClipError(f"accent model failed on this clip: {type(e).__name__}: {e}")
         if cosines.numel() != len(self._labels) or not bool(torch.isfinite(cosines).all()):
-            return ClipError(f"accent model returned {cosines.numel()} scores (finite: "
-                             f"{bool(torch.isfinite(cosines).all())}) for {len(self._labels)} labels")
+            return ClipError(
+                f"accent model returned {cosines.numel()} scores (finite: "
+                f"{bool(torch.isfinite(cosines).all())}) for {len(self._labels)} labels"
+            )
         probabilities = torch.softmax(self.config.probability_scale * cosines, dim=0)
-        return Section({
-            _COSINE_KEY: {lab: round(float(c), 4) for lab, c in zip(self._labels, cosines)},
-            _PROBABILITY_KEY: {lab: round(float(p), 4) for lab, p in zip(self._labels, probabilities)},
-        })
+        return Section(
+            {
+                _COSINE_KEY: {lab: round(float(c), 4) for lab, c in zip(self._labels, cosines)},
+                _PROBABILITY_KEY: {lab: round(float(p), 4) for lab, p in zip(self._labels, probabilities)},
+            }
+        )
 
 
 def _labels(classifier: Any, directory: Path) -> list[str]:

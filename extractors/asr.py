@@ -36,6 +36,7 @@ than the speech time allows, or Whisper's no-speech rule (no-speech probability
 above 0.6 with average log-probability below -1) make it unreliable; the
 transcript is kept, because the voice-activity gate found speech there.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,7 +52,17 @@ from pathlib import Path
 import numpy as np
 
 from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio, window_seed
-from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, cpu_isa, library_versions, register
+from extractors.base import (
+    Clip,
+    ClipError,
+    Extractor,
+    ExtractorUnavailable,
+    ModelInfo,
+    Section,
+    cpu_isa,
+    library_versions,
+    register,
+)
 from trace_eval.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
 
 __all__ = [
@@ -84,7 +95,9 @@ class AsrConfig:
     model_path: str | None = None  # a local folder with the weights (overrides every other source)
     language: str | None = "en"  # forced language code; None: detected per window
     beam_size: int = 5
-    compute_type: str | None = None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
+    compute_type: str | None = (
+        None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
+    )
     batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
     num_threads: int = 0  # CPU threads for faster-whisper, 0: its default (speed only)
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
@@ -113,6 +126,7 @@ def longest_repeat(text: str, max_words: int = 4) -> tuple[str, int]:
             if times > count:
                 best, count = " ".join(phrase), times
     return best, count
+
 
 # -- speech gate ------------------------------------------------------------------------------
 def loudest_dbfs(samples: np.ndarray, frame_s: float = 0.05) -> float:
@@ -319,8 +333,12 @@ class AsrExtractor(Extractor):
         self._standin = standin_note(self.card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
-        return ModelInfo(id=self.card.hub_id or self.card.name, revision=self.card.revision, source=self._source,
-                         standin=self._standin)
+        return ModelInfo(
+            id=self.card.hub_id or self.card.name,
+            revision=self.card.revision,
+            source=self._source,
+            standin=self._standin,
+        )
 
     def numerics(self) -> dict:
         backend = self.config.backend

@@ -10,6 +10,7 @@ worker processes; batched extractors (models) implement `extract` over a list of
 clips and run in the main process, on the GPU when there is one. On the ray
 engine a batched extractor runs as a pool of actors sized by its `pool`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -146,9 +147,7 @@ class Extractor:
     def fingerprint(self) -> str:
         """Hash over everything that changes this extractor's output (not where weights live)."""
         model = self.model()
-        config = {
-            k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NON_OUTPUT_CONFIG_FIELDS
-        }
+        config = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NON_OUTPUT_CONFIG_FIELDS}
         payload = {
             "name": self.name,
             "version": self.version,

@@ -4,6 +4,7 @@ The extractor: where the ONNX files come from, which clips hold speech to rate, 
 clips are grouped into runs, and what goes into the blueprint. The networks and their arithmetic (windows, features,
 the shared convolution front-end, calibration) are in `extractors/_dnsmos_net.py`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -91,8 +92,11 @@ class DnsmosExtractor(Extractor):
         self._revision: str | None = None
 
     def model(self) -> ModelInfo:
-        return ModelInfo(id="microsoft/DNSMOS (speechmos 0.0.1.1)", revision=self._card_revision(),
-                         source=str(self._model_dir) if self.scorer else None)
+        return ModelInfo(
+            id="microsoft/DNSMOS (speechmos 0.0.1.1)",
+            revision=self._card_revision(),
+            source=str(self._model_dir) if self.scorer else None,
+        )
 
     def _card_revision(self) -> str | None:
         if self._revision is None:
@@ -137,8 +141,9 @@ class DnsmosExtractor(Extractor):
         self._model_dir = self._find_model_dir()
         windows_per_run = max(1, int(self.config.batch_seconds // INPUT_LENGTH_S))
         try:
-            self.scorer = DnsmosScorer(self._model_dir, self.config.num_threads, windows_per_run,
-                                       self.config.non_personalized, self.device)
+            self.scorer = DnsmosScorer(
+                self._model_dir, self.config.num_threads, windows_per_run, self.config.non_personalized, self.device
+            )
         except Exception as e:  # onnxruntime raises its own error types for unreadable graphs
             raise ExtractorUnavailable(
                 f"DNSMOS models in {self._model_dir} could not be loaded ({type(e).__name__}: {e}). To fix: "
@@ -231,11 +236,15 @@ def no_speech(samples: np.ndarray, config: Config) -> str | None:
         return "digital silence: no speech to rate"
     level = loudest_block_dbfs(samples)
     if level < config.silence_dbfs:
-        return f"silence: the loudest 400 ms is at {level:.1f} dBFS, below {config.silence_dbfs:g} dBFS: no speech to rate"
+        return (
+            f"silence: the loudest 400 ms is at {level:.1f} dBFS, below {config.silence_dbfs:g} dBFS: no speech to rate"
+        )
     voiced = voiced_seconds(samples, config.min_voiced_s)
     if voiced < config.min_voiced_s:
-        return (f"no speech: Praat's pitch tracker finds {voiced:.2f} s voiced, less than {config.min_voiced_s:g} s "
-                "(noise or unvoiced sound only)")
+        return (
+            f"no speech: Praat's pitch tracker finds {voiced:.2f} s voiced, less than {config.min_voiced_s:g} s "
+            "(noise or unvoiced sound only)"
+        )
     return None
 
 
@@ -247,7 +256,9 @@ def loudest_block_dbfs(samples: np.ndarray) -> float:
     else:
         energy = np.empty(hops)
         for i in range(0, hops, 600):  # a minute at a time, so memory does not grow with the clip
-            frames = samples[i * _LEVEL_HOP : min(i + 600, hops) * _LEVEL_HOP].astype(np.float64).reshape(-1, _LEVEL_HOP)
+            frames = (
+                samples[i * _LEVEL_HOP : min(i + 600, hops) * _LEVEL_HOP].astype(np.float64).reshape(-1, _LEVEL_HOP)
+            )
             energy[i : i + len(frames)] = np.einsum("ij,ij->i", frames, frames)
         power = float(np.convolve(energy, np.ones(_LEVEL_BLOCK // _LEVEL_HOP), "valid").max()) / _LEVEL_BLOCK
     return 10.0 * np.log10(max(power, 1e-20))

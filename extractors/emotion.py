@@ -14,6 +14,7 @@ model's five layers of width 19 reach about 0.9 s into the padding). A blueprint
 must not depend on which clips happened to share its batch, and funasr's own
 emotion2vec inference loops over clips for the same reason.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -74,8 +75,9 @@ class EmotionExtractor(Extractor):
         self._standin = standin_note(self._card, self.config.model_path)  # read once, not for every clip
 
     def model(self) -> ModelInfo:
-        return ModelInfo(self._card.hub_id, self._card.revision, str(self._source) if self._source else None,
-                         self._standin)
+        return ModelInfo(
+            self._card.hub_id, self._card.revision, str(self._source) if self._source else None, self._standin
+        )
 
     def load(self) -> None:
         if self._automodel is not None:
@@ -169,7 +171,8 @@ def _check_weights(automodel: Any, directory: Path) -> None:
             stored = stored[key]
     stored = {k.removeprefix("module."): v for k, v in stored.items()}
     wrong = [
-        name for name, tensor in automodel.model.state_dict().items()
+        name
+        for name, tensor in automodel.model.state_dict().items()
         if not any(part in name for part in _TRAINING_ONLY)
         and (name not in stored or tuple(stored[name].shape) != tuple(tensor.shape))
     ]

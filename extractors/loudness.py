@@ -15,6 +15,7 @@ length; the values are those of pyloudnorm's Meter on the whole clip.
   each of 20 equal time segments (the nearest block when a segment holds no block
   centre); a segment below the absolute gate (silence) is null.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -16,10 +16,12 @@ threshold is scaled so that it judges against the whole clip's peak, as one
 analysis of the whole clip does. Only the best path through the candidates is
 found per window.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -78,8 +80,12 @@ def praat_sounds(samples: np.ndarray, rate: int) -> Iterator[tuple[int, int, Any
 
     longest = int(WINDOW_S * rate)
     if len(samples) <= longest:
-        yield 0, len(samples), parselmouth.Sound(np.asarray(samples, dtype=np.float64), sampling_frequency=rate), \
-            _SILENCE_THRESHOLD
+        yield (
+            0,
+            len(samples),
+            parselmouth.Sound(np.asarray(samples, dtype=np.float64), sampling_frequency=rate),
+            _SILENCE_THRESHOLD,
+        )
         return
     size = -(-len(samples) // -(-len(samples) // longest))  # windows of equal length, none longer than WINDOW_S
     peak = max(_peak(samples[i : i + size]) for i in range(0, len(samples), size))
@@ -99,12 +105,14 @@ def _peak(samples: np.ndarray) -> float:
     return float(np.abs(samples - samples.mean()).max()) if len(samples) else 0.0
 
 
-def _praat_pitch(samples: np.ndarray, rate: int, floor_hz: float, ceiling_hz: float,
-                 time_step_s: float) -> tuple[np.ndarray, np.ndarray]:
+def _praat_pitch(
+    samples: np.ndarray, rate: int, floor_hz: float, ceiling_hz: float, time_step_s: float
+) -> tuple[np.ndarray, np.ndarray]:
     times, f0 = [], []
     for start, end, sound, silence in praat_sounds(samples, rate):
-        pitch = sound.to_pitch_ac(time_step=time_step_s, pitch_floor=floor_hz, pitch_ceiling=ceiling_hz,
-                                  silence_threshold=silence)
+        pitch = sound.to_pitch_ac(
+            time_step=time_step_s, pitch_floor=floor_hz, pitch_ceiling=ceiling_hz, silence_threshold=silence
+        )
         frame_times = np.asarray(pitch.xs(), dtype=np.float64)
         keep = (frame_times >= start / rate) & (frame_times < end / rate)  # each frame once, from its own window
         times.append(frame_times[keep])

@@ -19,6 +19,7 @@ Whisper took for silence) are null with the transcript's reason, and so is a rat
 beyond what people say (`max_speech_wpm`, `max_articulation_wpm`): such a number
 measures the recogniser, not the speaker.
 """
+
 from __future__ import annotations
 
 import math

@@ -20,6 +20,7 @@ No transcript is needed, so these cues exist for every clip and language.
 A clip longer than 5 minutes is analysed in the pitch extractor's windows, so that
 memory does not grow with its length (see extractors/pitch.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

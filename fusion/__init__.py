@@ -14,6 +14,7 @@ the acceptability dimensions, registered by name with
 objects. Which dimensions fuse, in which order, under which policies, is the
 rubric's to say (`fusion:` in its YAML file), read into a `Fusion`.
 """
+
 from __future__ import annotations
 
 from . import policies as _policies  # noqa: F401  (registers the built-in policies)

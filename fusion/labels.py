@@ -1,4 +1,5 @@
 """The typed-tie label set and the acceptability algebra the policies are built on."""
+
 from __future__ import annotations
 
 LABELS: tuple[str, ...] = ("1", "2", "both_good", "both_bad")

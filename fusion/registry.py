@@ -1,5 +1,6 @@
 """Policies are registered by name with a decorator, so adding one is one function
 and the CLI's choices are read from POLICIES."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -53,6 +54,4 @@ def get_policy(name: str) -> Policy:
     try:
         return POLICIES[name]
     except KeyError:
-        raise UnknownPolicy(
-            f"unknown fusion policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}"
-        ) from None
+        raise UnknownPolicy(f"unknown fusion policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}") from None

@@ -1,4 +1,5 @@
 """Which dimensions a rubric fuses, in what priority, and under which policies."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -39,10 +40,16 @@ class Fusion:
         problems += [f"order names {name} twice" for name in sorted({n for n in self.order if self.order.count(n) > 1})]
         if not self.acceptability:
             problems.append("acceptability names no dimension")
-        problems += [f"acceptability names {name}, which is not in order" for name in self.acceptability
-                     if name not in self.order]
-        problems += [f"unknown fusion policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}"
-                     for name in self.policies if name not in POLICIES]
+        problems += [
+            f"acceptability names {name}, which is not in order"
+            for name in self.acceptability
+            if name not in self.order
+        ]
+        problems += [
+            f"unknown fusion policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}"
+            for name in self.policies
+            if name not in POLICIES
+        ]
         if not self.policies:
             problems.append("policies names no policy")
         if problems:
@@ -59,8 +66,9 @@ class Fusion:
         """
         function = get_policy(policy)
         if policy not in self.policies:
-            raise UnknownPolicy(f"fusion policy {policy!r} does not apply here; expected one of: "
-                                f"{', '.join(self.policies)}")
+            raise UnknownPolicy(
+                f"fusion policy {policy!r} does not apply here; expected one of: {', '.join(self.policies)}"
+            )
         labels = {name: verdicts.get(name) for name in self.order}
         for name, label in labels.items():
             if label is not None:

@@ -26,6 +26,7 @@ Ray's own start is timed apart; each run includes loading the models.
 
     python scripts/bench_extract.py --engine ray --clips 40 --only asr,dnsmos,pitch,loudness,voicing,rate
 """
+
 from __future__ import annotations
 
 import argparse
@@ -142,8 +143,9 @@ def _run_in_worker(path: str, names: list[str]) -> tuple[np.ndarray, dict[str, S
 
 def _pool(workers: int, names: list[str]) -> ProcessPoolExecutor:
     """A started pool (start-up is not timed: a pipeline pays it once per run)."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_load_in_worker, initargs=(names,))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_load_in_worker, initargs=(names,)
+    )
     for future in [pool.submit(_warm_up_worker) for _ in range(workers * 2)]:
         future.result()
     return pool
@@ -257,8 +259,10 @@ def print_timings(timings: list[Timing]) -> None:
             print(f"{t.name:<10} {t.status:<11} {'':<6} {'':>7} {'':>8} {'':>8} {'':>7}  {t.reason}")
             continue
         failed = f", {t.failed_clips} clips failed" if t.failed_clips else ""
-        print(f"{t.name:<10} {t.status:<11} {t.device:<6} {t.load_s:>7.2f} {t.seconds:>8.2f} {t.clips_per_s:>8.2f} "
-              f"{t.rtf:>7.4f}  {t.where}{failed}")
+        print(
+            f"{t.name:<10} {t.status:<11} {t.device:<6} {t.load_s:>7.2f} {t.seconds:>8.2f} {t.clips_per_s:>8.2f} "
+            f"{t.rtf:>7.4f}  {t.where}{failed}"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -330,8 +334,10 @@ def _differences(a: list[dict], b: list[dict]) -> list[str]:
 
 def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: int) -> None:
     names = [n for n in COMBINED if n in REGISTRY]
-    print(f"\n{' + '.join(names)}, {len(paths)} clips, {audio_s:.0f} s of audio, best of {repeat}: "
-          "a plain per-file loop against the pipeline")
+    print(
+        f"\n{' + '.join(names)}, {len(paths)} clips, {audio_s:.0f} s of audio, best of {repeat}: "
+        "a plain per-file loop against the pipeline"
+    )
     if "dnsmos" not in names:
         print("  dnsmos is not registered: nothing to compare")
         return
@@ -358,8 +364,10 @@ def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: in
     print(f"  {'way':<16} {'seconds':>8} {'clips/s':>8} {'RTF':>7}  all runs (s)")
     for way, runs in times.items():
         best = min(runs)
-        print(f"  {way:<16} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
-              + " ".join(f"{r:.2f}" for r in runs))
+        print(
+            f"  {way:<16} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
+            + " ".join(f"{r:.2f}" for r in runs)
+        )
     speed_up = min(times["straightforward"]) / min(times["optimized"])
     print(f"  speed-up: {speed_up:.2f}x on {os.cpu_count()} cores ({workers} worker processes)")
     print("  outputs agree" if not problems else "  OUTPUTS DIFFER:\n    " + "\n    ".join(problems[:10]))
@@ -375,14 +383,17 @@ def compare_engines(paths: list[Path], audio_s: float, names: list[str], workers
     _write_manifest(paths, folder)
     start = time.perf_counter()
     ray_engine.start_local()
-    print(f"\nengines, {len(paths)} clips, {audio_s:.0f} s of audio, {', '.join(names)}; best of {repeat} "
-          f"(Ray started in {time.perf_counter() - start:.1f} s, not counted)")
+    print(
+        f"\nengines, {len(paths)} clips, {audio_s:.0f} s of audio, {', '.join(names)}; best of {repeat} "
+        f"(Ray started in {time.perf_counter() - start:.1f} s, not counted)"
+    )
     models = [n for n in names if REGISTRY[n].batched and REGISTRY[n].sample_rate]
     ways = {
         "local": BlueprintOptions(only=names, device="cpu", workers=workers),
         "ray, 1 actor/model": BlueprintOptions(only=names, device="cpu", engine="ray"),
-        "ray, 2 actors/model": BlueprintOptions(only=names, device="cpu", engine="ray",
-                                                settings={m: {"actors": 2} for m in models}),
+        "ray, 2 actors/model": BlueprintOptions(
+            only=names, device="cpu", engine="ray", settings={m: {"actors": 2} for m in models}
+        ),
     }
     times: dict[str, list[float]] = {way: [] for way in ways}
     reference: dict[str, dict] = {}
@@ -405,8 +416,10 @@ def compare_engines(paths: list[Path], audio_s: float, names: list[str], workers
     print(f"  {'way':<20} {'seconds':>8} {'clips/s':>8} {'RTF':>7}  all runs (s)")
     for way, runs in times.items():
         best = min(runs)
-        print(f"  {way:<20} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
-              + " ".join(f"{r:.2f}" for r in runs))
+        print(
+            f"  {way:<20} {best:>8.2f} {len(paths) / best:>8.2f} {best / audio_s:>7.4f}  "
+            + " ".join(f"{r:.2f}" for r in runs)
+        )
     print("  blueprints agree" if not problems else "  BLUEPRINTS DIFFER:\n    " + "\n    ".join(problems[:10]))
 
 
@@ -422,8 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each way in the comparison; the best counts")
     parser.add_argument("--skip-combined", action="store_true", help="only time the extractors one by one")
-    parser.add_argument("--engine", choices=("local", "ray"), default="local",
-                        help="ray: compare the whole Stage 1 on the local and the ray engine instead")
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: compare the whole Stage 1 on the local and the ray engine instead",
+    )
     args = parser.parse_args(argv)
 
     names = sorted(REGISTRY) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
@@ -437,8 +454,10 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         paths = make_clips(args.clips, Path(folder), args.seed)
         audio_s = sum(sf.info(p).duration for p in paths)
-        print(f"{len(paths)} clips, {audio_s:.0f} s of speech (generated in {time.perf_counter() - start:.1f} s); "
-              f"device {device}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"{len(paths)} clips, {audio_s:.0f} s of speech (generated in {time.perf_counter() - start:.1f} s); "
+            f"device {device}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}"
+        )
         if args.engine == "ray":
             compare_engines(paths, audio_s, names, args.workers, max(1, args.repeat))
             return 0

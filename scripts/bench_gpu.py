@@ -97,6 +97,7 @@ pass a --deadline-s above the Stage 1 time. Not checked:
 anything on CUDA, and the GPU machine's own versions (transformers 5.17, numpy 2.5,
 onnxruntime 1.30).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,6 +124,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_extract import Timing, _time_per_clip, clips_for  # noqa: E402
+
 from extractors import Extractor, ExtractorUnavailable, Section  # noqa: E402
 from trace_eval.audio import load_audio  # noqa: E402
 from trace_eval.io import write_json  # noqa: E402
@@ -191,8 +193,9 @@ def make_clip(seeds: list[np.ndarray], rng: np.random.Generator, seconds: float)
     return clip * np.float32(0.98 / peak) if peak > 0.98 else clip
 
 
-def make_benchmark(count: int, folder: Path, seed: int = 0, shortest_s: float = 5.0,
-                   longest_s: float = 20.0) -> list[Path]:
+def make_benchmark(
+    count: int, folder: Path, seed: int = 0, shortest_s: float = 5.0, longest_s: float = 20.0
+) -> list[Path]:
     """`count` unique clips under folder/audio and a manifest pairing them (a last odd clip stands alone)."""
     seeds = load_seed_audio()
     (folder / "audio").mkdir(parents=True, exist_ok=True)
@@ -238,8 +241,10 @@ def ensure_standins(models: Path, build: bool) -> float | None:
     if not missing:
         return None
     if not build:
-        raise SystemExit(f"{models} lacks {', '.join(missing)}; drop --no-build to build the stand-ins there, "
-                         f"or pass --models DIR holding {', '.join(PAPER_CARDS)}")
+        raise SystemExit(
+            f"{models} lacks {', '.join(missing)}; drop --no-build to build the stand-ins there, "
+            f"or pass --models DIR holding {', '.join(PAPER_CARDS)}"
+        )
     print(f"building stand-ins for {', '.join(missing)} in {models}", flush=True)
     start = time.perf_counter()
     # In a process of its own: building imports speechbrain, which turns TF32 on for the whole process.
@@ -301,8 +306,12 @@ class Gpu:
         if not self.torch:
             return {"gpu": None}
         props = self.torch.cuda.get_device_properties(self.index)
-        return {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
-                "cuda": self.torch.version.cuda, "multiprocessors": props.multi_processor_count}
+        return {
+            "gpu": props.name,
+            "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+            "cuda": self.torch.version.cuda,
+            "multiprocessors": props.multi_processor_count,
+        }
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,7 +333,8 @@ class DecodeStats:
         return {
             "generate_calls": self.generate_calls,
             "rows_per_call": {"mean": round(float(np.mean(rows)), 1), "min": min(rows), "max": max(rows)}
-            if rows else None,
+            if rows
+            else None,
             "generate_s": round(self.generate_s, 2),
             "vad_s": round(self.vad_s, 2),
             "vad_clips": self.vad_clips,
@@ -373,8 +383,10 @@ class WhisperProbe:
                 probe.stats.vad_s += time.perf_counter() - start
                 probe.stats.vad_clips += 1
 
-        self._restore = lambda: (setattr(TransformersWhisper, "__init__", original_init),
-                                 setattr(asr, "vad_spans", original_vad))
+        self._restore = lambda: (
+            setattr(TransformersWhisper, "__init__", original_init),
+            setattr(asr, "vad_spans", original_vad),
+        )
         TransformersWhisper.__init__ = init
         asr.vad_spans = vad_spans
         return self
@@ -403,15 +415,26 @@ def transcript_stats(blueprints: list[dict], whisper_dir: Path) -> dict:
     texts = [(b.get("agent_response") or "").strip() for b in decoded]
     tokens = [len(tokenizer.encode(" " + text, add_special_tokens=False)) if text else 0 for text in texts]
     quality = [b["transcript_quality"] for b in decoded]
-    fell_back = sum(q["temperature"] > 0 or q["avg_logprob"] < limits.logprob_threshold
-                    or q["compression_ratio"] > limits.compression_ratio_threshold for q in quality)
+    fell_back = sum(
+        q["temperature"] > 0
+        or q["avg_logprob"] < limits.logprob_threshold
+        or q["compression_ratio"] > limits.compression_ratio_threshold
+        for q in quality
+    )
     words = [len(b.get("words") or []) for b in blueprints]
     seconds = sum(float(b.get("duration_s") or 0.0) for b in blueprints)
     speech_tokens = SPEECH_TOKENS_PER_SECOND * seconds / len(blueprints) if blueprints else None
 
     def spread(values: list[float], digits: int = 1) -> dict | None:
-        return {"mean": round(float(np.mean(values)), digits), "min": round(min(values), digits),
-                "max": round(max(values), digits)} if values else None
+        return (
+            {
+                "mean": round(float(np.mean(values)), digits),
+                "min": round(min(values), digits),
+                "max": round(max(values), digits),
+            }
+            if values
+            else None
+        )
 
     return {
         "clips": len(blueprints),
@@ -424,12 +447,13 @@ def transcript_stats(blueprints: list[dict], whisper_dir: Path) -> dict:
         "planted_sentence": sum(text == STANDIN_SENTENCE.strip() for text in texts),
         "words_per_clip": round(float(np.mean(words)), 1) if words else None,
         "words_per_minute": round(sum(words) / seconds * 60, 1) if seconds else None,
-        "clips_with_reliable_transcript": sum(bool((b.get("transcript_quality") or {}).get("reliable"))
-                                              for b in blueprints),
+        "clips_with_reliable_transcript": sum(
+            bool((b.get("transcript_quality") or {}).get("reliable")) for b in blueprints
+        ),
         "clips_with_empty_transcript": sum(not (b.get("agent_response") or "").strip() for b in blueprints),
         "note": f"decoding time here is that of {spread(tokens)['mean'] if tokens else 0:g} text tokens a window; "
-                f"speech of these clips' mean length gives about {speech_tokens or 0:.0f} "
-                f"({SPEECH_TOKENS_PER_SECOND:g} a second: some 15-65 for answers of 5-20 s)",
+        f"speech of these clips' mean length gives about {speech_tokens or 0:.0f} "
+        f"({SPEECH_TOKENS_PER_SECOND:g} a second: some 15-65 for answers of 5-20 s)",
     }
 
 
@@ -454,8 +478,12 @@ def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count:
         for key in sorted((set(whole) | set(alone)) - {"provenance"}):
             if whole.get(key) != alone.get(key):
                 differ[key] = differ.get(key, 0) + 1
-    return {"clips": count, "same": not differ, "values_that_differ": differ,
-            "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "clips": count,
+        "same": not differ,
+        "values_that_differ": differ,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -486,8 +514,10 @@ def _batch_of(ext: Extractor, probe: WhisperProbe | None) -> str:
     """How many items one model call of this extractor took, in words."""
     if ext.name == "asr" and probe and probe.stats.rows_per_call:
         rows = probe.stats.rows_per_call
-        return (f"{np.mean(rows):.1f} windows/generate (max {max(rows)}; "
-                f"batch_seconds={ext.config.batch_seconds:g}, beam {ext.config.beam_size})")
+        return (
+            f"{np.mean(rows):.1f} windows/generate (max {max(rows)}; "
+            f"batch_seconds={ext.config.batch_seconds:g}, beam {ext.config.beam_size})"
+        )
     if ext.name == "dnsmos":
         from extractors._dnsmos_net import INPUT_LENGTH_S
 
@@ -497,8 +527,17 @@ def _batch_of(ext: Extractor, probe: WhisperProbe | None) -> str:
     return "per clip" if ext.sample_rate else "per clip, no audio"
 
 
-def time_each(extractors: list[Extractor], device: str, paths: list[Path], workers: int, gpu: Gpu,
-              probe: WhisperProbe, deadline: float, report, whisper_dir: Path) -> list[GpuTiming]:
+def time_each(
+    extractors: list[Extractor],
+    device: str,
+    paths: list[Path],
+    workers: int,
+    gpu: Gpu,
+    probe: WhisperProbe,
+    deadline: float,
+    report,
+    whisper_dir: Path,
+) -> list[GpuTiming]:
     """Every extractor alone, dependencies first; values flow to the dependants as in the pipeline.
 
     Each is a fresh instance with the configured settings, dropped once timed, so that the
@@ -513,7 +552,9 @@ def time_each(extractors: list[Extractor], device: str, paths: list[Path], worke
     for ext in extractors:
         missing = [d for d in ext.depends_on if d not in values]
         if missing:
-            timings.append(GpuTiming(ext.name, "unavailable", reason=f"depends on {', '.join(missing)}, which did not run"))
+            timings.append(
+                GpuTiming(ext.name, "unavailable", reason=f"depends on {', '.join(missing)}, which did not run")
+            )
             continue
         if time.monotonic() > deadline:
             timings.append(GpuTiming(ext.name, "skipped", reason="past --deadline-s"))
@@ -539,13 +580,15 @@ def time_each(extractors: list[Extractor], device: str, paths: list[Path], worke
             values[timing.name] = [s.values if isinstance(s, Section) else {} for s in sections]
             if timing.name == "asr":
                 timing.transcripts = transcript_stats(
-                    [{**v, "duration_s": a.duration_s} for v, a in zip(values["asr"], decoded)], whisper_dir)
+                    [{**v, "duration_s": a.duration_s} for v, a in zip(values["asr"], decoded)], whisper_dir
+                )
         report(timings)
     return timings
 
 
-def _time_in_process(ext: Extractor, decoded: list, values: dict[str, list[dict]], gpu: Gpu,
-                     probe: WhisperProbe) -> tuple[GpuTiming, list]:
+def _time_in_process(
+    ext: Extractor, decoded: list, values: dict[str, list[dict]], gpu: Gpu, probe: WhisperProbe
+) -> tuple[GpuTiming, list]:
     clips = clips_for(ext, decoded, values)
     gpu.free()
     gpu.reset_peak()
@@ -563,23 +606,37 @@ def _time_in_process(ext: Extractor, decoded: list, values: dict[str, list[dict]
     gpu.sync()
     seconds = time.perf_counter() - start
     where = "batched, this process" if ext.batched else "per clip, this process"
-    timing = GpuTiming(ext.name, "ok", load_s, seconds, len(clips), device=ext.device, where=where,
-                       batch=_batch_of(ext, probe), weights_gib=weights, peak_gib=gpu.peak_gib(),
-                       whisper=probe.stats.summary() if probe.stats.generate_calls else None)
+    timing = GpuTiming(
+        ext.name,
+        "ok",
+        load_s,
+        seconds,
+        len(clips),
+        device=ext.device,
+        where=where,
+        batch=_batch_of(ext, probe),
+        weights_gib=weights,
+        peak_gib=gpu.peak_gib(),
+        whisper=probe.stats.summary() if probe.stats.generate_calls else None,
+    )
     return timing, sections
 
 
 def print_timings(timings: list[GpuTiming]) -> None:
-    print(f"\n{'extractor':<10} {'status':<11} {'device':<6} {'load s':>7} {'run s':>8} {'clips/s':>8} "
-          f"{'x real':>7} {'weights':>7} {'peak':>6}  batch")
+    print(
+        f"\n{'extractor':<10} {'status':<11} {'device':<6} {'load s':>7} {'run s':>8} {'clips/s':>8} "
+        f"{'x real':>7} {'weights':>7} {'peak':>6}  batch"
+    )
     for t in timings:
         if t.status != "ok":
             print(f"{t.name:<10} {t.status:<11} {'':<6} {'':>7} {'':>8} {'':>8} {'':>7} {'':>7} {'':>6}  {t.reason}")
             continue
         gib = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
         failed = f"; {t.failed_clips} clips failed" if t.failed_clips else ""
-        print(f"{t.name:<10} {t.status:<11} {t.device:<6} {t.load_s:>7.2f} {t.seconds:>8.2f} {t.clips_per_s:>8.1f} "
-              f"{t.x_real_time:>7.1f} {gib(t.weights_gib):>7} {gib(t.peak_gib):>6}  {t.batch}{failed}")
+        print(
+            f"{t.name:<10} {t.status:<11} {t.device:<6} {t.load_s:>7.2f} {t.seconds:>8.2f} {t.clips_per_s:>8.1f} "
+            f"{t.x_real_time:>7.1f} {gib(t.weights_gib):>7} {gib(t.peak_gib):>6}  {t.batch}{failed}"
+        )
     print("  (x real: audio seconds / processing seconds; weights and peak: GPU GiB)")
 
 
@@ -611,8 +668,12 @@ def time_stage1(folder: Path, options, gpu: Gpu, probe: WhisperProbe, audio_s: f
         "sections": summary.sections,
         "unavailable": summary.unavailable,
         "failures": [f"{f.path} {f.stage}: {f.reason}" for f in summary.failures[:20]],
-        "target": {**TARGET, "seconds_for_these_clips": round(target_s, 1),
-                   "x_real_time_needed": round(audio_s / target_s, 1), "met": wall <= target_s},
+        "target": {
+            **TARGET,
+            "seconds_for_these_clips": round(target_s, 1),
+            "x_real_time_needed": round(audio_s / target_s, 1),
+            "met": wall <= target_s,
+        },
         "whisper": probe.stats.summary(),
     }
 
@@ -622,8 +683,18 @@ def time_stage1(folder: Path, options, gpu: Gpu, probe: WhisperProbe, audio_s: f
 
 def _versions() -> dict[str, str | None]:
     found = {}
-    for package in ("torch", "torchaudio", "transformers", "funasr", "speechbrain", "onnxruntime", "numpy",
-                    "faster-whisper", "praat-parselmouth", "soundfile"):
+    for package in (
+        "torch",
+        "torchaudio",
+        "transformers",
+        "funasr",
+        "speechbrain",
+        "onnxruntime",
+        "numpy",
+        "faster-whisper",
+        "praat-parselmouth",
+        "soundfile",
+    ):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -633,29 +704,47 @@ def _versions() -> dict[str, str | None]:
 
 def _commit() -> str | None:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--clips", type=int, default=1000, help="unique clips of 5-20 s (default 1000, SpeakBench size)")
+    parser.add_argument(
+        "--clips", type=int, default=1000, help="unique clips of 5-20 s (default 1000, SpeakBench size)"
+    )
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
-    parser.add_argument("--models", type=Path, default=Path(tempfile.gettempdir()) / "trace-standins",
-                        help="folder of the paper profile's weights, one folder per model card "
-                             "(default: /tmp/trace-standins, stand-ins built there when missing)")
+    parser.add_argument(
+        "--models",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "trace-standins",
+        help="folder of the paper profile's weights, one folder per model card "
+        "(default: /tmp/trace-standins, stand-ins built there when missing)",
+    )
     parser.add_argument("--no-build", action="store_true", help="use --models as it is; never build stand-ins")
     parser.add_argument("--real-weights", action="store_true", help="--models holds the published weights")
     parser.add_argument("--out", type=Path, help="write the JSON report here")
     parser.add_argument("--work", type=Path, help="benchmark folder to write (default: a temporary one)")
     parser.add_argument("--only", help="comma-separated extractors (default: every one the paper profile runs)")
     parser.add_argument("--skip-each", action="store_true", help="only time the whole Stage 1")
-    parser.add_argument("--each-clips", type=int, default=250,
-                        help="time each extractor alone on the first N clips (default 250; 0: all)")
-    parser.add_argument("--deadline-s", type=float, default=540.0,
-                        help="start no extractor alone after this many seconds (default 540: a 600 s command)")
+    parser.add_argument(
+        "--each-clips",
+        type=int,
+        default=250,
+        help="time each extractor alone on the first N clips (default 250; 0: all)",
+    )
+    parser.add_argument(
+        "--deadline-s",
+        type=float,
+        default=540.0,
+        help="start no extractor alone after this many seconds (default 540: a 600 s command)",
+    )
     parser.add_argument("--skip-stage1", action="store_true", help="only time the extractors one by one")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for per-clip work")
     parser.add_argument("--seed", type=int, default=0)
@@ -673,8 +762,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRACE_OFFLINE", "1")  # the weights are all in --models; never wait on a network
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
-    options = BlueprintOptions(only=only, device=device, workers=args.workers, force=True, profile="paper",
-                               progress=False)  # no settings: the paper profile as users run it
+    options = BlueprintOptions(
+        only=only, device=device, workers=args.workers, force=True, profile="paper", progress=False
+    )  # no settings: the paper profile as users run it
     gpu = Gpu(device)
     report: dict = {
         "report": "trace-eval bench_gpu",
@@ -685,8 +775,9 @@ def main(argv: list[str] | None = None) -> int:
         "libraries": _versions(),
         "weights": {
             "kind": "published" if args.real_weights else "stand-ins (random weights)",
-            "note": None if args.real_weights else
-            "random-weight stand-ins in the published layouts (full-size when scripts/make_standin_models.py made "
+            "note": None
+            if args.real_weights
+            else "random-weight stand-ins in the published layouts (full-size when scripts/make_standin_models.py made "
             "them): the timings are real, the cues are not; the Whisper stand-in decodes one planted sentence a window "
             "(trace_eval/standins.py), so decoding is as long as that sentence (stage1.transcripts)",
             "models_dir": str(models),
@@ -708,26 +799,47 @@ def main(argv: list[str] | None = None) -> int:
         paths = make_benchmark(args.clips, folder, args.seed)
         durations = [sf.info(p).duration for p in paths]
         audio_s = float(sum(durations))
-        save(clips={"count": len(paths), "audio_s": round(audio_s, 1), "mean_s": round(audio_s / len(paths), 2),
-                    "min_s": round(min(durations), 2), "max_s": round(max(durations), 2), "unique": True,
-                    "seed": args.seed, "made_s": round(time.perf_counter() - start, 1), "folder": str(folder)})
-        print(f"{len(paths)} unique clips, {audio_s / 60:.1f} min of audio, made in {report['clips']['made_s']} s; "
-              f"device {device}; weights: {report['weights']['kind']}"
-              + (f" (built in {build_s:.0f} s)" if build_s else ""), flush=True)
+        save(
+            clips={
+                "count": len(paths),
+                "audio_s": round(audio_s, 1),
+                "mean_s": round(audio_s / len(paths), 2),
+                "min_s": round(min(durations), 2),
+                "max_s": round(max(durations), 2),
+                "unique": True,
+                "seed": args.seed,
+                "made_s": round(time.perf_counter() - start, 1),
+                "folder": str(folder),
+            }
+        )
+        print(
+            f"{len(paths)} unique clips, {audio_s / 60:.1f} min of audio, made in {report['clips']['made_s']} s; "
+            f"device {device}; weights: {report['weights']['kind']}"
+            + (f" (built in {build_s:.0f} s)" if build_s else ""),
+            flush=True,
+        )
         probe = stack.enter_context(WhisperProbe(gpu))
 
         if not args.skip_stage1:  # first: the headline number, measured even when the rest runs out of time
-            print("\nthe whole Stage 1 (run_blueprints, paper profile, everything recomputed, loading included) ...",
-                  flush=True)
+            print(
+                "\nthe whole Stage 1 (run_blueprints, paper profile, everything recomputed, loading included) ...",
+                flush=True,
+            )
             stage1 = time_stage1(folder, options, gpu, probe, audio_s, len(paths))
             stage1["transcripts"] = transcript_stats(_blueprints(folder, paths), models / "whisper-large-v3")
             save(stage1=stage1)
             _print_stage1(stage1)
             invariance = batch_invariance(folder, paths, options, args.seed)
             save(batch_invariance=invariance)
-            print(f"the first {invariance['clips']} clips again as a benchmark of their own: "
-                  + ("the same blueprints" if invariance["same"] else
-                     f"values differ: {invariance['values_that_differ']}"), flush=True)
+            print(
+                f"the first {invariance['clips']} clips again as a benchmark of their own: "
+                + (
+                    "the same blueprints"
+                    if invariance["same"]
+                    else f"values differ: {invariance['values_that_differ']}"
+                ),
+                flush=True,
+            )
         save(machine={**report["machine"], **gpu.describe()})
         if report["machine"]["gpu"]:
             print(f"GPU: {report['machine']['gpu']}, {report['machine']['gpu_memory_gib']} GiB", flush=True)
@@ -736,8 +848,17 @@ def main(argv: list[str] | None = None) -> int:
             each = paths[: args.each_clips] if args.each_clips else paths
             print(f"\neach extractor alone (paper profile, {len(each)} clips):", flush=True)
             extractors, _ = build_extractors(options, device)
-            timings = time_each(extractors, device, each, args.workers, gpu, probe, started + args.deadline_s,
-                                lambda done: save(extractors=[t.to_json() for t in done]), models / "whisper-large-v3")
+            timings = time_each(
+                extractors,
+                device,
+                each,
+                args.workers,
+                gpu,
+                probe,
+                started + args.deadline_s,
+                lambda done: save(extractors=[t.to_json() for t in done]),
+                models / "whisper-large-v3",
+            )
             del extractors
             gpu.free()
             print_timings(timings)
@@ -752,32 +873,42 @@ def main(argv: list[str] | None = None) -> int:
 def _print_whisper(whisper: dict | None, transcripts: dict | None) -> None:
     if transcripts:
         tokens, logprob = transcripts["text_tokens_per_window"], transcripts["avg_logprob"]
-        print(f"  whisper wrote: {transcripts['windows_decoded']} windows of {transcripts['clips']} clips decoded; "
-              f"text tokens per window {tokens['mean'] if tokens else '-'} (min {tokens['min'] if tokens else '-'}, "
-              f"max {tokens['max'] if tokens else '-'}; speech of these lengths: about "
-              f"{transcripts['speech_tokens_per_window']}); temperatures {transcripts['temperatures']}, "
-              f"{transcripts['windows_that_fell_back']} fell back; avg log-prob {logprob['mean'] if logprob else '-'}; "
-              f"{transcripts['planted_sentence']} transcripts are the stand-in's planted sentence; "
-              f"{transcripts['words_per_clip']} words per clip, {transcripts['clips_with_empty_transcript']} empty")
+        print(
+            f"  whisper wrote: {transcripts['windows_decoded']} windows of {transcripts['clips']} clips decoded; "
+            f"text tokens per window {tokens['mean'] if tokens else '-'} (min {tokens['min'] if tokens else '-'}, "
+            f"max {tokens['max'] if tokens else '-'}; speech of these lengths: about "
+            f"{transcripts['speech_tokens_per_window']}); temperatures {transcripts['temperatures']}, "
+            f"{transcripts['windows_that_fell_back']} fell back; avg log-prob {logprob['mean'] if logprob else '-'}; "
+            f"{transcripts['planted_sentence']} transcripts are the stand-in's planted sentence; "
+            f"{transcripts['words_per_clip']} words per clip, {transcripts['clips_with_empty_transcript']} empty"
+        )
     if whisper and whisper["generate_calls"]:
         rows = whisper["rows_per_call"]
-        print(f"  whisper ran: {whisper['generate_calls']} generate calls of {rows['mean']} rows (max {rows['max']}), "
-              f"{whisper['generate_s']} s inside generate; VAD {whisper['vad_s']} s for {whisper['vad_clips']} clips")
+        print(
+            f"  whisper ran: {whisper['generate_calls']} generate calls of {rows['mean']} rows (max {rows['max']}), "
+            f"{whisper['generate_s']} s inside generate; VAD {whisper['vad_s']} s for {whisper['vad_clips']} clips"
+        )
 
 
 def _print_stage1(stage1: dict) -> None:
     target = stage1["target"]
-    print(f"  wall {stage1['wall_s']:.1f} s: {stage1['x_real_time']}x real time, {stage1['clips_per_s']} clips/s, "
-          f"peak GPU {stage1['peak_gib'] if stage1['peak_gib'] is not None else '-'} GiB; "
-          f"{stage1['computed']} blueprints, {stage1['failed']} failed")
+    print(
+        f"  wall {stage1['wall_s']:.1f} s: {stage1['x_real_time']}x real time, {stage1['clips_per_s']} clips/s, "
+        f"peak GPU {stage1['peak_gib'] if stage1['peak_gib'] is not None else '-'} GiB; "
+        f"{stage1['computed']} blueprints, {stage1['failed']} failed"
+    )
     print(f"  seconds per extractor: {stage1['seconds_per_extractor']}")
     if stage1["unavailable"]:
         print(f"  unavailable: {stage1['unavailable']}")
-    print(f"  target: {target['seconds_for_these_clips']} s for these clips ({target['seconds']:.0f} s per "
-          f"{target['clips']} on {target['gpu']}, {target['x_real_time_needed']}x real time): "
-          f"{'met' if target['met'] else 'NOT met'}")
-    print(f"  reference: {REFERENCE['what']}: {REFERENCE['audio_minutes']:.0f} min in {REFERENCE['seconds']:.0f} s, "
-          f"{REFERENCE['x_real_time']}x real time")
+    print(
+        f"  target: {target['seconds_for_these_clips']} s for these clips ({target['seconds']:.0f} s per "
+        f"{target['clips']} on {target['gpu']}, {target['x_real_time_needed']}x real time): "
+        f"{'met' if target['met'] else 'NOT met'}"
+    )
+    print(
+        f"  reference: {REFERENCE['what']}: {REFERENCE['audio_minutes']:.0f} min in {REFERENCE['seconds']:.0f} s, "
+        f"{REFERENCE['x_real_time']}x real time"
+    )
     _print_whisper(stage1["whisper"], stage1["transcripts"])
 
 

@@ -15,6 +15,7 @@ Python process each time (start-up and imports included), on:
 Target: case 2 at 10,000 pairs, 20 systems and 1,000 resamples in a few seconds. Reports the best of
 --repeat runs (the machine may be shared) and the time in the leaderboard function itself.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,9 @@ def make_benchmark(root: Path, pairs: int, systems: int, seed: int) -> tuple[Pat
     def draw(p: np.ndarray) -> np.ndarray:
         tie = 0.4 * np.minimum(p, 1 - p)
         u = rng.random(len(p))
-        return np.where(u < p - tie / 2, "1", np.where(u < p + tie / 2, rng.choice(["both_good", "both_bad"], len(p)), "2"))
+        return np.where(
+            u < p - tie / 2, "1", np.where(u < p + tie / 2, rng.choice(["both_good", "both_bad"], len(p)), "2")
+        )
 
     human = {d: draw(p_first) for d in DIMENSIONS}
     judged = {d: np.where(rng.random(pairs) < 0.8, human[d], rng.choice(LABELS, pairs)) for d in DIMENSIONS}
@@ -59,19 +62,37 @@ def make_benchmark(root: Path, pairs: int, systems: int, seed: int) -> tuple[Pat
     for n in range(pairs):
         dims = {d: str(human[d][n]) for d in DIMENSIONS}
         verdicts = {d: str(judged[d][n]) for d in DIMENSIONS}
-        items.append({"id": f"p{n:05d}", "instruction_path": f"audio/{n}/q.wav", "audio1_path": f"audio/{n}/a.wav",
-                      "audio2_path": f"audio/{n}/b.wav", "model_a": names[first[n]], "model_b": names[second[n]],
-                      "label": {**dims, "overall": fusion.fuse("cap", dims)}})
+        items.append(
+            {
+                "id": f"p{n:05d}",
+                "instruction_path": f"audio/{n}/q.wav",
+                "audio1_path": f"audio/{n}/a.wav",
+                "audio2_path": f"audio/{n}/b.wav",
+                "model_a": names[first[n]],
+                "model_b": names[second[n]],
+                "label": {**dims, "overall": fusion.fuse("cap", dims)},
+            }
+        )
         fused = fusion.fuse_all(verdicts)
-        lines.append({"id": f"p{n:05d}", "status": "ok", "reason": None, "verdicts": verdicts, "undetermined": {},
-                      "fused": fused, "overall": fused["cap"]})
+        lines.append(
+            {
+                "id": f"p{n:05d}",
+                "status": "ok",
+                "reason": None,
+                "verdicts": verdicts,
+                "undetermined": {},
+                "fused": fused,
+                "overall": fused["cap"],
+            }
+        )
     bench = root / "bench"
     bench.mkdir()
     (bench / "manifest.json").write_text(json.dumps(items))
     run = root / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps({"bench": str(bench), "model": "synthetic", "fusion": "cap",
-                                                 "rubric": "trace"}))
+    (run / "config.json").write_text(
+        json.dumps({"bench": str(bench), "model": "synthetic", "fusion": "cap", "rubric": "trace"})
+    )
     (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return bench, run
 
@@ -84,8 +105,12 @@ def timed(command: list[str], repeat: int) -> tuple[float, float]:
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "trace_eval", "leaderboard", *command], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "trace_eval", "leaderboard", *command],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
         wall = min(wall, time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = min(cpu, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -112,16 +137,20 @@ def main() -> int:
             "run + human labels, overall": [str(run), *resamples, "--out", str(Path(tmp) / "out")],
             "run + human labels, --by all": [str(run), *resamples, "--by", "all", "--out", str(Path(tmp) / "out-all")],
         }
-        print(f"{args.pairs} pairs, {args.systems} systems, {args.resamples} resamples; best of {args.repeat}, "
-              f"new process each time (start-up included); load average {os.getloadavg()[0]:.1f} on "
-              f"{os.cpu_count()} cores")
+        print(
+            f"{args.pairs} pairs, {args.systems} systems, {args.resamples} resamples; best of {args.repeat}, "
+            f"new process each time (start-up included); load average {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores"
+        )
         for name, command in cases.items():
             wall, cpu = timed(command, args.repeat)
             print(f"  {name:30} wall {wall:6.2f} s   CPU {cpu:6.2f} s")
         start = time.perf_counter()
         board = leaderboard([run], by="overall", settings=BootstrapSettings(resamples=args.resamples))
-        print(f"  leaderboard() alone, run + human labels, overall: wall {time.perf_counter() - start:.2f} s "
-              f"(Kendall tau {board['agreement'][0]['kendall_tau']['value']:.2f})")
+        print(
+            f"  leaderboard() alone, run + human labels, overall: wall {time.perf_counter() - start:.2f} s "
+            f"(Kendall tau {board['agreement'][0]['kendall_tau']['value']:.2f})"
+        )
     return 0
 
 

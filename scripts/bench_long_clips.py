@@ -11,6 +11,7 @@ CPU seconds (user + sys, children included), the peak resident memory of its
 largest process (what /usr/bin/time reports) and the peak of all its processes
 together (sampled every 0.1 s), and the seconds each extractor took.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,8 +103,13 @@ def run(bench: Path, only: str | None) -> dict:
     if process.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n{stderr.decode()[-3000:]}")
     summary = json.loads((bench / "blueprints" / "summary.json").read_text())
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
-            "peak_tree_mb": peak_tree, "seconds": summary["seconds_per_extractor"]}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_mb": usage.ru_maxrss / 1024,
+        "peak_tree_mb": peak_tree,
+        "seconds": summary["seconds_per_extractor"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
-        print(f"blueprints --device cpu{' --only ' + args.only if args.only else ''}, one clip each "
-              f"(load average before: {os.getloadavg()[0]:.1f})")
+        print(
+            f"blueprints --device cpu{' --only ' + args.only if args.only else ''}, one clip each "
+            f"(load average before: {os.getloadavg()[0]:.1f})"
+        )
         print(f"{'clip':>8s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s} {'all MB':>8s}  seconds per extractor")
         for minutes in args.minutes:
             bench = work / f"long-{minutes:g}min"
@@ -126,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                 (bench / "manifest.json").write_text(json.dumps([item]))
             r = run(bench, args.only)
             per = "  ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items() if v >= 0.5)
-            print(f"{minutes:>5g} min {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mb']:8.0f} {r['peak_tree_mb']:8.0f}  {per}")
+            print(
+                f"{minutes:>5g} min {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mb']:8.0f} {r['peak_tree_mb']:8.0f}  {per}"
+            )
     return 0
 
 

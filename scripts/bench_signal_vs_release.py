@@ -28,6 +28,7 @@ The release also scores every window with the non-personalized P.835 network,
 which its output does not use; `--non-personalized` makes trace-eval compute it
 too (`--set dnsmos.non_personalized=true`), for the same network work on both sides.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_extract import SENTENCES, VOICES  # noqa: E402
+
 from trace_eval.synth import Voice, speak  # noqa: E402
 
 CLIPS = 20
@@ -73,8 +75,12 @@ for path in sys.argv[2:]:
     out[path] = [q["P_SIG"], q["P_BAK"], q["P_OVRL"], q["P808_MOS"]]
 json.dump(out, open(sys.argv[1], "w"))
 """
-DNSMOS_KEYS = ("DNSMOS_Personalized_Signal_Quality", "DNSMOS_Personalized_Background_Quality",
-               "DNSMOS_Personalized_Overall_Quality", "P808_Overall_Quality")
+DNSMOS_KEYS = (
+    "DNSMOS_Personalized_Signal_Quality",
+    "DNSMOS_Personalized_Background_Quality",
+    "DNSMOS_Personalized_Overall_Quality",
+    "P808_Overall_Quality",
+)
 
 
 def make_clips(folder: Path) -> list[Path]:
@@ -128,8 +134,18 @@ def run_release(release: Path, extra_path: str | None, paths: list[Path], out: P
 def run_ours(bench: Path, non_personalized: bool) -> Run:
     shutil.rmtree(bench / "blueprints", ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    command = [sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--only", EXTRACTORS, "--device", "cpu",
-               "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "trace_eval",
+        "blueprints",
+        str(bench),
+        "--only",
+        EXTRACTORS,
+        "--device",
+        "cpu",
+        "--quiet",
+    ]
     if non_personalized:
         command += ["--set", "dnsmos.non_personalized=true"]
     return timed(command, ROOT, env)
@@ -151,8 +167,10 @@ def dnsmos_differences(bench: Path, paths: list[Path], release_out: Path) -> flo
 
 def describe(name: str, runs: list[Run]) -> str:
     each = "  ".join(f"{r.wall_s:5.1f}/{r.cpu_s:5.1f}" for r in runs)
-    return (f"  {name:10s} wall/cpu s: {each}   median wall {statistics.median(r.wall_s for r in runs):5.1f} s, "
-            f"cpu {statistics.median(r.cpu_s for r in runs):5.1f} s, peak {max(r.peak_mb for r in runs):6.0f} MB")
+    return (
+        f"  {name:10s} wall/cpu s: {each}   median wall {statistics.median(r.wall_s for r in runs):5.1f} s, "
+        f"cpu {statistics.median(r.cpu_s for r in runs):5.1f} s, peak {max(r.peak_mb for r in runs):6.0f} MB"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (default 3)")
     parser.add_argument("--work", type=Path, help="folder for the clips and blueprints (default: a temporary one)")
     parser.add_argument("--release-path", help="a folder added to the release's import path (e.g. where aubio is)")
-    parser.add_argument("--non-personalized", action="store_true",
-                        help="trace-eval also scores the non-personalized P.835 network, as the release does")
+    parser.add_argument(
+        "--non-personalized",
+        action="store_true",
+        help="trace-eval also scores the non-personalized P.835 network, as the release does",
+    )
     args = parser.parse_args(argv)
     if not (args.release / "src" / "TRACE" / "extraction.py").is_file():
         parser.error(f"{args.release} is not a checkout of the TRACE release: no src/TRACE/extraction.py")
@@ -173,8 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(bench, ignore_errors=True)
         paths = make_clips(bench)
         audio_s = sum(sf.info(str(p)).duration for p in paths)
-        print(f"{len(paths)} clips, {audio_s:.1f} s of espeak-ng speech; pitch + loudness + DNSMOS, whole processes, "
-              f"{args.repeat} alternating runs (load average before: {os.getloadavg()[0]:.1f})")
+        print(
+            f"{len(paths)} clips, {audio_s:.1f} s of espeak-ng speech; pitch + loudness + DNSMOS, whole processes, "
+            f"{args.repeat} alternating runs (load average before: {os.getloadavg()[0]:.1f})"
+        )
         release_out = work / "release.json"
         release, ours = [], []
         for _ in range(args.repeat):
@@ -184,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         print(describe("trace-eval", ours))
         wall_ratio = statistics.median(r.wall_s for r in release) / statistics.median(r.wall_s for r in ours)
         cpu_ratio = statistics.median(r.cpu_s for r in release) / statistics.median(r.cpu_s for r in ours)
-        print(f"  trace-eval is {wall_ratio:.1f}x faster in wall time, {cpu_ratio:.1f}x in CPU time "
-              f"(load average after: {os.getloadavg()[0]:.1f})")
+        print(
+            f"  trace-eval is {wall_ratio:.1f}x faster in wall time, {cpu_ratio:.1f}x in CPU time "
+            f"(load average after: {os.getloadavg()[0]:.1f})"
+        )
         print(f"  DNSMOS scores (2 decimals) differ by at most {dnsmos_differences(bench, paths, release_out):.2f}")
     return 0
 

@@ -14,6 +14,7 @@ their current values is printed, so a threshold is set inside it, away from the
 ends. Last, the accuracy of the thresholds in trace_eval/judge/cues.py on each
 part, with the pairs they get wrong.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,15 +29,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trace_eval.judge.cues import (DEFAULT_THRESHOLDS, Thresholds, judge_content, judge_voice_quality,  # noqa: E402
-                                   transcript_doubt)
+from trace_eval.judge.cues import (
+    DEFAULT_THRESHOLDS,
+    Thresholds,
+    judge_content,
+    judge_voice_quality,  # noqa: E402
+    transcript_doubt,
+)
 from trace_eval.judge.prompts import blueprint_view, load_prompt  # noqa: E402
 from trace_eval.store import BlueprintStore  # noqa: E402
 
 SPLITS = ("fit", "heldout", "recorded")
 KEYS = load_prompt("trace").blueprint_keys
-SCORES = (("P808_Overall_Quality", "P.808"), ("DNSMOS_Personalized_Background_Quality", "BAK"),
-          ("DNSMOS_Personalized_Overall_Quality", "OVRL"))
+SCORES = (
+    ("P808_Overall_Quality", "P.808"),
+    ("DNSMOS_Personalized_Background_Quality", "BAK"),
+    ("DNSMOS_Personalized_Overall_Quality", "OVRL"),
+)
 FLOORS = {
     "quality_min_p808": np.round(np.arange(2.3, 3.21, 0.05), 2),
     "quality_min_background": np.round(np.arange(1.0, 2.21, 0.05), 2),  # 1.0: BAK not used
@@ -68,17 +77,28 @@ def load(folder: Path) -> list[Item]:
     for entry in json.loads((folder / "manifest.json").read_text(encoding="utf-8")):
         stored = (store.get_by_path(entry["audio1_path"]), store.get_by_path(entry["audio2_path"]))
         if None in stored:
-            raise SystemExit(f"{folder}: no blueprint for {entry['index']}; run `python -m trace_eval blueprints "
-                             f"{folder} --only dnsmos,asr,pitch,loudness,rate,voicing`")
+            raise SystemExit(
+                f"{folder}: no blueprint for {entry['index']}; run `python -m trace_eval blueprints "
+                f"{folder} --only dnsmos,asr,pitch,loudness,rate,voicing`"
+            )
         recipe = recipes[entry["index"]]
         made = (recipe["a"]["degradation"], recipe["b"]["degradation"])
         if recipe["a"]["wpm"] != recipe["b"]["wpm"]:
             made = tuple(f"{m}, {recipe[s]['wpm']} wpm" for m, s in zip(made, "ab", strict=True))
-        views = tuple({**blueprint_view(bp, KEYS, ()), "transcript_quality": bp.get("transcript_quality")}
-                      for bp in stored)
-        items.append(Item(entry["index"], entry["instruction_text"], entry["label"], views, made,
-                          tuple(bp["provenance"]["audio_sha256"] for bp in stored),
-                          (recipe["a"]["text"], recipe["b"]["text"])))
+        views = tuple(
+            {**blueprint_view(bp, KEYS, ()), "transcript_quality": bp.get("transcript_quality")} for bp in stored
+        )
+        items.append(
+            Item(
+                entry["index"],
+                entry["instruction_text"],
+                entry["label"],
+                views,
+                made,
+                tuple(bp["provenance"]["audio_sha256"] for bp in stored),
+                (recipe["a"]["text"], recipe["b"]["text"]),
+            )
+        )
     return items
 
 
@@ -114,8 +134,9 @@ def score_table(items: list[Item]) -> list[str]:
     names = [name for _, name in SCORES] + ["LUFS"]
     lines = [f"| degradation | clips | {' | '.join(names)} |", "|---|---|" + "---|" * len(names)]
     for made in sorted(by_kind):
-        cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-" for v in
-                 (by_kind[made][n] for n in names)]
+        cells = [
+            f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-" for v in (by_kind[made][n] for n in names)
+        ]
         clips = max(len(v) for v in by_kind[made].values()) if by_kind[made] else 0
         lines.append(f"| {made} | {clips} | {' | '.join(cells)} |")
     return lines
@@ -150,8 +171,10 @@ def mistakes(items: list[Item], t: Thresholds, dimension: str) -> list[str]:
         label, reading = judged(item, dimension, t)
         if label != item.labels[dimension]:
             what = item.made if dimension == "voice_quality" else item.said
-            out.append(f"  {item.index}: {what[0]} vs {what[1]}: judged {label}, made {item.labels[dimension]}"
-                       f" ({reading.split('; ', 1)[-1]})")
+            out.append(
+                f"  {item.index}: {what[0]} vs {what[1]}: judged {label}, made {item.labels[dimension]}"
+                f" ({reading.split('; ', 1)[-1]})"
+            )
     return out
 
 
@@ -163,9 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     for split, items in parts.items():
         print(f"\nDNSMOS and loudness per degradation, {split} ({len(items)} pairs):")
         print("\n".join(score_table(items)))
-    for title, grid, dimension in (("acceptability floors", FLOORS, "voice_quality"),
-                                   ("winner margins", MARGINS, "voice_quality"),
-                                   ("word recall", RECALL, "content")):
+    for title, grid, dimension in (
+        ("acceptability floors", FLOORS, "voice_quality"),
+        ("winner margins", MARGINS, "voice_quality"),
+        ("word recall", RECALL, "content"),
+    ):
         best, winners = fit(parts["fit"], grid, dimension)
         print(f"\n{title}: best {dimension} accuracy on fit {best:.1%}, reached by {len(winners)} grid points;")
         print("each threshold's range among them, the others as in trace_eval/judge/cues.py:")
@@ -173,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nthe thresholds in trace_eval/judge/cues.py:")
     for split, items in parts.items():
         for dimension in ("voice_quality", "content"):
-            print(f"  {split}: {dimension} accuracy {accuracy(items, DEFAULT_THRESHOLDS, dimension):.1%} "
-                  f"({len(items)} pairs)")
+            print(
+                f"  {split}: {dimension} accuracy {accuracy(items, DEFAULT_THRESHOLDS, dimension):.1%} "
+                f"({len(items)} pairs)"
+            )
             print("\n".join(mistakes(items, DEFAULT_THRESHOLDS, dimension)))
     return 0
 

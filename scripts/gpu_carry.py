@@ -51,6 +51,7 @@ imports it that way. Not checked here: anything on that machine itself (its
 transformers 5.17 and numpy 2.5 against the 5.23 and 2.4 tested here; CUDA), and
 funasr and speechbrain under Python 3.12 (they need torch).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -115,8 +116,13 @@ def __getattr__(name):
         raise AttributeError(name)
     return _Absent(name, (), {})
 '''
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "manylinux1_x86_64")
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)
 # The GPU machine's packages ("Python packages already there", read on 2026-11-17).
 MACHINE = """
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
@@ -175,8 +181,23 @@ def download(folder: Path) -> list[Path]:
     built = [f"{n}=={v}" for n, v in versions.items() if n in SDISTS]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-                    "--implementation", "cp", *platforms, "-d", str(folder), *binary], check=True)
+    subprocess.run(
+        [
+            *pip,
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(folder),
+            *binary,
+        ],
+        check=True,
+    )
     subprocess.run([*pip, "wheel", "--no-deps", "-w", str(folder), *built], check=True)
     wheels = sorted(folder.glob("*.whl"))
     found = {normalized(w.name.split("-")[0]) for w in wheels}
@@ -216,6 +237,7 @@ def prune(site: Path) -> None:
 
 def pack(site: Path, archive: Path) -> None:
     """tar.xz (xz -9e), entries sorted and stamped alike, so the same wheels give the same bytes."""
+
     def same_stamp(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         return info
@@ -248,13 +270,20 @@ def build(args) -> int:
             "archive_bytes": ARCHIVE.stat().st_size,
             "tracked_files_bytes": tracked_bytes(),
         }
-    contents = {"packages": pins(), "stubs": list(STUBBED), **sizes,
-                "travels_bytes": sizes["archive_bytes"] + sizes["tracked_files_bytes"], "limit_bytes": LIMIT_BYTES}
+    contents = {
+        "packages": pins(),
+        "stubs": list(STUBBED),
+        **sizes,
+        "travels_bytes": sizes["archive_bytes"] + sizes["tracked_files_bytes"],
+        "limit_bytes": LIMIT_BYTES,
+    }
     (CARRY / "contents.json").write_text(json.dumps(contents, indent=2) + "\n")
     mb = lambda n: f"{n / 2**20:.1f} MiB"  # noqa: E731
-    print(f"{ARCHIVE.relative_to(ROOT)}: {mb(sizes['archive_bytes'])} (wheels {mb(sizes['wheels_bytes'])}, "
-          f"unpacked {mb(sizes['unpacked_bytes'])}); with the tracked files {mb(contents['travels_bytes'])} "
-          f"of {mb(LIMIT_BYTES)} a call")
+    print(
+        f"{ARCHIVE.relative_to(ROOT)}: {mb(sizes['archive_bytes'])} (wheels {mb(sizes['wheels_bytes'])}, "
+        f"unpacked {mb(sizes['unpacked_bytes'])}); with the tracked files {mb(contents['travels_bytes'])} "
+        f"of {mb(LIMIT_BYTES)} a call"
+    )
     return 0 if contents["travels_bytes"] < LIMIT_BYTES else 1
 
 
@@ -301,22 +330,43 @@ def check(args) -> int:
         if models is None:
             models = tmp / "models"
             print("building the tiny test models ...", flush=True)
-            subprocess.run([sys.executable, "-c", _TINY_MODELS, str(models)], check=True,
-                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-c", _TINY_MODELS, str(models)],
+                check=True,
+                env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         views = machine_view(tmp / "view")
         path = os.pathsep.join([str(views["stubs"]), str(views["carried"]), str(views["machine"]), str(ROOT)])
         out = args.out or tmp / "bench_gpu.json"
-        command = [sys.executable, "-S", str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", "--clips",
-                   str(args.clips), "--models", str(models), "--no-build", "--out", str(out)]
-        print(f"bench_gpu.py with only the GPU machine's packages and the carried ones ({sys.version.split()[0]}):",
-              flush=True)
+        command = [
+            sys.executable,
+            "-S",
+            str(ROOT / "scripts" / "bench_gpu.py"),
+            "--device",
+            "cpu",
+            "--clips",
+            str(args.clips),
+            "--models",
+            str(models),
+            "--no-build",
+            "--out",
+            str(out),
+        ]
+        print(
+            f"bench_gpu.py with only the GPU machine's packages and the carried ones ({sys.version.split()[0]}):",
+            flush=True,
+        )
         code = subprocess.run(command, env={**os.environ, "PYTHONPATH": path}).returncode
         report = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         bad = [t["name"] for t in report.get("extractors", []) if t["status"] != "ok"]
         bad += sorted(report.get("stage1", {}).get("unavailable", {}))
-        print("ok: every extractor ran" if code == 0 and not bad and report.get("stage1")
-              else f"FAILED (exit {code}; not ok: {', '.join(bad) or '-'})")
+        print(
+            "ok: every extractor ran"
+            if code == 0 and not bad and report.get("stage1")
+            else f"FAILED (exit {code}; not ok: {', '.join(bad) or '-'})"
+        )
         wheels_ok = check_python312(tmp, args.python312)
     return 0 if code == 0 and not bad and wheels_ok else 1
 
@@ -353,10 +403,14 @@ print("python", sys.version.split()[0], "imported and used: cffi, soundfile, sox
 def check_python312(tmp: Path, python: str | None) -> bool:
     """Unpack the archive and use its binary wheels and the torch-free pure ones under Python 3.12, beside the
     GPU machine's numpy, typing-extensions, attrs, pyyaml and setuptools (the newest: its version there is unknown)."""
-    candidates = [python] if python else [*map(str, sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))),
-                                          shutil.which("python3.12")]
-    python = next((c for c in candidates if c and subprocess.run([c, "-c", ""], capture_output=True).returncode == 0),
-                  None)
+    candidates = (
+        [python]
+        if python
+        else [*map(str, sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), shutil.which("python3.12")]
+    )
+    python = next(
+        (c for c in candidates if c and subprocess.run([c, "-c", ""], capture_output=True).returncode == 0), None
+    )
     if not ARCHIVE.is_file() or python is None:
         print(f"skipped the Python 3.12 check: {'no ' + str(ARCHIVE.relative_to(ROOT)) if python else 'no python3.12'}")
         return True
@@ -365,22 +419,43 @@ def check_python312(tmp: Path, python: str | None) -> bool:
         tar.extractall(site, filter="data")
     there = [f"{n}=={constraints()[n]}" for n in ("numpy", "typing-extensions", "attrs", "pyyaml")] + ["setuptools"]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    subprocess.run([sys.executable, "-m", "pip", "-q", "--disable-pip-version-check", "download", "--no-deps",
-                    "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms,
-                    "-d", str(tmp / "there"), *there], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "-q",
+            "--disable-pip-version-check",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(tmp / "there"),
+            *there,
+        ],
+        check=True,
+    )
     for wheel in (tmp / "there").glob("*.whl"):
         zipfile.ZipFile(wheel).extractall(tmp / "there-site")
-    done = subprocess.run([python, "-S", "-c", _USE_ON_PYTHON312, str(tmp / "there-site")],
-                          env={**os.environ, "PYTHONPATH": str(site)})
+    done = subprocess.run(
+        [python, "-S", "-c", _USE_ON_PYTHON312, str(tmp / "there-site")], env={**os.environ, "PYTHONPATH": str(site)}
+    )
     return done.returncode == 0
 
 
 # ---------------------------------------------------------------------------------------
 # command
 
-RUN = ("mkdir -p /tmp/site && python3 -c \"import tarfile; tarfile.open('.carry/site.tar.xz').extractall('/tmp/site', "
-       "filter='data')\" && export PYTHONPATH=/tmp/site:$PWD && set -o pipefail && PYTHONUNBUFFERED=1 "
-       "python3 scripts/bench_gpu.py {args}--out $OUT/bench_gpu.json 2>&1 | tee $OUT/bench_gpu.log")
+RUN = (
+    "mkdir -p /tmp/site && python3 -c \"import tarfile; tarfile.open('.carry/site.tar.xz').extractall('/tmp/site', "
+    "filter='data')\" && export PYTHONPATH=/tmp/site:$PWD && set -o pipefail && PYTHONUNBUFFERED=1 "
+    "python3 scripts/bench_gpu.py {args}--out $OUT/bench_gpu.json 2>&1 | tee $OUT/bench_gpu.log"
+)
 
 
 def command(args) -> int:

@@ -44,6 +44,7 @@ instruction, a winner only for a "clear and obvious" difference.
 Deterministic: sox runs without dither and with fixed seeds (-D -R), and each noise
 is drawn from a generator seeded by the clip's name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,8 +103,9 @@ class Degradation:
 
     @property
     def sounds_clean(self) -> bool:
-        return self.kind in ("clean", "level") and not self.heavy or (
-            self.kind in ("white", "pink") and self.amount >= 25)
+        return (
+            self.kind in ("clean", "level") and not self.heavy or (self.kind in ("white", "pink") and self.amount >= 25)
+        )
 
     def __str__(self) -> str:
         if self.kind in ("white", "pink"):
@@ -171,22 +173,30 @@ class Split:
 
 
 SPLITS = (
-    Split("fit", ("en-us", "en-gb", "en-us+f2", "en-us+f4"),
-          ("The morning train to the city was late again today.",
-           "Please remember to water the plants before you leave.",
-           "Our team finished the project two days ahead of schedule.",
-           "A warm cup of soup is perfect on a rainy evening."),
-          ("I think the weather will be sunny all weekend long.",
-           "The museum has a new exhibit about ancient Egypt."),
-          ("Open the window.", "Open the door.")),
-    Split("heldout", ("en-gb-scotland", "en-029", "en-gb-x-rp+f3", "en-us-nyc+f5"),
-          ("The library closes early on Sundays during the summer.",
-           "She painted the old fence a bright shade of blue.",
-           "Turn left at the bakery and walk past the bridge.",
-           "My grandfather still tells stories about his first car."),
-          ("We ordered pizza and watched a movie last night.",
-           "The dentist said my teeth are in good shape."),
-          ("Call waiting.", "Calling.")),
+    Split(
+        "fit",
+        ("en-us", "en-gb", "en-us+f2", "en-us+f4"),
+        (
+            "The morning train to the city was late again today.",
+            "Please remember to water the plants before you leave.",
+            "Our team finished the project two days ahead of schedule.",
+            "A warm cup of soup is perfect on a rainy evening.",
+        ),
+        ("I think the weather will be sunny all weekend long.", "The museum has a new exhibit about ancient Egypt."),
+        ("Open the window.", "Open the door."),
+    ),
+    Split(
+        "heldout",
+        ("en-gb-scotland", "en-029", "en-gb-x-rp+f3", "en-us-nyc+f5"),
+        (
+            "The library closes early on Sundays during the summer.",
+            "She painted the old fence a bright shade of blue.",
+            "Turn left at the bakery and walk past the bridge.",
+            "My grandfather still tells stories about his first car.",
+        ),
+        ("We ordered pizza and watched a movie last night.", "The dentist said my teeth are in good shape."),
+        ("Call waiting.", "Calling."),
+    ),
 )
 
 
@@ -205,13 +215,21 @@ LEVELS = (-60, -55, -50, -40, -35, -30, -18)
 QUALITY_CONDITIONS: tuple[tuple[Degradation, Degradation], ...] = (
     *((CLEAN, noise("white" if i % 2 == 0 else "pink", snr)) for i, snr in enumerate(SNRS)),
     *((CLEAN, level(lufs)) for lufs in LEVELS),
-    (noise("white", 15), noise("white", 5)), (noise("white", 20), noise("pink", 12)),
-    (CLEAN, Degradation("reverb", 2)), (CLEAN, Degradation("reverb", 1)),
-    (CLEAN, Degradation("clip", 20)), (CLEAN, Degradation("clip", 4)), (CLEAN, CLEAN),
+    (noise("white", 15), noise("white", 5)),
+    (noise("white", 20), noise("pink", 12)),
+    (CLEAN, Degradation("reverb", 2)),
+    (CLEAN, Degradation("reverb", 1)),
+    (CLEAN, Degradation("clip", 20)),
+    (CLEAN, Degradation("clip", 4)),
+    (CLEAN, CLEAN),
 )
 # Pace: (wpm, degradation) of response 1 and 2, the same sentence in the same voice.
-PACE_CONDITIONS = (((85, CLEAN), (260, CLEAN)), ((160, CLEAN), (260, CLEAN)),
-                   ((260, CLEAN), (85, noise("white", 12))), ((85, noise("pink", 15)), (260, CLEAN)))
+PACE_CONDITIONS = (
+    ((85, CLEAN), (260, CLEAN)),
+    ((160, CLEAN), (260, CLEAN)),
+    ((260, CLEAN), (85, noise("white", 12))),
+    ((85, noise("pink", 15)), (260, CLEAN)),
+)
 
 
 def quality_pairs(split: Split) -> list[Pair]:
@@ -224,8 +242,9 @@ def quality_pairs(split: Split) -> list[Pair]:
         voice = split.voices[(n + n // len(split.voices)) % len(split.voices)]
         a = Response(text, voice, wpm=w1, degradation=d1)
         b = Response(text, voice, wpm=w2, degradation=d2)
-        pairs.append(Pair(f"{split.name}-vq{n + 1:02d}", f'Say "{text}"', a, b, "both_good", vq_label(d1, d2),
-                          "both_good"))
+        pairs.append(
+            Pair(f"{split.name}-vq{n + 1:02d}", f'Say "{text}"', a, b, "both_good", vq_label(d1, d2), "both_good")
+        )
     return pairs
 
 
@@ -244,9 +263,18 @@ def content_pairs(split: Split) -> list[Pair]:
         (quote, Response(miss, v3), Response(quote, v3), "2"),
         (quote, Response(quote, v4), Response(miss, v4), "1"),
     )
-    return [Pair(f"{split.name}-c{n:02d}", f'Say "{quoted}"', a, b, label,
-                 vq_label(a.degradation, b.degradation), "both_good")
-            for n, (quoted, a, b, label) in enumerate(rows, start=1)]
+    return [
+        Pair(
+            f"{split.name}-c{n:02d}",
+            f'Say "{quoted}"',
+            a,
+            b,
+            label,
+            vq_label(a.degradation, b.degradation),
+            "both_good",
+        )
+        for n, (quoted, a, b, label) in enumerate(rows, start=1)
+    ]
 
 
 def manner_pairs(split: Split) -> list[Pair]:
@@ -267,8 +295,9 @@ def manner_pairs(split: Split) -> list[Pair]:
     pairs = []
     for n, (instruction, a, b, label) in enumerate(rows, start=1):
         content = typed_tie(a.degradation.kind != "silent", b.degradation.kind != "silent")
-        pairs.append(Pair(f"{split.name}-p{n:02d}", instruction, a, b, content,
-                          vq_label(a.degradation, b.degradation), label))
+        pairs.append(
+            Pair(f"{split.name}-p{n:02d}", instruction, a, b, content, vq_label(a.degradation, b.degradation), label)
+        )
     return pairs
 
 
@@ -279,9 +308,20 @@ def pairs_of(split: Split) -> list[Pair]:
 # -- recorded human speech ---------------------------------------------------------------------
 
 # Prompts of a few seconds with plain words, as in tests/extractors/test_real_speech.py.
-ASTERISK_PROMPTS = ("agent-incorrect", "agent-newlocation", "auth-incorrect", "cannot-complete-as-dialed",
-                    "check-number-dial-again", "conf-getpin", "conf-invalid", "conf-kicked", "conf-onlyperson",
-                    "conf-placeintoconf", "dir-nomatch", "feature-not-avail-line")
+ASTERISK_PROMPTS = (
+    "agent-incorrect",
+    "agent-newlocation",
+    "auth-incorrect",
+    "cannot-complete-as-dialed",
+    "check-number-dial-again",
+    "conf-getpin",
+    "conf-invalid",
+    "conf-kicked",
+    "conf-onlyperson",
+    "conf-placeintoconf",
+    "dir-nomatch",
+    "feature-not-avail-line",
+)
 LIBRIVOX_CLIPS = ("0870", "0880", "0890", "0920", "0930")
 
 
@@ -301,9 +341,17 @@ def recordings() -> list[tuple[str, str]]:
 
 
 RECORDED_CONDITIONS = (
-    (CLEAN, noise("white", 3)), (CLEAN, noise("pink", 9)), (CLEAN, noise("white", 12)), (CLEAN, noise("pink", 15)),
-    (CLEAN, noise("white", 20)), (CLEAN, noise("pink", 30)), (CLEAN, level(-55)), (CLEAN, level(-38)),
-    (CLEAN, Degradation("clip", 20)), (CLEAN, Degradation("reverb", 2)), (CLEAN, CLEAN),
+    (CLEAN, noise("white", 3)),
+    (CLEAN, noise("pink", 9)),
+    (CLEAN, noise("white", 12)),
+    (CLEAN, noise("pink", 15)),
+    (CLEAN, noise("white", 20)),
+    (CLEAN, noise("pink", 30)),
+    (CLEAN, level(-55)),
+    (CLEAN, level(-38)),
+    (CLEAN, Degradation("clip", 20)),
+    (CLEAN, Degradation("reverb", 2)),
+    (CLEAN, CLEAN),
 )
 
 
@@ -315,8 +363,7 @@ def recorded_pairs() -> list[Pair]:
             d1, d2 = d2, d1
         path, text = recs[(3 * n) % len(recs)]
         a, b = (Response(text, "recorded", degradation=d, source=path) for d in (d1, d2))
-        pairs.append(Pair(f"recorded-vq{n + 1:02d}", f'Say "{text}"', a, b, "both_good", vq_label(d1, d2),
-                          "both_good"))
+        pairs.append(Pair(f"recorded-vq{n + 1:02d}", f'Say "{text}"', a, b, "both_good", vq_label(d1, d2), "both_good"))
     by_name = {Path(p).stem: (p, t) for p, t in recs}
     call_waiting = (str(ASTERISK / "call-waiting.wav"), "Call waiting.")
     calling = (str(ASTERISK / "calling.wav"), "Calling.")
@@ -336,6 +383,7 @@ def recorded_pairs() -> list[Pair]:
 
 # -- audio -------------------------------------------------------------------------------------
 
+
 def _seed(name: str) -> int:
     return zlib.crc32(name.encode("utf-8"))
 
@@ -344,7 +392,7 @@ def active_power(x: np.ndarray, rate: int = SAMPLE_RATE) -> float:
     """Mean power of the speech frames: 20 ms frames within 40 dB of the loudest (pauses left out)."""
     size = rate // 50
     frames = x[: len(x) // size * size].reshape(-1, size)
-    power = (frames ** 2).mean(axis=1)
+    power = (frames**2).mean(axis=1)
     active = power >= power.max() * 1e-4
     return float(power[active].mean())
 
@@ -360,7 +408,7 @@ def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
 def mix_at_snr(speech: np.ndarray, kind: str, snr_db: float, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = rng.standard_normal(len(speech)) if kind == "white" else _pink(len(speech), rng)
-    n *= np.sqrt(active_power(speech) / 10 ** (snr_db / 10) / np.mean(n ** 2))
+    n *= np.sqrt(active_power(speech) / 10 ** (snr_db / 10) / np.mean(n**2))
     mixed = speech + n
     peak = np.abs(mixed).max()
     return mixed * (0.99 / peak) if peak > 0.99 else mixed  # scaling both keeps the SNR
@@ -397,11 +445,35 @@ def _read(path: Path) -> np.ndarray:
 def render(response: Response, out: Path, tmp: Path) -> None:
     clean = tmp / "clean.wav"
     if response.source:  # a recording: 16 kHz mono, padded like the synthetic speech
-        _run([*SOX, response.source, "-b", "16", "-c", "1", str(clean), "rate", str(SAMPLE_RATE),
-              "pad", str(PAD_S), str(PAD_S)])
+        _run(
+            [
+                *SOX,
+                response.source,
+                "-b",
+                "16",
+                "-c",
+                "1",
+                str(clean),
+                "rate",
+                str(SAMPLE_RATE),
+                "pad",
+                str(PAD_S),
+                str(PAD_S),
+            ]
+        )
     else:
-        speak(response.text, clean, Voice(wpm=response.wpm, pitch=response.pitch, voice=response.voice,
-                                          gain_db=response.gain_db, sample_rate=SAMPLE_RATE, pad_s=PAD_S))
+        speak(
+            response.text,
+            clean,
+            Voice(
+                wpm=response.wpm,
+                pitch=response.pitch,
+                voice=response.voice,
+                gain_db=response.gain_db,
+                sample_rate=SAMPLE_RATE,
+                pad_s=PAD_S,
+            ),
+        )
     d = response.degradation
     if d.kind == "reverb":
         _run([*SOX, str(clean), str(out), "reverb", *REVERB[int(d.amount)].split()])
@@ -421,7 +493,9 @@ def render(response: Response, out: Path, tmp: Path) -> None:
 def _recipe(pair: Pair) -> dict:
     def described(r: Response) -> dict:
         return {**asdict(replace(r, degradation=CLEAN)), "degradation": str(r.degradation)} | {
-            "heavy": r.degradation.heavy}
+            "heavy": r.degradation.heavy
+        }
+
     return {"index": pair.index, "a": described(pair.a), "b": described(pair.b)}
 
 
@@ -441,20 +515,25 @@ def write_pairs(pairs: list[Pair], out_dir: Path) -> list[Path]:
                 path = audio / f"{pair.index}_{side}.wav"
                 render(response, path, Path(tmp))
                 written.append(path)
-            items.append({
-                "index": pair.index,
-                "instruction_path": instructions[pair.instruction].relative_to(out_dir).as_posix(),
-                "instruction_text": pair.instruction,
-                "audio1_path": f"{AUDIO_DIR}/{pair.index}_a.wav",
-                "audio2_path": f"{AUDIO_DIR}/{pair.index}_b.wav",
-                "label": {"content": pair.content, "voice_quality": pair.voice_quality,
-                          "paralinguistics": pair.paralinguistics, "overall": pair.overall},
-            })
+            items.append(
+                {
+                    "index": pair.index,
+                    "instruction_path": instructions[pair.instruction].relative_to(out_dir).as_posix(),
+                    "instruction_text": pair.instruction,
+                    "audio1_path": f"{AUDIO_DIR}/{pair.index}_a.wav",
+                    "audio2_path": f"{AUDIO_DIR}/{pair.index}_b.wav",
+                    "label": {
+                        "content": pair.content,
+                        "voice_quality": pair.voice_quality,
+                        "paralinguistics": pair.paralinguistics,
+                        "overall": pair.overall,
+                    },
+                }
+            )
     for stale in set(audio.glob("*.wav")) - set(written):
         stale.unlink()
     (out_dir / "manifest.json").write_text(json.dumps(items, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "recipes.json").write_text(json.dumps([_recipe(p) for p in pairs], indent=2) + "\n",
-                                          encoding="utf-8")
+    (out_dir / "recipes.json").write_text(json.dumps([_recipe(p) for p in pairs], indent=2) + "\n", encoding="utf-8")
     return sorted(p.relative_to(out_dir) for p in [*written, out_dir / "manifest.json", out_dir / "recipes.json"])
 
 

@@ -13,6 +13,7 @@ and the transcript should recover every label.
 Output is byte-identical from run to run on the same espeak-ng and sox versions.
 scripts/make_example_style.py makes examples/mini-style with the same tools.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,11 +75,30 @@ class PairRecipe:
     shares_instruction_of: str | None = None  # reuse that pair's instruction audio (same text)
 
 
-def said(text: str, wpm: int = NORMAL, pitch: int = 50, voice: str = "en-us", gain_db: float = 0.0,
-         noise_db: float | None = CLEAN, pad_s: float = 0.0) -> tuple[Segment, ...]:
+def said(
+    text: str,
+    wpm: int = NORMAL,
+    pitch: int = 50,
+    voice: str = "en-us",
+    gain_db: float = 0.0,
+    noise_db: float | None = CLEAN,
+    pad_s: float = 0.0,
+) -> tuple[Segment, ...]:
     """An answer of one segment; answers of several segments are sums of these tuples."""
-    return (Segment(text, Voice(wpm=wpm, pitch=pitch, voice=voice, gain_db=gain_db, noise_db=noise_db,
-                                sample_rate=SAMPLE_RATE, pad_s=pad_s)),)
+    return (
+        Segment(
+            text,
+            Voice(
+                wpm=wpm,
+                pitch=pitch,
+                voice=voice,
+                gain_db=gain_db,
+                noise_db=noise_db,
+                sample_rate=SAMPLE_RATE,
+                pad_s=pad_s,
+            ),
+        ),
+    )
 
 
 RECIPES: tuple[PairRecipe, ...] = (
@@ -88,39 +108,65 @@ RECIPES: tuple[PairRecipe, ...] = (
         instruction=f'Say "{FOX}" slowly.',
         answer_a=said(FOX, wpm=SLOW, voice="en-us"),
         answer_b=said(FOX, wpm=FAST, voice="en-gb"),
-        model_a="alpha-s2s", model_b="bravo-s2s",
-        content="both_good", voice_quality="both_good", paralinguistics="1", overall="1",
+        model_a="alpha-s2s",
+        model_b="bravo-s2s",
+        content="both_good",
+        voice_quality="both_good",
+        paralinguistics="1",
+        overall="1",
     ),
     # Pitch against noise: B has the high voice asked for but is noisy; paralinguistics outranks quality.
     PairRecipe(
         index="mini-02",
         instruction='In a high-pitched voice, say "We are going to the beach on Sunday morning."',
         answer_a=said("We are going to the beach on Sunday morning.", pitch=LOW, voice="en-us"),
-        answer_b=said("We are going to the beach on Sunday morning.", pitch=HIGH, voice="en-us+f3",
-                      noise_db=NOISY),
-        model_a="charlie-s2s", model_b="alpha-s2s",
-        content="both_good", voice_quality="1", paralinguistics="2", overall="2",
+        answer_b=said("We are going to the beach on Sunday morning.", pitch=HIGH, voice="en-us+f3", noise_db=NOISY),
+        model_a="charlie-s2s",
+        model_b="alpha-s2s",
+        content="both_good",
+        voice_quality="1",
+        paralinguistics="2",
+        overall="2",
     ),
     # Loudness against content: A says the sentence at full level, B is quiet but says something else.
     PairRecipe(
         index="mini-03",
         instruction='Say very quietly: "Please keep your voice down, the baby is finally asleep."',
         answer_a=said("Please keep your voice down, the baby is finally asleep.", wpm=150, voice="en-gb-x-rp+f3"),
-        answer_b=said("The stock market closed higher today after a busy week of trading.", wpm=150,
-                      voice="en-us+f2", gain_db=QUIET),
-        model_a="bravo-s2s", model_b="delta-s2s",
-        content="1", voice_quality="both_good", paralinguistics="2", overall="both_bad",
+        answer_b=said(
+            "The stock market closed higher today after a busy week of trading.",
+            wpm=150,
+            voice="en-us+f2",
+            gain_db=QUIET,
+        ),
+        model_a="bravo-s2s",
+        model_b="delta-s2s",
+        content="1",
+        voice_quality="both_good",
+        paralinguistics="2",
+        overall="both_bad",
     ),
     # Quality decides: both quick and right, A is noisy.
     PairRecipe(
         index="mini-04",
         instruction='Say "Everyone please gather at the front entrance of the building right now" quickly.',
-        answer_a=said("Everyone please gather at the front entrance of the building right now.", wpm=FAST,
-                      voice="en-us", noise_db=NOISY),
-        answer_b=said("Everyone please gather at the front entrance of the building right now.", wpm=FAST,
-                      voice="en-gb-scotland+f2"),
-        model_a="delta-s2s", model_b="charlie-s2s",
-        content="both_good", voice_quality="2", paralinguistics="both_good", overall="2",
+        answer_a=said(
+            "Everyone please gather at the front entrance of the building right now.",
+            wpm=FAST,
+            voice="en-us",
+            noise_db=NOISY,
+        ),
+        answer_b=said(
+            "Everyone please gather at the front entrance of the building right now.",
+            wpm=FAST,
+            voice="en-gb-scotland+f2",
+        ),
+        model_a="delta-s2s",
+        model_b="charlie-s2s",
+        content="both_good",
+        voice_quality="2",
+        paralinguistics="both_good",
+        overall="2",
     ),
     # Content decides: both deep, A says only the first three words (padded to a more usual clip length).
     PairRecipe(
@@ -128,8 +174,12 @@ RECIPES: tuple[PairRecipe, ...] = (
         instruction='In a deep, low voice, say "The thunder rolled across the distant hills all night."',
         answer_a=said("The thunder rolled.", pitch=LOW, voice="en-us", pad_s=0.5),
         answer_b=said("The thunder rolled across the distant hills all night.", pitch=LOW, voice="en-us"),
-        model_a="alpha-s2s", model_b="delta-s2s",
-        content="2", voice_quality="both_good", paralinguistics="both_good", overall="2",
+        model_a="alpha-s2s",
+        model_b="delta-s2s",
+        content="2",
+        voice_quality="both_good",
+        paralinguistics="both_good",
+        overall="2",
     ),
     # Both fail twice: neither says the tongue twister and both are quiet when asked to be loud.
     PairRecipe(
@@ -137,8 +187,12 @@ RECIPES: tuple[PairRecipe, ...] = (
         instruction='Say "Red lorry, yellow lorry, red lorry, yellow lorry" loudly.',
         answer_a=said("I would like a cup of tea with milk and sugar, please.", voice="en-us+f2", gain_db=QUIET),
         answer_b=said("My favourite colour is green and I like to go hiking.", voice="en-gb", gain_db=QUIET),
-        model_a="bravo-s2s", model_b="charlie-s2s",
-        content="both_bad", voice_quality="both_good", paralinguistics="both_bad", overall="both_bad",
+        model_a="bravo-s2s",
+        model_b="charlie-s2s",
+        content="both_bad",
+        voice_quality="both_good",
+        paralinguistics="both_bad",
+        overall="both_bad",
     ),
     # Change of pace in noise: A goes from slow to fast as asked, B keeps one pace; both noisy.
     PairRecipe(
@@ -148,10 +202,15 @@ RECIPES: tuple[PairRecipe, ...] = (
             said("I take my time in the morning,", wpm=90, voice="en-us", noise_db=NOISY)
             + said("but I rush all afternoon.", wpm=260, voice="en-us", noise_db=NOISY)
         ),
-        answer_b=said("I take my time in the morning, but I rush all afternoon.", voice="en-gb-x-rp+f3",
-                      noise_db=NOISY),
-        model_a="charlie-s2s", model_b="bravo-s2s",
-        content="both_good", voice_quality="both_bad", paralinguistics="1", overall="1",
+        answer_b=said(
+            "I take my time in the morning, but I rush all afternoon.", voice="en-gb-x-rp+f3", noise_db=NOISY
+        ),
+        model_a="charlie-s2s",
+        model_b="bravo-s2s",
+        content="both_good",
+        voice_quality="both_bad",
+        paralinguistics="1",
+        overall="1",
     ),
     # Everything right on both sides; same instruction audio as mini-01 (one blueprint serves both).
     PairRecipe(
@@ -159,8 +218,12 @@ RECIPES: tuple[PairRecipe, ...] = (
         instruction=f'Say "{FOX}" slowly.',
         answer_a=said(FOX, wpm=SLOW, voice="en-gb-x-rp+f3"),
         answer_b=said(FOX, wpm=95, voice="en-us"),
-        model_a="delta-s2s", model_b="alpha-s2s",
-        content="both_good", voice_quality="both_good", paralinguistics="both_good", overall="both_good",
+        model_a="delta-s2s",
+        model_b="alpha-s2s",
+        content="both_good",
+        voice_quality="both_good",
+        paralinguistics="both_good",
+        overall="both_good",
         shares_instruction_of="mini-01",
     ),
 )
@@ -293,13 +356,19 @@ def check(committed: Path, make: Callable[[Path], list[Path]] = generate, script
         )
 
 
-def run_cli(argv: list[str] | None, description: str, default_out: Path,
-            make: Callable[[Path], list[Path]], script: str) -> int:
+def run_cli(
+    argv: list[str] | None, description: str, default_out: Path, make: Callable[[Path], list[Path]], script: str
+) -> int:
     """The command line shared by the example generators: write the example, or --check it."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--out", type=Path, default=default_out, help="benchmark folder to write (default: %(default)s)")
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in a temp dir and compare hashes with the files in --out; write nothing")
+    parser.add_argument(
+        "--out", type=Path, default=default_out, help="benchmark folder to write (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="regenerate in a temp dir and compare hashes with the files in --out; write nothing",
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:

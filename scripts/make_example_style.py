@@ -17,6 +17,7 @@ chosen settings, so every score follows from how the clip was made:
 Output is byte-identical from run to run on the same espeak-ng and sox versions
 (the sox settings and checking are those of make_example.py).
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,6 +38,7 @@ from make_example import (
     run_cli,
     said,
 )
+
 from trace_eval.synth import SynthesisUnavailable, have_tools
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "examples" / "mini-style"
@@ -46,8 +48,10 @@ HUSH = "Please keep your voice down."
 GATHER = "Everyone gather at the front door now."
 LIBRARIAN = "Shh, whisper please."
 CHILD = "I found a dinosaur book!"
-LIBRARY_SCENE = ("In a library, a librarian asks an excited child to calm down. The librarian speaks slowly and "
-                 "quietly; the child answers quickly in a high voice.")
+LIBRARY_SCENE = (
+    "In a library, a librarian asks an excited child to calm down. The librarian speaks slowly and "
+    "quietly; the child answers quickly in a high voice."
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,9 @@ class StyleRecipe:
     @property
     def labels(self) -> dict[str, int]:
         if self.context is None:
-            return {"style_following": style_following(self.says_the_text, self.elements_done,
-                                                       len(self.style_elements))}
+            return {
+                "style_following": style_following(self.says_the_text, self.elements_done, len(self.style_elements))
+            }
         assert self.turns_in_style is not None
         return {"style": 1 + round(4 * self.turns_in_style), "realism": int(self.distinct_turns)}
 
@@ -93,41 +98,67 @@ LIBRARY_INSTRUCTION = f'Act out this scene. Librarian: "{LIBRARIAN}" Child: "{CH
 
 RECIPES: tuple[StyleRecipe, ...] = (
     StyleRecipe(
-        index="style-01", instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
+        index="style-01",
+        instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
         answer=said(HUSH, wpm=SLOW, pitch=HIGH, voice="en-us+f3", gain_db=QUIET),
-        model="alpha-s2s", style_elements=HUSH_ELEMENTS, elements_done=3,
+        model="alpha-s2s",
+        style_elements=HUSH_ELEMENTS,
+        elements_done=3,
     ),
     StyleRecipe(  # slow and quiet, but a low male voice
-        index="style-02", instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
+        index="style-02",
+        instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
         answer=said(HUSH, wpm=SLOW, pitch=LOW, voice="en-us", gain_db=QUIET),
-        model="bravo-s2s", style_elements=HUSH_ELEMENTS, elements_done=2,
+        model="bravo-s2s",
+        style_elements=HUSH_ELEMENTS,
+        elements_done=2,
     ),
     StyleRecipe(  # the text in a plain voice
-        index="style-03", instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
+        index="style-03",
+        instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
         answer=said(HUSH, voice="en-gb"),
-        model="charlie-s2s", style_elements=HUSH_ELEMENTS, elements_done=0,
+        model="charlie-s2s",
+        style_elements=HUSH_ELEMENTS,
+        elements_done=0,
     ),
     StyleRecipe(  # every element, but other words
-        index="style-04", instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
+        index="style-04",
+        instruction=f'Say "{HUSH}" slowly, quietly and in a high-pitched voice.',
         answer=said("The weather is sunny today.", wpm=SLOW, pitch=HIGH, voice="en-us+f3", gain_db=QUIET),
-        model="delta-s2s", style_elements=HUSH_ELEMENTS, says_the_text=False, elements_done=3,
+        model="delta-s2s",
+        style_elements=HUSH_ELEMENTS,
+        says_the_text=False,
+        elements_done=3,
     ),
     StyleRecipe(  # quick, but at full level in a plain voice
-        index="style-05", instruction=f'Say "{GATHER}" quickly, quietly and in a deep voice.',
+        index="style-05",
+        instruction=f'Say "{GATHER}" quickly, quietly and in a deep voice.',
         answer=said(GATHER, wpm=FAST, voice="en-us"),
-        model="charlie-s2s", style_elements=GATHER_ELEMENTS, elements_done=1,
+        model="charlie-s2s",
+        style_elements=GATHER_ELEMENTS,
+        elements_done=1,
     ),
     StyleRecipe(  # two voices in their styles, with pauses between turns
-        index="dialogue-01", instruction=LIBRARY_INSTRUCTION,
-        answer=(said(LIBRARIAN, wpm=SLOW, voice="en-gb", gain_db=QUIET, pad_s=TURN_PAUSE_S)
-                + said(CHILD, wpm=FAST, pitch=HIGH, voice="en-us+f3", pad_s=TURN_PAUSE_S)),
-        model="alpha-s2s", style_elements=LIBRARY_ELEMENTS, context=LIBRARY_SCENE, turns_in_style=1.0,
+        index="dialogue-01",
+        instruction=LIBRARY_INSTRUCTION,
+        answer=(
+            said(LIBRARIAN, wpm=SLOW, voice="en-gb", gain_db=QUIET, pad_s=TURN_PAUSE_S)
+            + said(CHILD, wpm=FAST, pitch=HIGH, voice="en-us+f3", pad_s=TURN_PAUSE_S)
+        ),
+        model="alpha-s2s",
+        style_elements=LIBRARY_ELEMENTS,
+        context=LIBRARY_SCENE,
+        turns_in_style=1.0,
         distinct_turns=True,
     ),
     StyleRecipe(  # one plain voice reads every line without a break
-        index="dialogue-02", instruction=LIBRARY_INSTRUCTION,
+        index="dialogue-02",
+        instruction=LIBRARY_INSTRUCTION,
         answer=said(LIBRARIAN, voice="en-us") + said(CHILD, voice="en-us"),
-        model="delta-s2s", style_elements=LIBRARY_ELEMENTS, context=LIBRARY_SCENE, turns_in_style=0.0,
+        model="delta-s2s",
+        style_elements=LIBRARY_ELEMENTS,
+        context=LIBRARY_SCENE,
+        turns_in_style=0.0,
         distinct_turns=False,
     ),
 )

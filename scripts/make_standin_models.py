@@ -10,6 +10,7 @@ Whisper tokenizer is built from the openai-whisper package's multilingual
 vocabulary (installed by `make install` with --no-deps); nothing is downloaded.
 Blueprints made with stand-ins carry `"standin"` in their provenance.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,8 @@
 """Word error rate of an ASR profile on the real human speech of tests/extractors/test_real_speech.py.
 
-    python scripts/real_speech_wer.py            # the CPU profile (faster-whisper, tiny.en)
+python scripts/real_speech_wer.py            # the CPU profile (faster-whisper, tiny.en)
 """
+
 from __future__ import annotations
 
 import sys

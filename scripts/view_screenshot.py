@@ -6,6 +6,7 @@
 Opens the page in headless Chromium (apt-get install chromium chromium-driver), plays response 1 for a
 moment, pauses, and saves the window as a 256-colour PNG.
 """
+
 from __future__ import annotations
 
 import argparse

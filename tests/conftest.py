@@ -1,4 +1,5 @@
 """Fixtures shared across test modules."""
+
 from __future__ import annotations
 
 import shutil

@@ -5,6 +5,7 @@ BFGS from zero: no aggregation into counts, no Newton step, nothing shared with
 trace_eval/evaluation/bradley_terry.py. Scores on the arena scale: 400 log10(strength) + 1000 with
 the geometric mean of the strengths 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,9 @@ def bradley_terry_scores(first: np.ndarray, second: np.ndarray, scored_by_first:
 
     def negative_log_likelihood(theta: np.ndarray) -> float:
         margin = theta[first] - theta[second]
-        return float(np.sum(scored_by_first * np.logaddexp(0, -margin)
-                            + (1 - scored_by_first) * np.logaddexp(0, margin)))
+        return float(
+            np.sum(scored_by_first * np.logaddexp(0, -margin) + (1 - scored_by_first) * np.logaddexp(0, margin))
+        )
 
     found = optimize.minimize(negative_log_likelihood, np.zeros(n), method="BFGS", options={"gtol": 1e-10})
     theta = found.x - found.x.mean()

@@ -17,16 +17,18 @@ small real wav files and hand-written blueprints in the store layout, from
 pairwise items (`PairSpec`) and pointwise ones (`PointSpec`: one answer, with
 free-form fields such as character, dialogue_history, style_elements).
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 __all__ = [
     "Fail",
@@ -79,8 +81,13 @@ _ERROR_TYPES = {
 }
 
 
-def verdict_json(content: str | None = "1", voice_quality: str | None = "1", paralinguistics: str | None = "1",
-                 reasoning: str | None = "scripted verdict", **extra: Any) -> str:
+def verdict_json(
+    content: str | None = "1",
+    voice_quality: str | None = "1",
+    paralinguistics: str | None = "1",
+    reasoning: str | None = "scripted verdict",
+    **extra: Any,
+) -> str:
     """A verdict answer as a JSON string; `extra` adds keys, and any key given None is left out."""
     doc: dict[str, Any] = {
         "reasoning": reasoning,
@@ -120,7 +127,7 @@ def prompt_text(body: dict) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
@@ -141,26 +148,34 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {}
             if behaviour.retry_after is not None:
                 headers["Retry-After"] = f"{behaviour.retry_after:g}"
-            error = {"message": behaviour.message, "type": _ERROR_TYPES.get(behaviour.status, "error"),
-                     "code": behaviour.status}
+            error = {
+                "message": behaviour.message,
+                "type": _ERROR_TYPES.get(behaviour.status, "error"),
+                "code": behaviour.status,
+            }
             self._send(behaviour.status, {"error": error}, headers)
             return
-        self._send(200, {
-            "id": f"chatcmpl-{owner.request_count}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "test"),
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": behaviour.content},
-                "finish_reason": behaviour.finish_reason,
-            }],
-            "usage": {
-                "prompt_tokens": behaviour.prompt_tokens,
-                "completion_tokens": behaviour.completion_tokens,
-                "total_tokens": behaviour.prompt_tokens + behaviour.completion_tokens,
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{owner.request_count}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": behaviour.content},
+                        "finish_reason": behaviour.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": behaviour.prompt_tokens,
+                    "completion_tokens": behaviour.completion_tokens,
+                    "total_tokens": behaviour.prompt_tokens + behaviour.completion_tokens,
+                },
             },
-        })
+        )
 
     def _send(self, status: int, doc: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(doc).encode()
@@ -181,14 +196,15 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # the speed benchmark opens many connections at once
 
-    owner: "LLMServer"
+    owner: LLMServer
 
 
 class LLMServer:
     """Scriptable OpenAI chat-completions server; use as a context manager or start()/stop()."""
 
-    def __init__(self, responder: Responder | None = None, default: Behaviour | None = None,
-                 refuse_response_format: bool = False):
+    def __init__(
+        self, responder: Responder | None = None, default: Behaviour | None = None, refuse_response_format: bool = False
+    ):
         self.responder = responder
         self.default = default or Reply(verdict_json())
         # A server without structured output: a request with response_format gets a 400, as older servers answer.
@@ -232,11 +248,12 @@ class LLMServer:
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "LLMServer":
+    def start(self) -> LLMServer:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="llm-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -246,7 +263,7 @@ class LLMServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "LLMServer":
+    def __enter__(self) -> LLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -255,9 +272,16 @@ class LLMServer:
 
 # -- synthetic benchmarks ------------------------------------------------------------------
 
-def blueprint(transcript: str | None = "hello there", p808: float | None = 3.6, pitch_hz: float | None = 150.0,
-              lufs: float | None = -23.0, wpm: float | None = 150.0, emotion: dict[str, float] | None = None,
-              pace: list[float] | None = None) -> dict:
+
+def blueprint(
+    transcript: str | None = "hello there",
+    p808: float | None = 3.6,
+    pitch_hz: float | None = 150.0,
+    lufs: float | None = -23.0,
+    wpm: float | None = 150.0,
+    emotion: dict[str, float] | None = None,
+    pace: list[float] | None = None,
+) -> dict:
     """Blueprint values (without provenance) with the cues the judge reads."""
     return {
         "agent_response": transcript,
@@ -322,8 +346,10 @@ def write_benchmark(root: Path, pairs: list[PairSpec | PointSpec] | int, with_bl
     from trace_eval.store import BlueprintStore, new_blueprint
 
     if isinstance(pairs, int):  # distinct answers, so no two pairs render the same prompt
-        pairs = [PairSpec(id=f"p{n:04d}", response_1=blueprint(f"answer {n} one"),
-                          response_2=blueprint(f"answer {n} two")) for n in range(pairs)]
+        pairs = [
+            PairSpec(id=f"p{n:04d}", response_1=blueprint(f"answer {n} one"), response_2=blueprint(f"answer {n} two"))
+            for n in range(pairs)
+        ]
     specs = pairs
     audio = root / "audio"
     audio.mkdir(parents=True, exist_ok=True)
@@ -336,8 +362,11 @@ def write_benchmark(root: Path, pairs: list[PairSpec | PointSpec] | int, with_bl
             clips = (("instruction_path", spec.instruction), ("audio_path", spec.response))
             item.update(spec.fields)
         else:
-            clips = (("instruction_path", spec.instruction), ("audio1_path", spec.response_1),
-                     ("audio2_path", spec.response_2))
+            clips = (
+                ("instruction_path", spec.instruction),
+                ("audio1_path", spec.response_1),
+                ("audio2_path", spec.response_2),
+            )
         for field_name, values in clips:
             if values is None:
                 continue

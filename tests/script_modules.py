@@ -1,4 +1,5 @@
 """Load a script of scripts/ as a module, for the tests of its pieces (scripts/ is not a package)."""
+
 from __future__ import annotations
 
 import importlib.util

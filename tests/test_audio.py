@@ -1,4 +1,5 @@
 """Decoding: every supported format, any rate, any channel count, and clear errors for the rest."""
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -10,8 +11,10 @@ from trace_eval.synth import Voice, speak
 @pytest.fixture(scope="module")
 def spoken(tmp_path_factory):
     folder = tmp_path_factory.mktemp("formats")
-    return {suffix: speak("Decoding the same sentence in every format.", folder / f"s{suffix}", Voice(sample_rate=22050))
-            for suffix in (".wav", ".flac", ".ogg", ".mp3")}
+    return {
+        suffix: speak("Decoding the same sentence in every format.", folder / f"s{suffix}", Voice(sample_rate=22050))
+        for suffix in (".wav", ".flac", ".ogg", ".mp3")
+    }
 
 
 @pytest.mark.parametrize("suffix", [".wav", ".flac", ".ogg", ".mp3"])
@@ -21,7 +24,7 @@ def test_every_format_decodes_to_the_same_speech(spoken, suffix):
     assert audio.sample_rate == 22050 and audio.channels == 1
     # lossy codecs add a little padding at the edges, never seconds
     assert audio.duration_s == pytest.approx(reference.duration_s, abs=0.08)
-    rms = lambda x: float(np.sqrt(np.mean(x ** 2)))  # noqa: E731
+    rms = lambda x: float(np.sqrt(np.mean(x**2)))  # noqa: E731
     assert rms(audio.samples) == pytest.approx(rms(reference.samples), rel=0.1)
 
 
@@ -36,10 +39,13 @@ def test_stereo_is_mixed_to_mono_and_resampled_once(tmp_path):
     assert len(at16) == 16000 and at16 is audio.at(16000)  # cached, not recomputed
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"", "empty file"),
-    (b"just some text, not audio\n" * 20, "not decodable audio"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"", "empty file"),
+        (b"just some text, not audio\n" * 20, "not decodable audio"),
+    ],
+)
 def test_unusable_files_say_why(tmp_path, content, reason):
     path = tmp_path / "bad.wav"
     path.write_bytes(content)

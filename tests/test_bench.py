@@ -93,8 +93,10 @@ def test_missing_manifest_names_the_expected_files(tmp_path):
 
 # -- strict manifests: what would silently shrink the scored set is refused -------------------
 
-@pytest.mark.parametrize("name, text", [("manifest.json", "[]"), ("manifest.jsonl", "\n"),
-                                        ("manifest.json", '{"items": []}')])
+
+@pytest.mark.parametrize(
+    "name, text", [("manifest.json", "[]"), ("manifest.jsonl", "\n"), ("manifest.json", '{"items": []}')]
+)
 def test_an_empty_manifest_is_an_error(folder, name, text):
     (folder / name).write_text(text)
     with pytest.raises(ManifestError, match="no items"):
@@ -137,14 +139,35 @@ def test_misspelled_fields_and_label_keys_are_errors_with_a_guess(folder):
 
 
 def test_context_fields_stay_allowed(folder):
-    item = hcot_item(0, context="a quiz", dialogue_history=[{"speaker": "User", "text": "Hi"}],
-                     character={"name": "Holmes"}, style_elements=["slowly"], instruction_id=7,
-                     assistant_message={"label": "1"}, transcript1="hello", transcript2="hullo",
-                     instruction_transcript="say hello", uid="a-7", notes="re-recorded", category="pace")
+    item = hcot_item(
+        0,
+        context="a quiz",
+        dialogue_history=[{"speaker": "User", "text": "Hi"}],
+        character={"name": "Holmes"},
+        style_elements=["slowly"],
+        instruction_id=7,
+        assistant_message={"label": "1"},
+        transcript1="hello",
+        transcript2="hullo",
+        instruction_transcript="say hello",
+        uid="a-7",
+        notes="re-recorded",
+        category="pace",
+    )
     (folder / "manifest.json").write_text(json.dumps([item]))
     extra = load_benchmark(folder).pairs[0].extra
-    assert {"context", "dialogue_history", "character", "style_elements", "instruction_id", "uid", "notes",
-            "category", "hcot", "transcript1"} <= set(extra)
+    assert {
+        "context",
+        "dialogue_history",
+        "character",
+        "style_elements",
+        "instruction_id",
+        "uid",
+        "notes",
+        "category",
+        "hcot",
+        "transcript1",
+    } <= set(extra)
 
 
 def test_a_near_miss_of_a_field_the_item_carries_is_context(folder):
@@ -157,7 +180,11 @@ def test_the_release_name_of_paralinguistics_is_read_as_paralinguistics(folder):
     release = hcot_item(0, label={"content": "1", "voice_quality": "2", "instruction_following_audio": "Both Good"})
     twice = hcot_item(1, label={"paralinguistics": "1", "instruction_following_audio": "2"})
     (folder / "manifest.json").write_text(json.dumps([release]))
-    assert load_benchmark(folder).pairs[0].label == {"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}
+    assert load_benchmark(folder).pairs[0].label == {
+        "content": "1",
+        "voice_quality": "2",
+        "paralinguistics": "both_good",
+    }
     (folder / "manifest.json").write_text(json.dumps([release, twice]))
     with pytest.raises(ManifestError, match="item 1: label gives both paralinguistics and instruction_following_audio"):
         load_benchmark(folder)
@@ -178,8 +205,12 @@ def test_label_keys_of_a_rubric_file_need_that_rubric(folder):
 def test_every_kind_of_problem_is_reported_at_once_with_its_item_id(folder):
     misspelled = hcot_item("a")
     misspelled["lable"] = misspelled.pop("label")
-    items = [misspelled, hcot_item("b", label={"overal": "1"}), hcot_item("c", audio1_path="audio/x.wav"),
-             hcot_item("a")]
+    items = [
+        misspelled,
+        hcot_item("b", label={"overal": "1"}),
+        hcot_item("c", audio1_path="audio/x.wav"),
+        hcot_item("a"),
+    ]
     (folder / "manifest.json").write_text(json.dumps(items))
     with pytest.raises(ManifestError) as err:
         load_benchmark(folder)

@@ -1,5 +1,6 @@
 """scripts/bench_gpu.py and scripts/gpu_carry.py: the clips the GPU benchmark makes without espeak-ng,
 the stand-ins that let faster_whisper import without CTranslate2 and PyAV, and (opt-in) a whole CPU run."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +10,8 @@ from typing import Optional
 
 import pytest
 import soundfile as sf
-
 from script_modules import load_script
+
 from trace_eval.bench import load_benchmark
 
 
@@ -54,11 +55,28 @@ def test_a_cpu_run_with_tiny_models_times_every_extractor_and_stage1(bench_gpu, 
     build_tiny_emotion2vec(models / "emotion2vec_plus_large")
     build_tiny_ecapa(models / "accent-commonaccent-ecapa")
     out = tmp_path / "report.json"
-    assert bench_gpu.main(["--device", "cpu", "--clips", "2", "--models", str(models), "--no-build",
-                           "--workers", "1", "--out", str(out)]) == 0
+    assert (
+        bench_gpu.main(
+            [
+                "--device",
+                "cpu",
+                "--clips",
+                "2",
+                "--models",
+                str(models),
+                "--no-build",
+                "--workers",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert {t["name"]: t["status"] for t in report["extractors"]} == dict.fromkeys(
-        ["accent", "asr", "dnsmos", "emotion", "loudness", "pitch", "rate", "voicing"], "ok")
+        ["accent", "asr", "dnsmos", "emotion", "loudness", "pitch", "rate", "voicing"], "ok"
+    )
     assert report["stage1"]["computed"] == 2 and report["stage1"]["failed"] == 0
     transcripts = report["stage1"]["transcripts"]  # read from the blueprints: the tiny Whisper is random, unplanted
     assert transcripts["clips"] == 2 and transcripts["windows_decoded"] == 2 and transcripts["planted_sentence"] == 0

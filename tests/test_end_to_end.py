@@ -1,5 +1,6 @@
 """The whole job on the bundled example, as `make demo` runs it: real Stage 1 on CPU,
 the offline judge, fusion and the evaluation report."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,13 @@ def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprin
             assert validation_errors("blueprint", bp) == []
             sections = bp["provenance"]["extractors"]
             assert {n for n, s in sections.items() if s["status"] == "ok"} >= {
-                "asr", "rate", "dnsmos", "pitch", "loudness", "voicing"}
+                "asr",
+                "rate",
+                "dnsmos",
+                "pitch",
+                "loudness",
+                "voicing",
+            }
             for name in ("emotion", "accent"):  # no weights offline: said so, with the fix
                 if sections[name]["status"] == "unavailable":
                     assert f"--set {name}.model_path=DIR" in sections[name]["reason"]
@@ -31,7 +38,9 @@ def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprin
 
 def test_judge_fuse_and_evaluate_the_example(example_with_blueprints, tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(["judge", "--bench", str(example_with_blueprints), "--model", "cues", "--out", str(run), "--quiet"]) == 0
+    assert (
+        main(["judge", "--bench", str(example_with_blueprints), "--model", "cues", "--out", str(run), "--quiet"]) == 0
+    )
     assert main(["fuse", str(run), "--fusion", "cap", "--table"]) == 0
     table = capsys.readouterr().out
     assert "mini-03" in table and "both_bad" in table

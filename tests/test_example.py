@@ -5,6 +5,7 @@ In this example every dimension label is decided by acceptability alone (no pair
 acceptable answers of which one is better), so a label is re-derived here from one yes/no
 per answer: both acceptable -> both_good, neither -> both_bad, else the acceptable one.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,11 @@ import jsonschema
 import numpy as np
 import pytest
 import soundfile as sf
-
 from script_modules import load_script
-from trace_eval.audio import load_audio
-from trace_eval.synth import have_tools
 
+from trace_eval.audio import load_audio
 from trace_eval.rubrics import load_rubric
+from trace_eval.synth import have_tools
 
 TRACE = load_rubric("trace")
 
@@ -164,7 +164,9 @@ def test_voice_quality_follows_dnsmos_p808(manifest):
 def _median_pitch_hz(x: np.ndarray, sr: int) -> float:
     import parselmouth
 
-    pitch = parselmouth.Sound(x.astype(np.float64), sampling_frequency=sr).to_pitch_ac(pitch_floor=50, pitch_ceiling=500)
+    pitch = parselmouth.Sound(x.astype(np.float64), sampling_frequency=sr).to_pitch_ac(
+        pitch_floor=50, pitch_ceiling=500
+    )
     f0 = pitch.selected_array["frequency"]
     return float(np.median(f0[f0 > 0]))
 
@@ -263,8 +265,14 @@ def test_the_example_is_transcribed_alike_on_the_cpus_own_kernels(example_with_b
     )
     native = {k: v for k, v in os.environ.items() if k not in ("CT2_FORCE_CPU_ISA", "MKL_CBWR")}
     native["MKL_CBWR"] = "AUTO"
-    done = subprocess.run([sys.executable, "-c", script, *[str(example_with_blueprints / p) for p in paths]],
-                          cwd=ROOT, env=native, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *[str(example_with_blueprints / p) for p in paths]],
+        cwd=ROOT,
+        env=native,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     for path, (text, quality) in zip(paths, json.loads(done.stdout)):
         stored = store.get_by_path(path)
         assert stored["provenance"]["extractors"]["asr"]["numerics"]["kernels"]["pinned"]

@@ -2,6 +2,7 @@
 judge, fuse, evaluate and view. The commands run here in a subprocess where the packages of the `models`
 extra cannot be imported, as if they were not installed; building a virtual environment is left to
 the README's figures."""
+
 from __future__ import annotations
 
 import json
@@ -65,15 +66,28 @@ def light(tmp_path):
     items = json.loads((bench / "manifest.json").read_text())[:2]
     (bench / "manifest.json").write_text(json.dumps(items))
     log = tmp_path / "absent.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ABSENT": ",".join(models_extra()), "ABSENT_LOG": str(log),
-           "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ABSENT": ",".join(models_extra()),
+        "ABSENT_LOG": str(log),
+        "TRACE_CACHE_DIR": str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     env.pop("TRACE_JUDGE_MODEL", None)
 
     def cli(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
         """Run `python -m trace_eval ARGS`; return the process and the imports of absent packages it tried."""
         log.write_text("")
-        done = subprocess.run([sys.executable, "-c", ABSENT_CLI, *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", ABSENT_CLI, *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
         return done, sorted(set(log.read_text().split()))
 
@@ -91,8 +105,7 @@ def test_blueprints_judge_fuse_evaluate_and_view_run_without_the_models_extra(li
         assert summary["sections"][name] == {"unavailable": 6}
         assert "torch" in summary["unavailable"][name]
     assert tried and set(tried) <= {"torch", "funasr", "speechbrain"}  # only the extractors that need them tried
-    blueprint = json.loads(next(p for p in (bench / "blueprints").glob("*.json")
-                                if len(p.stem) == 64).read_text())
+    blueprint = json.loads(next(p for p in (bench / "blueprints").glob("*.json") if len(p.stem) == 64).read_text())
     assert blueprint["agent_response"] and blueprint["agent_audio_quality"]["P808_Overall_Quality"] is not None
 
     run = tmp_path / "run"
@@ -113,8 +126,11 @@ def test_every_package_and_data_file_is_in_the_distribution():
     left out of pyproject.toml would be missing from `pip install .` while every test here still passes."""
     tool = pyproject()["tool"]["setuptools"]
     listed = set(tool["packages"])
-    on_disk = {str(p.parent.relative_to(ROOT)).replace(os.sep, ".")
-               for top in ("trace_eval", "extractors", "fusion") for p in (ROOT / top).rglob("__init__.py")}
+    on_disk = {
+        str(p.parent.relative_to(ROOT)).replace(os.sep, ".")
+        for top in ("trace_eval", "extractors", "fusion")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
     assert on_disk <= listed, f"add to [tool.setuptools] packages: {sorted(on_disk - listed)}"
     mapped = {name: ROOT / folder for name, folder in tool["package-dir"].items()}
     assert {path.name for path in mapped.values()} == {"schemas", "models"}

@@ -1,4 +1,5 @@
 """Stage 1 pipeline: bad input, resume, content addressing, per-section fingerprints."""
+
 import json
 from dataclasses import dataclass
 
@@ -7,10 +8,10 @@ import pytest
 import soundfile as sf
 
 from extractors import REGISTRY, ClipError, Extractor, ExtractorUnavailable, Section, register
-from trace_eval.stage1 import local
 from trace_eval.cli import main as cli
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.schemas import validation_errors
+from trace_eval.stage1 import local
 from trace_eval.store import BlueprintStore
 
 SR = 16000
@@ -95,7 +96,9 @@ def bench(tmp_path, files: dict[str, object], pairs=None):
         elif content is not None:
             sf.write(path, content, SR)
     names = list(files)
-    pairs = pairs or [(names[0], names[i], names[i + 1] if i + 1 < len(names) else names[1]) for i in range(1, len(names), 2)]
+    pairs = pairs or [
+        (names[0], names[i], names[i + 1] if i + 1 < len(names) else names[1]) for i in range(1, len(names), 2)
+    ]
     manifest = [
         {"index": f"p{i}", "instruction_path": f"audio/{q}", "audio1_path": f"audio/{a}", "audio2_path": f"audio/{b}"}
         for i, (q, a, b) in enumerate(pairs)
@@ -110,7 +113,7 @@ def opts(**kw):
 
 def test_bad_input_is_recorded_and_everything_else_gets_a_blueprint(tmp_path):
     ok = tone(1.0)
-    wav_bytes = (tmp_path / "tmp.wav")
+    wav_bytes = tmp_path / "tmp.wav"
     sf.write(wav_bytes, ok, SR)
     good_bytes = wav_bytes.read_bytes()
     nan = tone(1.0).astype(np.float32)
@@ -127,14 +130,27 @@ def test_bad_input_is_recorded_and_everything_else_gets_a_blueprint(tmp_path):
         "stereo.wav": (tone(2.0, sr=48000, channels=2), 48000),
         "long.flac": (np.tile(tone(5.0), 120), SR),  # 10 minutes
     }
-    pairs = [("question.wav", a, b) for a, b in
-             [("empty.wav", "truncated.wav"), ("text.wav", "nan.wav"), ("short.wav", "silence.wav"),
-              ("narrow.wav", "stereo.wav"), ("long.flac", "missing.wav")]]
+    pairs = [
+        ("question.wav", a, b)
+        for a, b in [
+            ("empty.wav", "truncated.wav"),
+            ("text.wav", "nan.wav"),
+            ("short.wav", "silence.wav"),
+            ("narrow.wav", "stereo.wav"),
+            ("long.flac", "missing.wav"),
+        ]
+    ]
     root = bench(tmp_path, files, pairs)
     summary = run_blueprints(root, opts())
 
     failed = {f.path: f.reason for f in summary.failures if f.stage == "decode"}
-    assert set(failed) == {"audio/empty.wav", "audio/truncated.wav", "audio/text.wav", "audio/nan.wav", "audio/missing.wav"}
+    assert set(failed) == {
+        "audio/empty.wav",
+        "audio/truncated.wav",
+        "audio/text.wav",
+        "audio/nan.wav",
+        "audio/missing.wav",
+    }
     assert "empty file" in failed["audio/empty.wav"]
     assert "NaN" in failed["audio/nan.wav"]
     assert "not found" in failed["audio/missing.wav"]
@@ -280,7 +296,10 @@ def test_one_model_at_a_time_adds_up_its_passes(tmp_path, monkeypatch):
     summary = run_one_model_at_a_time(root, opts(only=["pitch"] + ONLY))
     assert summary.computed == 3 and summary.cached == 0 and summary.ok
     assert {name: counts["ok"] for name, counts in summary.sections.items()} == {
-        "pitch": 3, "test_peak": 3, "test_peak_db": 3}
+        "pitch": 3,
+        "test_peak": 3,
+        "test_peak_db": 3,
+    }
     blueprint = BlueprintStore(root).get_by_path("audio/a.wav")
     assert {"pitch", "test_peak", "test_peak_db"} <= set(blueprint["provenance"]["extractors"])
     again = run_one_model_at_a_time(root, opts(only=["pitch"] + ONLY))
@@ -349,7 +368,9 @@ def test_one_model_at_a_time_keeps_the_failures_of_every_pass(tmp_path, monkeypa
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
     summary = run_one_model_at_a_time(root, opts())
     lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
-    assert {(f["path"], f["stage"]) for f in lines} == {(f"audio/{n}", "test_peak") for n in ("q.wav", "a.wav", "b.wav")}
+    assert {(f["path"], f["stage"]) for f in lines} == {
+        (f"audio/{n}", "test_peak") for n in ("q.wav", "a.wav", "b.wav")
+    }
     assert len(summary.failures) == 3
 
 
@@ -400,8 +421,13 @@ def test_a_cached_run_imports_no_model_library(tmp_path, broken):
         "'--quiet']); print('imported:', sorted(m for m in ('torch', 'funasr', 'speechbrain', 'transformers', "
         "'onnxruntime', 'parselmouth') if m in sys.modules)); sys.exit(code)"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(root), only], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parent.parent, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root), only],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=120,
+    )
     assert done.returncode == (1 if broken else 0), done.stderr
     assert "imported: []" in done.stdout and "cached 3" in done.stdout and "computed 0" in done.stdout
     assert "unavailable as recorded: emotion, accent" in done.stdout
@@ -442,7 +468,8 @@ def test_a_failed_section_is_tried_again_only_when_its_extractor_changes(tmp_pat
     again = run_blueprints(root, opts(only=["test_peak"]))
     assert again.computed == 0 and again.sections["test_peak"] == {"cached": 3}
     assert {(f.path, f.stage, f.reason, f.recorded) for f in again.failures} == {
-        (f"audio/{n}", "test_peak", "asked to fail", True) for n in ("q.wav", "a.wav", "b.wav")}
+        (f"audio/{n}", "test_peak", "asked to fail", True) for n in ("q.wav", "a.wav", "b.wav")
+    }
     lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
     assert len(lines) == 3  # still recorded for the judge
     Peak.fail = False

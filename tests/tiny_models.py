@@ -11,6 +11,7 @@ model.safetensors, preprocessor_config.json, tokenizer.json,
 tokenizer_config.json), so the code under test loads them exactly as it loads
 the real model. The tokenizer is Whisper's real BPE tokenizer from that package.
 """
+
 from __future__ import annotations
 
 import re

@@ -14,6 +14,7 @@ stand-ins too; here with tiny sizes. Layouts mirror the hub releases:
   embedding_model.ckpt, classifier.ckpt, accent_encoder.txt, normalizer_input.ckpt,
   config.json.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,9 +45,20 @@ def build_tiny_emotion2vec(
 ) -> Path:
     """Write a random emotion2vec release folder (funasr format) and return it."""
     config = emotion2vec_config(
-        embed_dim=embed_dim, depth=depth, prenet_depth=1, heads=heads, conv_channels=16, conv_pos_width=10,
-        conv_pos_groups=4, conv_pos_depth=2, extra_tokens=2, mlp_ratio=2.0,
-        decoder_dim=16, decoder_groups=4, decoder_kernel=3, decoder_layers=1,
+        embed_dim=embed_dim,
+        depth=depth,
+        prenet_depth=1,
+        heads=heads,
+        conv_channels=16,
+        conv_pos_width=10,
+        conv_pos_groups=4,
+        conv_pos_depth=2,
+        extra_tokens=2,
+        mlp_ratio=2.0,
+        decoder_dim=16,
+        decoder_groups=4,
+        decoder_kernel=3,
+        decoder_layers=1,
     )
     # Random weights are small; scale the class projection so scores differ visibly between classes.
     return write_emotion2vec(directory, config, tokens, _SEED, projection_gain=8.0)[0]

@@ -1,4 +1,5 @@
 """Audio decoding: every clip is decoded once and resampled once per rate asked for."""
+
 from __future__ import annotations
 
 import hashlib

@@ -6,13 +6,15 @@ reported together with the item ids, never one at a time. What would silently
 shrink the scored set is a problem: an empty manifest, a near miss of a manifest
 field ("lable"), a label key that is no dimension of a rubric ("overal").
 """
+
 from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from trace_eval.schemas import load_schema, validator
 
@@ -242,14 +244,19 @@ def _hint(misspelled: bool, unknown_labels: bool, missing_audio: bool, allowed_l
     """What is allowed, or what to do, said once below the problems it explains."""
     lines = []
     if missing_audio:
-        lines.append("Restore a file that does not exist, or remove its item from the manifest; "
-                     "judge --skip-failed judges the other items and records these as skipped.")
+        lines.append(
+            "Restore a file that does not exist, or remove its item from the manifest; "
+            "judge --skip-failed judges the other items and records these as skipped."
+        )
     if misspelled:
-        lines.append(f"Manifest fields: {', '.join(_manifest_fields())}. Kept as context: "
-                     f"{', '.join(CONTEXT_FIELDS + RELEASE_FIELDS)}, and any other field that is not a near miss of these.")
+        lines.append(
+            f"Manifest fields: {', '.join(_manifest_fields())}. Kept as context: "
+            f"{', '.join(CONTEXT_FIELDS + RELEASE_FIELDS)}, and any other field that is not a near miss of these."
+        )
     if unknown_labels:
-        lines.append(f"Label keys: {', '.join(allowed_labels)}; a rubric file of one's own adds its dimensions "
-                     "(--rubric FILE).")
+        lines.append(
+            f"Label keys: {', '.join(allowed_labels)}; a rubric file of one's own adds its dimensions (--rubric FILE)."
+        )
     return "\n".join(lines) or None
 
 
@@ -277,8 +284,9 @@ def _misspelled_fields(item: dict) -> list[str]:
     return problems
 
 
-def _read_labels(item: dict, allowed: dict[str, tuple[str, LabelSpace]],
-                 strict: bool) -> tuple[dict[str, Any], list[str], bool]:
+def _read_labels(
+    item: dict, allowed: dict[str, tuple[str, LabelSpace]], strict: bool
+) -> tuple[dict[str, Any], list[str], bool]:
     """The item's human labels under their dimension names (typed-tie labels normalised), what is wrong
     with them, and whether a key was refused. Not `strict`, a key that is no near miss of an allowed
     one is kept as it is (the dimension of a rubric file not known here)."""
@@ -290,7 +298,9 @@ def _read_labels(item: dict, allowed: dict[str, tuple[str, LabelSpace]],
     unknown = False
     for key, value in given.items():
         if key not in allowed:
-            close = difflib.get_close_matches(str(key).lower(), list(allowed), n=1, cutoff=0.6 if strict else _NEAR_MISS)
+            close = difflib.get_close_matches(
+                str(key).lower(), list(allowed), n=1, cutoff=0.6 if strict else _NEAR_MISS
+            )
             if close or strict:
                 guess = f"; did you mean {close[0]!r}?" if close else ""
                 problems.append(f"label.{key} is not a label of any rubric{guess}")
@@ -311,5 +321,3 @@ def _read_labels(item: dict, allowed: dict[str, tuple[str, LabelSpace]],
             value = norm
         labels[name] = value
     return labels, problems, unknown
-
-

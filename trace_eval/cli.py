@@ -1,6 +1,7 @@
 """Command line: one verb per stage. Each verb is a module in trace_eval.commands
 exposing `HELP`, `configure(parser)` and `run(args) -> int`; it is imported only
 when used, so `show` does not pay for importing torch or litellm."""
+
 from __future__ import annotations
 
 import argparse

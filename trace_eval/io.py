@@ -1,4 +1,5 @@
 """Atomic file writes: a reader never sees half a file, an interrupted write loses nothing."""
+
 from __future__ import annotations
 
 import json

@@ -15,6 +15,7 @@ A folder holding STANDIN_MARKER has random weights in the published layout
 (trace_eval/standins.py): `standin_note` says so, and the extractors record it in
 provenance and in their fingerprint.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -12,15 +12,17 @@ A run is a plan carried out by an engine:
 With nothing stale a run answers at once: no model is loaded and no model library
 (torch, funasr, speechbrain, transformers) imported.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from extractors import REGISTRY, Extractor
 from trace_eval.bench import load_benchmark
@@ -82,8 +84,10 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if has_cuda else "cpu"
     if device.startswith("cuda") and torch_missing:
-        raise ValueError(f"--device {device} needs torch, which the models extra installs: "
-                         "pip install 'trace-eval[models]' (or make install); or use --device cpu")
+        raise ValueError(
+            f"--device {device} needs torch, which the models extra installs: "
+            "pip install 'trace-eval[models]' (or make install); or use --device cpu"
+        )
     if device.startswith("cuda") and not has_cuda:
         raise ValueError(f"--device {device}, but torch sees no CUDA device here; use --device auto or cpu")
     return device
@@ -209,8 +213,10 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
     interrupted or repeated redoes nothing already stored. The summary adds the passes up.
     """
     if options.engine != "local":
-        raise ValueError("--one-model-at-a-time is for the local engine; on ray, give each model its GPU share "
-                         "with --set NAME.num_gpus=FRACTION")
+        raise ValueError(
+            "--one-model-at-a-time is for the local engine; on ray, give each model its GPU share "
+            "with --set NAME.num_gpus=FRACTION"
+        )
     device = resolve_device(options.device)
     extractors, _ = build_extractors(options, device)
     gpu = [e.name for e in extractors if e.uses_gpu]

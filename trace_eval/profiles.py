@@ -7,6 +7,7 @@
 
 Any setting can still be overridden with --set NAME.FIELD=VALUE.
 """
+
 from __future__ import annotations
 
 import copy

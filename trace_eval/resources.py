@@ -1,5 +1,6 @@
 """Where the project's data folders are: `schemas/` and `models/` at the top of a source tree
 (an editable install), or their copies under trace_eval/_data in an installed wheel."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,8 +1,9 @@
 """JSON Schemas of the records trace-eval reads and writes (files in schemas/)."""
+
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 
@@ -11,7 +12,7 @@ from trace_eval.resources import data_dir
 SCHEMAS_DIR = data_dir("schemas")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict:
     path = SCHEMAS_DIR / f"{name}.schema.json"
     if not path.is_file():
@@ -20,7 +21,7 @@ def load_schema(name: str) -> dict:
     return json.loads(path.read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(name: str) -> jsonschema.protocols.Validator:
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)

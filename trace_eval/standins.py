@@ -29,6 +29,7 @@ in place: its numbers are not cues.
 - accent-commonaccent-ecapa (speechbrain layout): ECAPA-TDNN with 1024 channels,
   192-dimensional embeddings, the 16 CommonAccent labels.
 """
+
 from __future__ import annotations
 
 import ast
@@ -66,12 +67,36 @@ SEED = 20240601
 STANDIN_SENTENCE = " This is a stand-in for Whisper large-v3 with random weights, and these words are not a transcript."
 
 # The release's tokens.txt: "中文/english" per class, the tokenizer's unknown symbol last.
-EMOTION_TOKENS = ("生气/angry", "厌恶/disgusted", "恐惧/fearful", "开心/happy", "中立/neutral",
-                  "其他/other", "难过/sad", "吃惊/surprised", "<unk>")
+EMOTION_TOKENS = (
+    "生气/angry",
+    "厌恶/disgusted",
+    "恐惧/fearful",
+    "开心/happy",
+    "中立/neutral",
+    "其他/other",
+    "难过/sad",
+    "吃惊/surprised",
+    "<unk>",
+)
 # CommonAccent's 16 accents in class-index order (the release spells one "southatlandtic").
-ACCENT_LABELS = ("england", "us", "canada", "australia", "indian", "scotland", "ireland", "african",
-                 "malaysia", "newzealand", "southatlandtic", "bermuda", "philippines", "hongkong",
-                 "wales", "singapore")
+ACCENT_LABELS = (
+    "england",
+    "us",
+    "canada",
+    "australia",
+    "indian",
+    "scotland",
+    "ireland",
+    "african",
+    "malaysia",
+    "newzealand",
+    "southatlandtic",
+    "bermuda",
+    "philippines",
+    "hongkong",
+    "wales",
+    "singapore",
+)
 
 _WHISPER_LAYERS, _WHISPER_HEADS, _WHISPER_LANGUAGES = 32, 20, 100
 # Position embeddings of the decoder point this far along the embedding of the token
@@ -80,8 +105,9 @@ _WHISPER_LAYERS, _WHISPER_HEADS, _WHISPER_LANGUAGES = 32, 20, 100
 _PLANT_PER_COORDINATE = 20.0
 
 
-def build_standins(directory: str | Path, only: list[str] | None = None, force: bool = False,
-                   log: Callable[[str], None] = print) -> dict[str, Path]:
+def build_standins(
+    directory: str | Path, only: list[str] | None = None, force: bool = False, log: Callable[[str], None] = print
+) -> dict[str, Path]:
     """Write every stand-in (or those named) under `directory`/<card>/; complete ones are kept."""
     builders = {
         "whisper-large-v3": build_whisper_large_v3,
@@ -100,8 +126,9 @@ def build_standins(directory: str | Path, only: list[str] | None = None, force: 
         card = load_card(name)
         if folder.exists() and not (folder / STANDIN_MARKER).is_file():
             # Perhaps the published weights: never replace those with random ones.
-            raise ValueError(f"{folder} exists and holds no stand-in ({STANDIN_MARKER}); "
-                             "write the stand-ins into another folder")
+            raise ValueError(
+                f"{folder} exists and holds no stand-in ({STANDIN_MARKER}); write the stand-ins into another folder"
+            )
         if not force and (folder / STANDIN_MARKER).is_file() and is_complete(folder, card):
             log(f"{name}: kept {folder}")
         else:
@@ -112,21 +139,23 @@ def build_standins(directory: str | Path, only: list[str] | None = None, force: 
             build(partial)
             _remove(folder)
             partial.rename(folder)
-            log(f"{name}: wrote {folder} in {time.perf_counter() - started:.0f} s "
-                f"({_size_gb(folder):.2f} GB)")
+            log(f"{name}: wrote {folder} in {time.perf_counter() - started:.0f} s ({_size_gb(folder):.2f} GB)")
         written[name] = folder
     return written
 
 
 def _mark(directory: Path, card: str, parameters: int, note: str) -> None:
-    write_json(directory / STANDIN_MARKER, {
-        "standin": True,
-        "card": card,
-        "parameters": parameters,
-        "weights": "random",
-        "note": note,
-        "made_by": "scripts/make_standin_models.py (trace_eval/standins.py)",
-    })
+    write_json(
+        directory / STANDIN_MARKER,
+        {
+            "standin": True,
+            "card": card,
+            "parameters": parameters,
+            "weights": "random",
+            "note": note,
+            "made_by": "scripts/make_standin_models.py (trace_eval/standins.py)",
+        },
+    )
 
 
 # -- Whisper large-v3 -------------------------------------------------------------------------------
@@ -160,8 +189,9 @@ def _alignment_heads(folder: Path) -> list[list[int]]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_ALIGNMENT_HEADS" for t in node.targets):
             table = ast.literal_eval(node.value)
             mask = np.frombuffer(gzip.decompress(base64.b85decode(table["large-v3"])), dtype=bool)
-            return [[int(layer), int(head)] for layer, head in
-                    np.argwhere(mask.reshape(_WHISPER_LAYERS, _WHISPER_HEADS))]
+            return [
+                [int(layer), int(head)] for layer, head in np.argwhere(mask.reshape(_WHISPER_LAYERS, _WHISPER_HEADS))
+            ]
     raise RuntimeError(f"{folder / '__init__.py'} has no _ALIGNMENT_HEADS table")
 
 
@@ -178,8 +208,9 @@ def transformers_whisper_tokenizer(openai, folder: Path | None = None):
     for token, token_id in specials:
         if token != "<|endoftext|>":  # already there: unknown, start and end token of the tokenizer
             timestamp = token[2:3].isdigit()
-            tokenizer.add_tokens([AddedToken(token, special=not timestamp, normalized=False)],
-                                 special_tokens=not timestamp)
+            tokenizer.add_tokens(
+                [AddedToken(token, special=not timestamp, normalized=False)], special_tokens=not timestamp
+            )
         if tokenizer.convert_tokens_to_ids(token) != token_id:
             raise RuntimeError(f"{token} became id {tokenizer.convert_tokens_to_ids(token)}, not {token_id}")
     sample = "Hello world, it's 7:45 — Grüße aus Köln! 你好，世界。こんにちは Здравствуйте ♪"
@@ -202,16 +233,35 @@ def build_whisper_large_v3(directory: str | Path, seed: int = SEED) -> Path:
     languages = {f"<|{code}|>": special(f"<|{code}|>") for code in openai.all_language_codes}
     task_to_id = {"transcribe": openai.transcribe, "translate": openai.translate}
     # As openai-whisper decodes: no speaker tags or music symbols, no task or start tokens mid-text.
-    suppress = sorted({*openai.non_speech_tokens, openai.transcribe, openai.translate, sot,
-                       openai.sot_prev, openai.sot_lm, openai.no_speech})
+    suppress = sorted(
+        {
+            *openai.non_speech_tokens,
+            openai.transcribe,
+            openai.translate,
+            sot,
+            openai.sot_prev,
+            openai.sot_lm,
+            openai.no_speech,
+        }
+    )
     begin_suppress = [encoding.encode(" ")[0], eot]
 
     config = WhisperConfig(
-        vocab_size=encoding.n_vocab, num_mel_bins=128, d_model=1280,
-        encoder_layers=_WHISPER_LAYERS, decoder_layers=_WHISPER_LAYERS,
-        encoder_attention_heads=_WHISPER_HEADS, decoder_attention_heads=_WHISPER_HEADS,
-        encoder_ffn_dim=5120, decoder_ffn_dim=5120, max_source_positions=1500, max_target_positions=448,
-        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot - 1, decoder_start_token_id=sot,
+        vocab_size=encoding.n_vocab,
+        num_mel_bins=128,
+        d_model=1280,
+        encoder_layers=_WHISPER_LAYERS,
+        decoder_layers=_WHISPER_LAYERS,
+        encoder_attention_heads=_WHISPER_HEADS,
+        decoder_attention_heads=_WHISPER_HEADS,
+        encoder_ffn_dim=5120,
+        decoder_ffn_dim=5120,
+        max_source_positions=1500,
+        max_target_positions=448,
+        bos_token_id=eot,
+        eos_token_id=eot,
+        pad_token_id=eot - 1,
+        decoder_start_token_id=sot,
     )
     sentence = encoding.encode(STANDIN_SENTENCE)
     if set(sentence) & set(suppress):
@@ -240,9 +290,13 @@ def build_whisper_large_v3(directory: str | Path, seed: int = SEED) -> Path:
     tokenizer.save_pretrained(directory)
     WhisperFeatureExtractor(feature_size=128).save_pretrained(directory)
     parameters = sum(p.numel() for p in model.parameters())
-    _mark(directory, "whisper-large-v3", parameters,
-          f"random weights in openai/whisper-large-v3's layout and sizes; every window decodes the planted "
-          f"sentence{STANDIN_SENTENCE!r}")
+    _mark(
+        directory,
+        "whisper-large-v3",
+        parameters,
+        f"random weights in openai/whisper-large-v3's layout and sizes; every window decodes the planted "
+        f"sentence{STANDIN_SENTENCE!r}",
+    )
     return directory
 
 
@@ -266,11 +320,22 @@ def _plant_sentence(model, targets: list[int], language: int, prompt_length: int
 
 
 # -- emotion2vec_plus_large -------------------------------------------------------------------------
-def emotion2vec_config(embed_dim: int = 1024, depth: int = 16, prenet_depth: int = 8, heads: int = 16,
-                       conv_channels: int = 512, conv_pos_width: int = 95, conv_pos_groups: int = 16,
-                       conv_pos_depth: int = 5, extra_tokens: int = 10, mlp_ratio: float = 4.0,
-                       decoder_dim: int = 768, decoder_groups: int = 16, decoder_kernel: int = 7,
-                       decoder_layers: int = 4) -> dict:
+def emotion2vec_config(
+    embed_dim: int = 1024,
+    depth: int = 16,
+    prenet_depth: int = 8,
+    heads: int = 16,
+    conv_channels: int = 512,
+    conv_pos_width: int = 95,
+    conv_pos_groups: int = 16,
+    conv_pos_depth: int = 5,
+    extra_tokens: int = 10,
+    mlp_ratio: float = 4.0,
+    decoder_dim: int = 768,
+    decoder_groups: int = 16,
+    decoder_kernel: int = 7,
+    decoder_layers: int = 4,
+) -> dict:
     """funasr's config.yaml for emotion2vec, with data2vec 2.0 large's sizes by default."""
     audio = {
         "type": "AUDIO",
@@ -320,26 +385,62 @@ def emotion2vec_config(embed_dim: int = 1024, depth: int = 16, prenet_depth: int
         "extractor_mode": "layer_norm",
         # Strides 5·2·2·2·2·2·2 = 320 samples: 50 frames per second, as released.
         "feature_encoder_spec": f"[({conv_channels}, 10, 5)] + [({conv_channels}, 3, 2)] * 4 + "
-                                f"[({conv_channels},2,2)] + [({conv_channels},2,2)]",
+        f"[({conv_channels},2,2)] + [({conv_channels},2,2)]",
         "conv_pos_width": conv_pos_width,
         "conv_pos_groups": conv_pos_groups,
         "conv_pos_depth": conv_pos_depth,
         "conv_pos_pre_ln": False,
     }
     model_conf = {
-        "loss_beta": 0.0, "loss_scale": None, "depth": depth, "start_drop_path_rate": 0.0,
-        "end_drop_path_rate": 0.0, "num_heads": heads, "norm_eps": 1e-05, "norm_affine": True,
-        "encoder_dropout": 0.1, "post_mlp_drop": 0.1, "attention_dropout": 0.1, "activation_dropout": 0.0,
-        "dropout_input": 0.0, "layerdrop": 0.0, "embed_dim": embed_dim, "mlp_ratio": mlp_ratio,
-        "layer_norm_first": False, "average_top_k_layers": depth, "end_of_block_targets": False,
-        "clone_batch": 1, "layer_norm_target_layer": False, "batch_norm_target_layer": False,
-        "instance_norm_target_layer": True, "instance_norm_targets": False, "layer_norm_targets": False,
-        "ema_decay": 0.999, "ema_same_dtype": True, "log_norms": True, "ema_end_decay": 0.99999,
-        "ema_anneal_end_step": 20000, "ema_encoder_only": False, "max_update": 100000,
-        "extractor_mode": "layer_norm", "shared_decoder": None, "min_target_var": 0.1, "min_pred_var": 0.01,
-        "supported_modality": "AUDIO", "mae_init": False, "seed": 1, "skip_ema": False, "cls_loss": 1.0,
-        "recon_loss": 0.0, "d2v_loss": 1.0, "decoder_group": False, "adversarial_training": False,
-        "adversarial_hidden_dim": 128, "adversarial_weight": 0.1, "cls_type": "chunk", "normalize": True,
+        "loss_beta": 0.0,
+        "loss_scale": None,
+        "depth": depth,
+        "start_drop_path_rate": 0.0,
+        "end_drop_path_rate": 0.0,
+        "num_heads": heads,
+        "norm_eps": 1e-05,
+        "norm_affine": True,
+        "encoder_dropout": 0.1,
+        "post_mlp_drop": 0.1,
+        "attention_dropout": 0.1,
+        "activation_dropout": 0.0,
+        "dropout_input": 0.0,
+        "layerdrop": 0.0,
+        "embed_dim": embed_dim,
+        "mlp_ratio": mlp_ratio,
+        "layer_norm_first": False,
+        "average_top_k_layers": depth,
+        "end_of_block_targets": False,
+        "clone_batch": 1,
+        "layer_norm_target_layer": False,
+        "batch_norm_target_layer": False,
+        "instance_norm_target_layer": True,
+        "instance_norm_targets": False,
+        "layer_norm_targets": False,
+        "ema_decay": 0.999,
+        "ema_same_dtype": True,
+        "log_norms": True,
+        "ema_end_decay": 0.99999,
+        "ema_anneal_end_step": 20000,
+        "ema_encoder_only": False,
+        "max_update": 100000,
+        "extractor_mode": "layer_norm",
+        "shared_decoder": None,
+        "min_target_var": 0.1,
+        "min_pred_var": 0.01,
+        "supported_modality": "AUDIO",
+        "mae_init": False,
+        "seed": 1,
+        "skip_ema": False,
+        "cls_loss": 1.0,
+        "recon_loss": 0.0,
+        "d2v_loss": 1.0,
+        "decoder_group": False,
+        "adversarial_training": False,
+        "adversarial_hidden_dim": 128,
+        "adversarial_weight": 0.1,
+        "cls_type": "chunk",
+        "normalize": True,
         "modalities": {"audio": audio},
     }
     return {
@@ -350,8 +451,9 @@ def emotion2vec_config(embed_dim: int = 1024, depth: int = 16, prenet_depth: int
     }
 
 
-def write_emotion2vec(directory: str | Path, config: dict, tokens: tuple[str, ...], seed: int,
-                      projection_gain: float = 1.0) -> tuple[Path, int]:
+def write_emotion2vec(
+    directory: str | Path, config: dict, tokens: tuple[str, ...], seed: int, projection_gain: float = 1.0
+) -> tuple[Path, int]:
     """A random emotion2vec release folder as funasr reads it; returns it and the parameter count."""
     import torch
     import yaml
@@ -362,15 +464,21 @@ def write_emotion2vec(directory: str | Path, config: dict, tokens: tuple[str, ..
     (directory / "config.yaml").write_text(
         "# network architecture\n" + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
     )
-    write_json(directory / "configuration.json", {
-        "framework": "pytorch",
-        "task": "emotion-recognition",
-        "pipeline": {"type": "funasr-pipeline"},
-        "model": {"type": "funasr"},
-        "file_path_metas": {"init_param": "model.pt", "tokenizer_conf": {"token_list": "tokens.txt"},
-                            "config": "config.yaml"},
-        "model_name_in_hub": {"ms": "", "hf": ""},
-    })
+    write_json(
+        directory / "configuration.json",
+        {
+            "framework": "pytorch",
+            "task": "emotion-recognition",
+            "pipeline": {"type": "funasr-pipeline"},
+            "model": {"type": "funasr"},
+            "file_path_metas": {
+                "init_param": "model.pt",
+                "tokenizer_conf": {"token_list": "tokens.txt"},
+                "config": "config.yaml",
+            },
+            "model_name_in_hub": {"ms": "", "hf": ""},
+        },
+    )
     (directory / "tokens.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     torch.manual_seed(seed)
     model = Emotion2vec(model_conf=config["model_conf"], vocab_size=len(tokens))
@@ -382,16 +490,22 @@ def write_emotion2vec(directory: str | Path, config: dict, tokens: tuple[str, ..
 
 def build_emotion2vec(directory: str | Path, seed: int = SEED) -> Path:
     # Random weights give nearly equal class scores; a larger head spreads them as a trained one would.
-    directory, parameters = write_emotion2vec(directory, emotion2vec_config(), EMOTION_TOKENS, seed,
-                                              projection_gain=8.0)
-    _mark(directory, "emotion2vec_plus_large", parameters,
-          "random weights in emotion2vec_plus_large's funasr layout, data2vec 2.0 large sizes, the release's classes")
+    directory, parameters = write_emotion2vec(
+        directory, emotion2vec_config(), EMOTION_TOKENS, seed, projection_gain=8.0
+    )
+    _mark(
+        directory,
+        "emotion2vec_plus_large",
+        parameters,
+        "random weights in emotion2vec_plus_large's funasr layout, data2vec 2.0 large sizes, the release's classes",
+    )
     return directory
 
 
 # -- CommonAccent ECAPA -----------------------------------------------------------------------------
-def ecapa_hyperparams(n_labels: int, channels: int = 1024, emb_dim: int = 192, attention_channels: int = 128,
-                      se_channels: int = 128) -> str:
+def ecapa_hyperparams(
+    n_labels: int, channels: int = 1024, emb_dim: int = 192, attention_channels: int = 128, se_channels: int = 128
+) -> str:
     """The release's hyperparams.yaml (paths relative to pretrained_path), sizes as given."""
     return f"""\
 # ############################################################################
@@ -474,8 +588,12 @@ def write_ecapa(directory: str | Path, hyperparams: str, labels: tuple[str, ...]
 
 def build_ecapa(directory: str | Path, seed: int = SEED) -> Path:
     directory, parameters = write_ecapa(directory, ecapa_hyperparams(len(ACCENT_LABELS)), ACCENT_LABELS, seed)
-    _mark(directory, "accent-commonaccent-ecapa", parameters,
-          "random weights in the CommonAccent ECAPA-TDNN release's speechbrain layout, sizes and labels")
+    _mark(
+        directory,
+        "accent-commonaccent-ecapa",
+        parameters,
+        "random weights in the CommonAccent ECAPA-TDNN release's speechbrain layout, sizes and labels",
+    )
     return directory
 
 

@@ -11,6 +11,7 @@ where each extractor's entry records its fingerprint. A section is current when
 its fingerprint matches the extractor's present one (and, for dependants, their
 dependencies' fingerprints); only stale or missing sections are recomputed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,7 +24,15 @@ from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.schemas import validation_errors
 
-__all__ = ["BlueprintStore", "FORMAT_VERSION", "new_blueprint", "apply_section", "section_errors", "get_dotted", "set_dotted"]
+__all__ = [
+    "BlueprintStore",
+    "FORMAT_VERSION",
+    "new_blueprint",
+    "apply_section",
+    "section_errors",
+    "get_dotted",
+    "set_dotted",
+]
 
 FORMAT_VERSION = 1
 STORE_DIRNAME = "blueprints"
@@ -90,8 +99,17 @@ def apply_section(blueprint: dict, outputs: tuple[str, ...], entry: dict, values
 
 
 # Readable order: what the file is, the TRACE keys, further cues, provenance last.
-_KEY_ORDER = ("format_version", "duration_s", "sample_rate_hz", "channels", "agent_response", "agent_emotion",
-              "agent_accent", "agent_audio_quality", "agent_audio_properties")
+_KEY_ORDER = (
+    "format_version",
+    "duration_s",
+    "sample_rate_hz",
+    "channels",
+    "agent_response",
+    "agent_emotion",
+    "agent_accent",
+    "agent_audio_quality",
+    "agent_audio_properties",
+)
 
 
 def _ordered(blueprint: dict) -> dict:
@@ -137,8 +155,11 @@ class BlueprintStore:
 
     def recorded_decode_failures(self) -> dict[str, dict]:
         """Clip path -> the recorded failure (sha256, packages, reason) of each file that did not decode."""
-        return {entry["path"]: entry for entry in self._failure_entries()
-                if entry.get("stage") == "decode" and entry.get("sha256")}
+        return {
+            entry["path"]: entry
+            for entry in self._failure_entries()
+            if entry.get("stage") == "decode" and entry.get("sha256")
+        }
 
     def recorded_failures(self) -> dict[str, str]:
         """Clip path -> why its blueprint could not be made (empty when none were recorded)."""

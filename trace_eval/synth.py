@@ -3,6 +3,7 @@
 Used by the example benchmark and by tests whose answers follow from how a clip
 was made: words per minute, pitch, gain and added noise are chosen, not guessed.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -54,8 +55,22 @@ def speak(text: str, out: str | Path, voice: Voice = Voice()) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw.wav"
-        _run(["espeak-ng", "-v", voice.voice, "-s", str(voice.wpm), "-p", str(voice.pitch),
-              "-a", str(voice.amplitude), "-w", str(raw), text])
+        _run(
+            [
+                "espeak-ng",
+                "-v",
+                voice.voice,
+                "-s",
+                str(voice.wpm),
+                "-p",
+                str(voice.pitch),
+                "-a",
+                str(voice.amplitude),
+                "-w",
+                str(raw),
+                text,
+            ]
+        )
         shaped = Path(tmp) / "shaped.wav"
         effects = ["rate", str(voice.sample_rate), "gain", str(voice.gain_db)]
         if voice.pad_s:
@@ -65,8 +80,24 @@ def speak(text: str, out: str | Path, voice: Voice = Voice()) -> Path:
             noisy = Path(tmp) / "noisy.wav"
             noise = Path(tmp) / "noise.wav"
             dur = float(subprocess.run(["soxi", "-D", str(shaped)], capture_output=True, text=True).stdout)
-            _run([*SOX, "-n", "-r", str(voice.sample_rate), "-b", "16", "-c", "1", str(noise),
-                  "synth", f"{dur:.3f}", "whitenoise", "gain", str(voice.noise_db)])
+            _run(
+                [
+                    *SOX,
+                    "-n",
+                    "-r",
+                    str(voice.sample_rate),
+                    "-b",
+                    "16",
+                    "-c",
+                    "1",
+                    str(noise),
+                    "synth",
+                    f"{dur:.3f}",
+                    "whitenoise",
+                    "gain",
+                    str(voice.noise_db),
+                ]
+            )
             _run([*SOX, "-m", str(shaped), str(noise), str(noisy)])
             shaped = noisy
         _run([*SOX, str(shaped), str(out)])

@@ -1,28 +1,35 @@
 """`python -m trace_eval judge` and `fuse` from the command line, and the cues backbone on the bundled example."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from llm_server import Fail, LLMServer, PairSpec, Reply, blueprint, verdict_json, write_benchmark
+
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.judge.runfolder import read_results
-
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
 
+
 def _labelled_bench(root: Path) -> Path:
     specs = [
-        PairSpec(id="slow", instruction_text='Say "good morning everyone" slowly.',
-                 response_1=blueprint("Good morning everyone.", wpm=100),
-                 response_2=blueprint("Good morning everyone.", wpm=240, p808=2.0)),
-        PairSpec(id="quiet", instruction_text='Whisper "see you tomorrow".',
-                 response_1=blueprint("See you tomorrow.", lufs=-20),
-                 response_2=blueprint("I like trains.", lufs=-40)),
+        PairSpec(
+            id="slow",
+            instruction_text='Say "good morning everyone" slowly.',
+            response_1=blueprint("Good morning everyone.", wpm=100),
+            response_2=blueprint("Good morning everyone.", wpm=240, p808=2.0),
+        ),
+        PairSpec(
+            id="quiet",
+            instruction_text='Whisper "see you tomorrow".',
+            response_1=blueprint("See you tomorrow.", lufs=-20),
+            response_2=blueprint("I like trains.", lufs=-40),
+        ),
     ]
     return write_benchmark(root, specs)
 
@@ -66,8 +73,20 @@ def test_cli_stops_on_authentication_error(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TRACE_JUDGE_MODEL", "openai/env-judge")  # the default --model
     bench = write_benchmark(tmp_path / "bench", 5)
     with LLMServer(default=Fail(401, "bad key")) as server:
-        code = main(["judge", "--bench", str(bench), "--api-base", server.api_base, "--out", str(tmp_path / "run"),
-                     "--quiet", "--concurrency", "1"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--api-base",
+                server.api_base,
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+                "--concurrency",
+                "1",
+            ]
+        )
         assert server.request_count == 1
         api_base = server.api_base
     assert code == 1
@@ -140,11 +159,14 @@ def test_bad_options_are_reported(tmp_path, capsys):
 
 def test_cues_backbone_gets_every_label_of_the_example_right(tmp_path, example_with_blueprints):
     bench = load_benchmark(example_with_blueprints)
-    assert main(["judge", "--bench", str(bench.root), "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert (
+        main(["judge", "--bench", str(bench.root), "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    )
     records = {r["id"]: r for r in read_results(tmp_path / "run" / "results.jsonl").records}
     wrong = [
         f"{pair.id} {key}: {records[pair.id]['verdicts'].get(key, records[pair.id]['overall'])} != {label}"
-        for pair in bench.pairs for key, label in pair.label.items()
+        for pair in bench.pairs
+        for key, label in pair.label.items()
         if (records[pair.id]["overall"] if key == "overall" else records[pair.id]["verdicts"][key]) != label
     ]
     assert wrong == []
@@ -155,8 +177,20 @@ def test_dry_run_prints_calls_tokens_and_price_and_asks_nothing(tmp_path, capsys
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     bench = write_benchmark(tmp_path / "bench", 2)
     with LLMServer() as server:
-        code = main(["judge", "--bench", str(bench), "--model", "openai/local", "--api-base", server.api_base,
-                     "--out", str(tmp_path / "run"), "--dry-run"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/local",
+                "--api-base",
+                server.api_base,
+                "--out",
+                str(tmp_path / "run"),
+                "--dry-run",
+            ]
+        )
         assert server.request_count == 0
     assert code == 0 and not (tmp_path / "run").exists()
     out = capsys.readouterr().out
@@ -191,21 +225,42 @@ def test_a_run_whose_every_answer_is_invalid_fails_and_says_why(tmp_path, capsys
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     bench = write_benchmark(tmp_path / "bench", 2)
     with LLMServer(default=Reply("Response one says answer one.")) as server:
-        code = main(["judge", "--bench", str(bench), "--model", "openai/small", "--api-base", server.api_base,
-                     "--structured", "off", "--out", str(tmp_path / "run"), "--quiet"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/small",
+                "--api-base",
+                server.api_base,
+                "--structured",
+                "off",
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+            ]
+        )
     assert code == 1
     err = capsys.readouterr().err
     assert "no pair got a verdict (2 invalid)" in err
     assert "most common reason (2 of 2, invalid)" in err and "--structured on" in err
 
 
-@pytest.mark.parametrize("where, words", [
-    ("http://judge.invalid:8000/v1", ["cannot resolve the host name of --api-base http://judge.invalid:8000/v1",
-                                      "check its spelling"]),
-    ("http://127.0.0.1:{closed}/v1", ["connection refused at http://127.0.0.1:", "start the server"]),
-    ("https://127.0.0.1:{plain}/v1", ["TLS handshake with https://127.0.0.1:", "WRONG_VERSION_NUMBER",
-                                      "write http:// in --api-base"]),
-])
+@pytest.mark.parametrize(
+    "where, words",
+    [
+        (
+            "http://judge.invalid:8000/v1",
+            ["cannot resolve the host name of --api-base http://judge.invalid:8000/v1", "check its spelling"],
+        ),
+        ("http://127.0.0.1:{closed}/v1", ["connection refused at http://127.0.0.1:", "start the server"]),
+        (
+            "https://127.0.0.1:{plain}/v1",
+            ["TLS handshake with https://127.0.0.1:", "WRONG_VERSION_NUMBER", "write http:// in --api-base"],
+        ),
+    ],
+)
 def test_an_unreachable_server_is_told_apart_by_its_cause(where, words, tmp_path, capsys, monkeypatch):
     import socket
 
@@ -215,9 +270,22 @@ def test_an_unreachable_server_is_told_apart_by_its_cause(where, words, tmp_path
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]  # nobody listens there once the socket is closed
     with LLMServer() as plain:  # speaks plain HTTP
-        code = main(["judge", "--bench", str(bench), "--model", "openai/local",
-                     "--api-base", where.format(closed=closed, plain=plain.port), "--retries", "0",
-                     "--out", str(tmp_path / "run"), "--quiet"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/local",
+                "--api-base",
+                where.format(closed=closed, plain=plain.port),
+                "--retries",
+                "0",
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+            ]
+        )
     assert code == 1
     err = capsys.readouterr().err
     assert all(word in err for word in words), err
@@ -229,8 +297,20 @@ def test_an_unresolvable_provider_is_not_called_a_refused_connection(tmp_path, c
     monkeypatch.setenv("GEMINI_API_KEY", "dummy")
     monkeypatch.setenv("GEMINI_API_BASE", "https://generativelanguage.invalid")  # no network, wherever the test runs
     bench = write_benchmark(tmp_path / "bench", 2)
-    code = main(["judge", "--bench", str(bench), "--model", "gemini/gemini-2.5-flash", "--retries", "0",
-                 "--out", str(tmp_path / "run"), "--quiet"])
+    code = main(
+        [
+            "judge",
+            "--bench",
+            str(bench),
+            "--model",
+            "gemini/gemini-2.5-flash",
+            "--retries",
+            "0",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "cannot resolve generativelanguage.invalid (the gemini API)" in err and "--model cues" in err
@@ -248,8 +328,20 @@ def test_a_local_server_is_asked_for_structured_output(tmp_path, capsys, monkeyp
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     bench = write_benchmark(tmp_path / "bench", 3)
     with LLMServer(responder=_answers_only_when_structured) as server:
-        code = main(["judge", "--bench", str(bench), "--model", "openai/small", "--api-base", server.api_base,
-                     "--out", str(tmp_path / "run"), "--quiet"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/small",
+                "--api-base",
+                server.api_base,
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+            ]
+        )
         assert server.request_count == 3 and all("response_format" in body for body in server.requests)
     assert code == 0
     assert [r["status"] for r in read_results(tmp_path / "run" / "results.jsonl").records] == ["ok"] * 3
@@ -259,12 +351,40 @@ def test_a_server_that_refuses_structured_output_is_judged_without_it(tmp_path, 
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     bench = write_benchmark(tmp_path / "bench", 3)
     with LLMServer(refuse_response_format=True) as server:
-        code = main(["judge", "--bench", str(bench), "--model", "openai/old-server", "--api-base", server.api_base,
-                     "--concurrency", "1", "--out", str(tmp_path / "run"), "--quiet"])
+        code = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/old-server",
+                "--api-base",
+                server.api_base,
+                "--concurrency",
+                "1",
+                "--out",
+                str(tmp_path / "run"),
+                "--quiet",
+            ]
+        )
         sent = ["response_format" in body for body in server.requests]
         # Insisted on (--structured on), the refusal is each pair's error, and the run's.
-        insisted = main(["judge", "--bench", str(bench), "--model", "openai/old-server", "--api-base",
-                         server.api_base, "--structured", "on", "--out", str(tmp_path / "on"), "--quiet"])
+        insisted = main(
+            [
+                "judge",
+                "--bench",
+                str(bench),
+                "--model",
+                "openai/old-server",
+                "--api-base",
+                server.api_base,
+                "--structured",
+                "on",
+                "--out",
+                str(tmp_path / "on"),
+                "--quiet",
+            ]
+        )
     assert code == 0 and insisted == 1
     # Tried first (and by each pair already in flight), then every pair is asked without it once.
     assert sent[0] and sent.count(False) == 3 and sent[-1] is False

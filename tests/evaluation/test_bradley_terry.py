@@ -1,14 +1,15 @@
 """Bradley-Terry fits against an independent maximum-likelihood fit (tests/independent_fit.py), the cases where no maximum exists,
 and the rank correlations against scipy's."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+from independent_fit import bradley_terry_scores
 from scipy import stats
 
-from independent_fit import bradley_terry_scores
 from trace_eval.evaluation import bradley_terry, metrics
 
 
@@ -68,12 +69,18 @@ def test_a_tie_is_half_a_win_to_each_side() -> None:
     assert (a + b) / 2 == pytest.approx(1000)
 
 
-@pytest.mark.parametrize("points, games", [
-    # a won both of its pairs: its score would be infinite.
-    ([[0, 1, 1], [0, 0, 1], [0, 0.5, 0]], [[0, 1, 1], [1, 0, 2], [1, 2, 0]]),
-    # a and b never scored against c and d, who met only each other and them: two groups.
-    ([[0, 1, 0, 0], [1, 0, 0, 0], [1, 1, 0, 1], [1, 1, 1, 0]], [[0, 2, 1, 1], [2, 0, 1, 1], [1, 1, 0, 2], [1, 1, 2, 0]]),
-])
+@pytest.mark.parametrize(
+    "points, games",
+    [
+        # a won both of its pairs: its score would be infinite.
+        ([[0, 1, 1], [0, 0, 1], [0, 0.5, 0]], [[0, 1, 1], [1, 0, 2], [1, 2, 0]]),
+        # a and b never scored against c and d, who met only each other and them: two groups.
+        (
+            [[0, 1, 0, 0], [1, 0, 0, 0], [1, 1, 0, 1], [1, 1, 1, 0]],
+            [[0, 2, 1, 1], [2, 0, 1, 1], [1, 1, 0, 2], [1, 1, 2, 0]],
+        ),
+    ],
+)
 def test_no_maximum_gives_nan_never_a_number(points, games) -> None:
     points, games = np.array(points, dtype=float), np.array(games, dtype=float)
     assert not bradley_terry.strongly_connected(points)

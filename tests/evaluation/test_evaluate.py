@@ -1,5 +1,6 @@
 """Evaluation: metrics against hand-computed values, bootstrap behaviour, probes,
 and the report files written from judge run folders."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import pytest
 from trace_eval.cli import main
 from trace_eval.evaluation import BootstrapSettings, evaluate_runs, load_run, metrics, oracle, probes
 from trace_eval.evaluation.bootstrap import PairedBootstrap
-
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
@@ -26,7 +26,9 @@ def test_accuracy_and_tie_collapse_on_a_hand_set() -> None:
     human = ["1", "2", G, B, "1"]
     predicted = ["1", "1", B, B, "1"]
     assert metrics.accuracy(predicted, human) == metrics.Proportion(3, 5)
-    collapsed = metrics.accuracy([metrics.collapse_ties(p) for p in predicted], [metrics.collapse_ties(h) for h in human])
+    collapsed = metrics.accuracy(
+        [metrics.collapse_ties(p) for p in predicted], [metrics.collapse_ties(h) for h in human]
+    )
     assert collapsed == metrics.Proportion(4, 5)  # both_good vs both_bad is one tie
     assert metrics.Proportion(0, 0).value is None
 
@@ -195,19 +197,42 @@ def write_bench(root: Path, labels: dict[str, tuple[str, ...]] = HUMAN) -> Path:
     return root
 
 
-def write_run(folder: Path, bench: Path, verdicts: dict[str, tuple[str, str, str]], failed: dict[str, str] | None = None,
-              policy: str = "content-first-strict", extra_lines: tuple[str, ...] = ()) -> Path:
+def write_run(
+    folder: Path,
+    bench: Path,
+    verdicts: dict[str, tuple[str, str, str]],
+    failed: dict[str, str] | None = None,
+    policy: str = "content-first-strict",
+    extra_lines: tuple[str, ...] = (),
+) -> Path:
     """A run folder as the judge writes it (config.json, results.jsonl, summary.json)."""
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"bench": str(bench), "model": "offline", "fusion": policy, "judge": "cues"}))
+    (folder / "config.json").write_text(
+        json.dumps({"bench": str(bench), "model": "offline", "fusion": policy, "judge": "cues"})
+    )
     lines = []
     for item_id, (c, vq, p) in verdicts.items():
         fused = TRACE.fusion.fuse_all(_v(c, vq, p))
-        lines.append({"id": item_id, "status": "ok", "reason": None, "verdicts": _v(c, vq, p), "fused": fused,
-                      "overall": fused.get(policy), "reasoning": {}, "raw": "{}", "tokens": 0, "cost": 0.0,
-                      "latency": 0.01, "cache_hit": False})
+        lines.append(
+            {
+                "id": item_id,
+                "status": "ok",
+                "reason": None,
+                "verdicts": _v(c, vq, p),
+                "fused": fused,
+                "overall": fused.get(policy),
+                "reasoning": {},
+                "raw": "{}",
+                "tokens": 0,
+                "cost": 0.0,
+                "latency": 0.01,
+                "cache_hit": False,
+            }
+        )
     for item_id, reason in (failed or {}).items():
-        lines.append({"id": item_id, "status": "error", "reason": reason, "verdicts": None, "fused": {}, "overall": None})
+        lines.append(
+            {"id": item_id, "status": "error", "reason": reason, "verdicts": None, "fused": {}, "overall": None}
+        )
     text = "\n".join(json.dumps(line) for line in lines) + "\n" + "".join(line + "\n" for line in extra_lines)
     (folder / "results.jsonl").write_text(text)
     (folder / "summary.json").write_text("{}")
@@ -222,15 +247,25 @@ def human_labels() -> dict[str, dict[str, str]]:
 @pytest.fixture
 def two_runs(tmp_path: Path) -> tuple[Path, Path, Path]:
     bench = write_bench(tmp_path / "bench")
-    run_a = write_run(tmp_path / "run-a", bench, RUN_A, failed={"7": "backbone timed out"},
-                      extra_lines=('{"id": "99", "status": "ok", "verdicts": {"content": "1", "voice_quality": "1", "paralinguistics": "1"}}', "not json"))
+    run_a = write_run(
+        tmp_path / "run-a",
+        bench,
+        RUN_A,
+        failed={"7": "backbone timed out"},
+        extra_lines=(
+            '{"id": "99", "status": "ok", "verdicts": {"content": "1", "voice_quality": "1", "paralinguistics": "1"}}',
+            "not json",
+        ),
+    )
     run_b = write_run(tmp_path / "run-b", bench, {i: HUMAN[i][:3] for i in map(str, range(8))})
     return bench, run_a, run_b
 
 
 def test_metrics_match_hand_computed_values(two_runs) -> None:
     _, run_a, run_b = two_runs
-    result = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=BootstrapSettings(resamples=2000))
+    result = evaluate_runs(
+        [load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=BootstrapSettings(resamples=2000)
+    )
     assert result["items"]["evaluated"] == 8  # item 8 was judged by no run
     a = result["runs"][0]
 
@@ -241,7 +276,10 @@ def test_metrics_match_hand_computed_values(two_runs) -> None:
     assert counts(a["accuracy"]["3way"]) == (4, 7)
     assert counts(a["accuracy"]["2way"]) == (2, 4)
     assert {d: counts(s) for d, s in a["per_dimension"].items()} == {
-        "content": (5, 7), "voice_quality": (6, 7), "paralinguistics": (4, 7)}
+        "content": (5, 7),
+        "voice_quality": (6, 7),
+        "paralinguistics": (4, 7),
+    }
     assert a["kappa"]["overall"]["value"] == pytest.approx(0.2)
     assert a["items"]["failed"] == 1 and a["items"]["not_in_benchmark"] == 1
     assert a["no_verdict"] == [{"id": "7", "status": "failed", "reason": "backbone timed out"}]
@@ -257,9 +295,15 @@ def test_metrics_match_hand_computed_values(two_runs) -> None:
     assert counts(cf["accuracy"]) == (4, 7)
     assert counts(cf["changed"]) == (3, 7)
     assert {d: (counts(e["share"]), counts(e["accuracy"])) for d, e in cf["deciders"].items()} == {
-        "paralinguistics": ((4, 7), (3, 4)), "voice_quality": ((2, 7), (0, 2)), "tie": ((1, 7), (1, 1))}
+        "paralinguistics": ((4, 7), (3, 4)),
+        "voice_quality": ((2, 7), (0, 2)),
+        "tie": ((1, 7), (1, 1)),
+    }
     assert {d: counts(f["flipped"]) for d, f in probe["flip_rates"].items()} == {
-        "content": (3, 7), "voice_quality": (1, 7), "paralinguistics": (3, 7)}
+        "content": (3, 7),
+        "voice_quality": (1, 7),
+        "paralinguistics": (3, 7),
+    }
 
     b = result["runs"][1]
     assert counts(b["accuracy"]["4way"]) == (7, 8)
@@ -312,7 +356,7 @@ def test_cli_writes_report_files_and_pictures(two_runs, tmp_path: Path, capsys) 
     assert "Note: results.jsonl line 10: not JSON (Expecting value); skipped" in markdown
     html = (out / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == 4
-    assert 'src="http' not in html and ".png\"" not in html  # self-contained
+    assert 'src="http' not in html and '.png"' not in html  # self-contained
     for picture in ("accuracy.png", "fusion.png", "confusion.png", "distribution.png"):
         width, height = _png_size(out / picture)
         assert 400 <= width <= 3000 and 250 <= height <= 3000, (picture, width, height)
@@ -343,9 +387,14 @@ def test_cli_errors_say_what_to_do(two_runs, tmp_path: Path, capsys) -> None:
 
 def test_failed_verdicts_are_never_scored(tmp_path: Path) -> None:
     bench = write_bench(tmp_path / "bench")
-    run = write_run(tmp_path / "run", bench, {"0": ("1", "1", "1")}, failed={str(i): "parse error" for i in range(1, 8)})
-    lines = (run / "results.jsonl").read_text() + json.dumps(
-        {"id": "8", "status": "ok", "verdicts": _v("1", "tie", "1"), "fused": {}, "overall": None}) + "\n"
+    run = write_run(
+        tmp_path / "run", bench, {"0": ("1", "1", "1")}, failed={str(i): "parse error" for i in range(1, 8)}
+    )
+    lines = (
+        (run / "results.jsonl").read_text()
+        + json.dumps({"id": "8", "status": "ok", "verdicts": _v("1", "tie", "1"), "fused": {}, "overall": None})
+        + "\n"
+    )
     (run / "results.jsonl").write_text(lines)
     result = evaluate_runs([load_run(run)], TRACE, human_labels())
     block = result["runs"][0]
@@ -365,8 +414,13 @@ def test_oracle_counts_by_policy(tmp_path: Path, capsys) -> None:
     # Hand-counted agreements of fused human (C, VQ, P) with the human overall label over items 0-8 and 10:
     # content-first misses 5, 6; strict misses 5; cap misses 5, 10 (both give both_bad); vote misses 2, 10.
     expected = {"content-first": 8, "content-first-strict": 9, "cap": 8, "vote": 8}
-    result = oracle({i: {k: v for k, v in zip(("content", "voice_quality", "paralinguistics", "overall"), l) if v}
-                     for i, l in labels.items()}, TRACE)
+    result = oracle(
+        {
+            i: {k: v for k, v in zip(("content", "voice_quality", "paralinguistics", "overall"), l) if v}
+            for i, l in labels.items()
+        },
+        TRACE,
+    )
     assert {name: p["correct"] for name, p in result["policies"].items()} == expected
     assert result["items"] == {"in_benchmark": 11, "complete": 10, "skipped": 1}
 
@@ -388,10 +442,22 @@ def test_coverage_and_accuracy_on_the_decided_items(tmp_path: Path) -> None:
     bench = write_bench(tmp_path / "bench")
     run = write_run(tmp_path / "run", bench, {i: RUN_A[i] for i in map(str, range(6))})
     undetermined = [  # answered, but a deciding cue was missing
-        {"id": "6", "status": "ok", "verdicts": _v(None, "1", B), "undetermined": {"content": "no quoted words"},
-         "fused": {}, "overall": None},
-        {"id": "7", "status": "ok", "verdicts": _v("2", "2", None),
-         "undetermined": {"paralinguistics": "sad: emotion unmeasured for response 1"}, "fused": {}, "overall": None},
+        {
+            "id": "6",
+            "status": "ok",
+            "verdicts": _v(None, "1", B),
+            "undetermined": {"content": "no quoted words"},
+            "fused": {},
+            "overall": None,
+        },
+        {
+            "id": "7",
+            "status": "ok",
+            "verdicts": _v("2", "2", None),
+            "undetermined": {"paralinguistics": "sad: emotion unmeasured for response 1"},
+            "fused": {},
+            "overall": None,
+        },
     ]
     with open(run / "results.jsonl", "a") as f:
         f.writelines(json.dumps(line) + "\n" for line in undetermined)
@@ -430,10 +496,11 @@ def test_run_folders_without_undetermined_fields_give_the_same_numbers(two_runs)
     settings = BootstrapSettings(resamples=500)
     before = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=settings)
     for run in (run_a, run_b):  # as the judge writes them now: every line says what was undetermined
-        lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()
-                 if line.startswith("{")]
+        lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.startswith("{")]
         (run / "results.jsonl").write_text("".join(json.dumps({**line, "undetermined": {}}) + "\n" for line in lines))
-        (run / "summary.json").write_text(json.dumps({"undetermined": {}, "cues": {"clips": 0, "groups": {}, "warnings": []}}))
+        (run / "summary.json").write_text(
+            json.dumps({"undetermined": {}, "cues": {"clips": 0, "groups": {}, "warnings": []}})
+        )
     after = evaluate_runs([load_run(run_a), load_run(run_b)], TRACE, human_labels(), settings=settings)
     for block in (*before["runs"], *after["runs"]):
         block.pop("cues")

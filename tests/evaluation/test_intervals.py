@@ -1,6 +1,7 @@
 """Bootstrap intervals of the rubric metrics: they hold the estimate, narrow as items are added,
 repeat for a seed, come out by hand in degenerate cases, and are null with a reason where
 they cannot be computed."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,15 @@ SETTINGS = BootstrapSettings(resamples=2000, seed=0)
 
 
 def _run(verdicts: dict[str, dict], name: str = "run", orders: dict[str, dict] | None = None) -> JudgeRun:
-    raws = {item: {"id": item, "status": "ok", "verdicts": labels,
-                   **({"orders": orders[item]} if orders and item in orders else {})}
-            for item, labels in verdicts.items()}
+    raws = {
+        item: {
+            "id": item,
+            "status": "ok",
+            "verdicts": labels,
+            **({"orders": orders[item]} if orders and item in orders else {}),
+        }
+        for item, labels in verdicts.items()
+    }
     return JudgeRun(name, RunFolder(Path(name), {}, raws, [], {}))
 
 
@@ -49,9 +56,13 @@ def _noisy_scores(n: int, seed: int = 3) -> tuple[list[int], list[int]]:
 def _scored_case(n: int, dims: tuple[str, ...]) -> tuple[list[JudgeRun], HumanLabels]:
     """n items scored on `dims` by a judge and by humans, made by two systems in turn."""
     judge, human = _noisy_scores(n)
-    return ([_run({f"i{k}": dict.fromkeys(dims, judge[k]) for k in range(n)})],
-            _human({f"i{k}": dict.fromkeys(dims, human[k]) for k in range(n)},
-                   {f"i{k}": "alpha" if k % 2 else "bravo" for k in range(n)}))
+    return (
+        [_run({f"i{k}": dict.fromkeys(dims, judge[k]) for k in range(n)})],
+        _human(
+            {f"i{k}": dict.fromkeys(dims, human[k]) for k in range(n)},
+            {f"i{k}": "alpha" if k % 2 else "bravo" for k in range(n)},
+        ),
+    )
 
 
 def _roleplay_case(n: int) -> tuple[list[JudgeRun], HumanLabels]:
@@ -79,15 +90,22 @@ def test_every_interval_holds_its_estimate_and_narrows_with_more_items():
     def intervals(n: int) -> list[tuple[float, dict]]:
         """(estimate, interval) of each metric with an interval, on n items."""
         roleplay = _evaluate(ROLEPLAY, *_roleplay_case(n))["runs"][0]
-        found = [(roleplay["metrics"][m][s]["value"], roleplay["intervals"][m][s])
-                 for m in ("accuracy", "mae") for s in ("logical_coherence", "all")]
+        found = [
+            (roleplay["metrics"][m][s]["value"], roleplay["intervals"][m][s])
+            for m in ("accuracy", "mae")
+            for s in ("logical_coherence", "all")
+        ]
         style = _evaluate(STYLE, *_style_case(n))["runs"][0]
-        found.append((style["metrics"]["pearson"]["style_following"]["value"],
-                      style["intervals"]["pearson"]["style_following"]))
+        found.append(
+            (style["metrics"]["pearson"]["style_following"]["value"], style["intervals"]["pearson"]["style_following"])
+        )
         systems = style["metrics"]["system_means"]["style_following"]["systems"]
         system_intervals = style["intervals"]["system_means"]["style_following"]["systems"]
-        found += [(systems[system][side], system_intervals[system][side])
-                  for system in ("alpha", "bravo") for side in ("judge", "human")]
+        found += [
+            (systems[system][side], system_intervals[system][side])
+            for system in ("alpha", "bravo")
+            for side in ("judge", "human")
+        ]
         return found
 
     small, large = intervals(30), intervals(480)
@@ -112,7 +130,9 @@ def test_pairwise_agreement_and_position_consistency_get_intervals():
             low, high = run["intervals"][metric][slot]["ci95"]
             assert 0 <= low < run["metrics"][metric][slot]["value"] < high <= 1, (metric, slot)
     assert run["intervals"]["accuracy"]["helpfulness"] == {
-        "ci95": None, "reason": "no item has both a judge label and a human label on this dimension"}
+        "ci95": None,
+        "reason": "no item has both a judge label and a human label on this dimension",
+    }
 
 
 def test_intervals_repeat_for_a_seed_and_change_with_another():
@@ -143,12 +163,16 @@ def test_uncomputable_intervals_are_null_with_their_reason():
     varied = {f"s{k}": {"style_following": 1 + k} for k in range(5)}
     run = _evaluate(STYLE, [_run(constant)], _human(varied, dict.fromkeys(varied, "alpha")))["runs"][0]
     assert run["intervals"]["pearson"]["style_following"] == {
-        "ci95": None, "reason": "undefined: the judge gave every item the same score"}
+        "ci95": None,
+        "reason": "undefined: the judge gave every item the same score",
+    }
 
     one = {"s0": {"style_following": 4}}
     run = _evaluate(STYLE, [_run(one)], _human(one, {"s0": "alpha"}))["runs"][0]
     assert run["intervals"]["system_means"]["style_following"]["systems"]["alpha"]["judge"] == {
-        "ci95": None, "reason": "one item: nothing to resample"}
+        "ci95": None,
+        "reason": "one item: nothing to resample",
+    }
 
 
 def test_pearson_from_totals_is_scipys_and_undefined_where_it_should_be():
@@ -171,15 +195,26 @@ def _write_roleplay_run(root: Path) -> Path:
     judge, human = _noisy_scores(30)
     bench = root / "bench"
     bench.mkdir()
-    manifest = [{"id": f"i{k}", "instruction_text": "hi", "audio_path": f"i{k}.wav", "model": "alpha",
-                 "label": {"logical_coherence": human[k]}} for k in range(30)]
+    manifest = [
+        {
+            "id": f"i{k}",
+            "instruction_text": "hi",
+            "audio_path": f"i{k}.wav",
+            "model": "alpha",
+            "label": {"logical_coherence": human[k]},
+        }
+        for k in range(30)
+    ]
     (bench / "manifest.json").write_text(json.dumps(manifest))
     run = root / "run"
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"rubric": "roleplay", "bench": str(bench)}))
-    (run / "results.jsonl").write_text("".join(
-        json.dumps({"id": f"i{k}", "status": "ok", "verdicts": {"logical_coherence": judge[k]}}) + "\n"
-        for k in range(30)))
+    (run / "results.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"i{k}", "status": "ok", "verdicts": {"logical_coherence": judge[k]}}) + "\n"
+            for k in range(30)
+        )
+    )
     return run
 
 
@@ -206,8 +241,10 @@ def test_a_rubric_listing_kappa_gets_it_with_intervals_from_the_same_engine():
     for k in range(80):
         said = str(rng.choice(["1", "2", "tie"]))
         judged[f"p{k}"] = {"truthfulness": said, "honesty": "tie"}
-        human[f"p{k}"] = {"truthfulness": said if rng.random() < 0.6 else str(rng.choice(["1", "2", "tie"])),
-                          "honesty": "tie"}
+        human[f"p{k}"] = {
+            "truthfulness": said if rng.random() < 0.6 else str(rng.choice(["1", "2", "tie"])),
+            "honesty": "tie",
+        }
     run = _evaluate(rubric, [_run(judged)], _human(human))["runs"][0]
     pairs = [(judged[i]["truthfulness"], human[i]["truthfulness"]) for i in judged]
     expected = metrics.cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], ("1", "2", "tie"))

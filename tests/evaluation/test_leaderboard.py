@@ -1,6 +1,7 @@
 """Leaderboards: counts by hand, scores against an independent fit on benchmarks with known strengths
 (and on the released SpeakBench and S2S-Arena label files when they are at hand), judge runs made
 through the real judge path whose systems differ in known ways, and the command line."""
+
 from __future__ import annotations
 
 import csv
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from independent_fit import bradley_terry_scores
 from llm_server import LLMServer, PairSpec, Reply, blueprint, prompt_text, verdict_json, write_benchmark
+
 from trace_eval.cli import main
 from trace_eval.evaluation import BootstrapSettings
 from trace_eval.evaluation.leaderboard import leaderboard
@@ -35,8 +36,12 @@ def write_manifest(root: Path, items: list[dict]) -> Path:
 
 
 def item(item_id: str, model_a: str | None, model_b: str | None, labels: tuple[str, ...] | None) -> dict:
-    entry = {"index": item_id, "instruction_path": f"audio/{item_id}/q.wav", "audio1_path": f"audio/{item_id}/a.wav",
-             "audio2_path": f"audio/{item_id}/b.wav"}
+    entry = {
+        "index": item_id,
+        "instruction_path": f"audio/{item_id}/q.wav",
+        "audio1_path": f"audio/{item_id}/a.wav",
+        "audio2_path": f"audio/{item_id}/b.wav",
+    }
     if model_a is not None:
         entry["model_a"] = model_a
     if model_b is not None:
@@ -69,13 +74,23 @@ def test_wins_typed_ties_losses_acceptability_and_the_matrix_by_hand(tmp_path: P
     bench = write_manifest(tmp_path / "bench", HAND)
     board = leaderboard(bench=bench, by="all", baseline="amy", settings=QUICK)
     assert board["version"] == 1 and board["systems"] == ["amy", "bob", "cat"]
-    assert board["items"] == {"in_benchmark": 9, "ranked": 7, "without_systems": 1, "without_systems_ids": ["7"],
-                              "same_system": 1, "same_system_ids": ["8"]}
+    assert board["items"] == {
+        "in_benchmark": 9,
+        "ranked": 7,
+        "without_systems": 1,
+        "without_systems_ids": ["7"],
+        "same_system": 1,
+        "same_system_ids": ["8"],
+    }
     [human] = board["sources"]
     overall = rows_by_system(human["tables"]["overall"])
     # amy: beat bob (0), tied good with bob (1), tied bad with cat (2), lost to cat (5); item 6 unlabelled.
-    assert {k: overall["amy"][k] for k in ("pairs", "wins", "ties", "losses")} == \
-        {"pairs": 4, "wins": 1, "ties": {"both_good": 1, "both_bad": 1}, "losses": 1}
+    assert {k: overall["amy"][k] for k in ("pairs", "wins", "ties", "losses")} == {
+        "pairs": 4,
+        "wins": 1,
+        "ties": {"both_good": 1, "both_bad": 1},
+        "losses": 1,
+    }
     assert overall["amy"]["win_rate"]["value"] == pytest.approx((1 + 1) / 4)
     assert overall["amy"]["left_out"]["no_label"] == 1 and overall["cat"]["left_out"]["no_label"] == 1
     assert overall["bob"]["left_out"]["no_label"] == 0
@@ -96,15 +111,24 @@ def test_wins_typed_ties_losses_acceptability_and_the_matrix_by_hand(tmp_path: P
     # A system may win on one dimension and lose on another: cat on content (tied bad 2, lost 3, tied good 4,
     # won 5) against voice quality (won 2, 3 and 4, tied good 5).
     content, quality = (rows_by_system(human["tables"][k]) for k in ("content", "voice_quality"))
-    assert (content["cat"]["wins"], content["cat"]["ties"], content["cat"]["losses"]) == \
-        (1, {"both_good": 1, "both_bad": 1}, 1)
+    assert (content["cat"]["wins"], content["cat"]["ties"], content["cat"]["losses"]) == (
+        1,
+        {"both_good": 1, "both_bad": 1},
+        1,
+    )
     assert (quality["cat"]["wins"], quality["cat"]["losses"]) == (3, 0)
 
 
 def test_a_system_that_won_every_pair_has_no_score_and_says_why(tmp_path: Path) -> None:
-    bench = write_manifest(tmp_path / "bench", [
-        item("0", "amy", "bob", ("1", G, G, "1")), item("1", "bob", "amy", ("2", G, G, "2")),
-        item("2", "bob", "cat", (G, G, G, G)), item("3", "cat", "amy", ("2", G, G, "2"))])
+    bench = write_manifest(
+        tmp_path / "bench",
+        [
+            item("0", "amy", "bob", ("1", G, G, "1")),
+            item("1", "bob", "amy", ("2", G, G, "2")),
+            item("2", "bob", "cat", (G, G, G, G)),
+            item("3", "cat", "amy", ("2", G, G, "2")),
+        ],
+    )
     table = leaderboard(bench=bench, settings=QUICK)["sources"][0]["tables"]["overall"]
     assert table["fit"]["defined"] is False and "amy won every scored pair" in table["fit"]["reason"]
     for row in table["systems"]:
@@ -125,6 +149,7 @@ def test_errors_say_what_to_do(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- known strengths
+
 
 def simulated_bench(root: Path, strengths: dict[str, float], pairs: int, seed: int) -> tuple[Path, list[dict]]:
     """Pairs drawn at random, outcomes from the Bradley-Terry model with ties: a tie (both_good or both_bad
@@ -184,8 +209,11 @@ def test_intervals_narrow_with_more_pairs(tmp_path: Path) -> None:
 RELEASED = os.environ.get("TRACE_RELEASE_DATA")
 
 
-@pytest.mark.skipif(not RELEASED, reason="set TRACE_RELEASE_DATA to the data/ folder of the TRACE release "
-                                         "(github.com/arjunchandra2/TRACE), which carries no licence to copy it here")
+@pytest.mark.skipif(
+    not RELEASED,
+    reason="set TRACE_RELEASE_DATA to the data/ folder of the TRACE release "
+    "(github.com/arjunchandra2/TRACE), which carries no licence to copy it here",
+)
 @pytest.mark.parametrize("name, systems, pairs", [("speakbench", 13, 497), ("s2sarena", 6, 314)])
 def test_the_released_label_files(tmp_path: Path, name: str, systems: int, pairs: int) -> None:
     items = json.loads((Path(RELEASED) / f"{name}.json").read_text())
@@ -232,13 +260,20 @@ def known_systems(tmp_path_factory) -> dict[str, Path]:
     for n in range(240):
         a, b = rng.choice(len(names), 2, replace=False)
         (says_1, clean_1), (says_2, clean_2) = _answer(rng, names[a]), _answer(rng, names[b])
-        dims = {"content": _typed_tie(says_1, says_2), "voice_quality": _typed_tie(clean_1, clean_2),
-                "paralinguistics": G}
-        specs.append(PairSpec(
-            id=f"p{n:03d}", instruction_text=f'Say "{QUOTE}" please (item {n}).',
-            response_1=blueprint(QUOTE if says_1 else UNRELATED, p808=CLEAN if clean_1 else NOISY),
-            response_2=blueprint(QUOTE if says_2 else UNRELATED, p808=CLEAN if clean_2 else NOISY),
-            label={**dims, "overall": TRACE.fusion.fuse("cap", dims)}))
+        dims = {
+            "content": _typed_tie(says_1, says_2),
+            "voice_quality": _typed_tie(clean_1, clean_2),
+            "paralinguistics": G,
+        }
+        specs.append(
+            PairSpec(
+                id=f"p{n:03d}",
+                instruction_text=f'Say "{QUOTE}" please (item {n}).',
+                response_1=blueprint(QUOTE if says_1 else UNRELATED, p808=CLEAN if clean_1 else NOISY),
+                response_2=blueprint(QUOTE if says_2 else UNRELATED, p808=CLEAN if clean_2 else NOISY),
+                label={**dims, "overall": TRACE.fusion.fuse("cap", dims)},
+            )
+        )
         systems[f"p{n:03d}"] = (names[a], names[b])
     bench = write_benchmark(root / "bench", specs)
     manifest = json.loads((bench / "manifest.json").read_text())
@@ -248,8 +283,14 @@ def known_systems(tmp_path_factory) -> dict[str, Path]:
     (bench / "manifest.json").write_text(json.dumps(manifest))
 
     def options(out: str, **extra) -> JudgeOptions:
-        return JudgeOptions(bench=bench, cache_dir=root / "cache", out=root / out, progress=False,
-                            retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02), **extra)
+        return JudgeOptions(
+            bench=bench,
+            cache_dir=root / "cache",
+            out=root / out,
+            progress=False,
+            retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02),
+            **extra,
+        )
 
     run_judge(options("cues"), notice=lambda message: None)
 
@@ -264,8 +305,10 @@ def known_systems(tmp_path_factory) -> dict[str, Path]:
 
     with LLMServer(responder=blind) as server:
         for out, swap in (("blind", False), ("blind-swap", True)):
-            run_judge(options(out, model="openai/blind", api_base=server.api_base, api_key="dummy", swap=swap),
-                      notice=lambda message: None)
+            run_judge(
+                options(out, model="openai/blind", api_base=server.api_base, api_key="dummy", swap=swap),
+                notice=lambda message: None,
+            )
     return {"bench": bench, "cues": root / "cues", "blind": root / "blind", "swap": root / "blind-swap"}
 
 
@@ -294,14 +337,20 @@ def test_a_judge_run_ranks_the_systems_as_they_were_made(known_systems) -> None:
         assert agreement[key]["kendall_tau"]["value"] == 1.0 and agreement[key]["kendall_tau"]["ci95"] == [1.0, 1.0]
         assert agreement[key]["spearman_rho"]["ci95"] == [1.0, 1.0] and agreement[key]["same_top"] is True
     # Every answer is both_good on paralinguistics: every score is 1000, and no rank correlation exists.
-    assert [row["score"]["value"] for row in human["tables"]["paralinguistics"]["systems"]] == [pytest.approx(1000.0)] * 4
+    assert [row["score"]["value"] for row in human["tables"]["paralinguistics"]["systems"]] == [
+        pytest.approx(1000.0)
+    ] * 4
     assert agreement["paralinguistics"]["kendall_tau"] == {
-        "value": None, "ci95": None, "reason": "undefined: one side gives every system one score"}
+        "value": None,
+        "ci95": None,
+        "reason": "undefined: one side gives every system one score",
+    }
 
 
 def test_a_judge_blind_to_content_ranks_by_voice_quality(known_systems) -> None:
-    board = leaderboard([known_systems["blind"], known_systems["swap"]], by=["overall", "voice_quality"],
-                        settings=QUICK)
+    board = leaderboard(
+        [known_systems["blind"], known_systems["swap"]], by=["overall", "voice_quality"], settings=QUICK
+    )
     human, blind, swap = board["sources"]
     # Its overall label names the winner its voice quality label names (cap: content and paralinguistics are
     # both_good), so it ranks the systems by voice quality, where humans put charlie first, not alpha.
@@ -332,11 +381,16 @@ def _systems_of(bench: Path, item_id: str) -> tuple[str, str]:
 def test_undetermined_and_skipped_verdicts_are_counted_never_scored(known_systems, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps({"bench": str(known_systems["bench"]), "fusion": "cap",
-                                                 "rubric": "trace"}))
+    (run / "config.json").write_text(
+        json.dumps({"bench": str(known_systems["bench"]), "fusion": "cap", "rubric": "trace"})
+    )
     lines = [
-        {"id": "p000", "status": "ok", "verdicts": {"content": None, "voice_quality": "1", "paralinguistics": G},
-         "undetermined": {"content": "transcript marked unreliable"}},
+        {
+            "id": "p000",
+            "status": "ok",
+            "verdicts": {"content": None, "voice_quality": "1", "paralinguistics": G},
+            "undetermined": {"content": "transcript marked unreliable"},
+        },
         {"id": "p001", "status": "skipped", "reason": "a clip has no blueprint", "verdicts": None},
         {"id": "p002", "status": "ok", "verdicts": {"content": "1", "voice_quality": "1", "paralinguistics": G}},
     ]
@@ -354,8 +408,9 @@ def test_undetermined_and_skipped_verdicts_are_counted_never_scored(known_system
 
 def test_the_command_writes_the_files_and_evaluate_adds_the_leaderboard(known_systems, tmp_path: Path, capsys) -> None:
     out = tmp_path / "board"
-    assert main(["leaderboard", str(known_systems["cues"]), "--by", "all", "--baseline", "delta",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["leaderboard", str(known_systems["cues"]), "--by", "all", "--baseline", "delta", "--out", str(out)]) == 0
+    )
     printed = capsys.readouterr().out
     assert "cues vs human, overall: Kendall tau 1.00" in printed and "top system the same" in printed
     board = json.loads((out / "leaderboard.json").read_text())
@@ -368,8 +423,14 @@ def test_the_command_writes_the_files_and_evaluate_adds_the_leaderboard(known_sy
         matrix = list(csv.DictReader(f))
     assert {(r["system"], r["opponent"]) for r in matrix} >= {("alpha", "delta"), ("delta", "alpha")}
     markdown = (out / "leaderboard.md").read_text()
-    for heading in ("## Overall", "### Human labels", "### Run cues", "## Acceptability",
-                    "## Rank agreement with the human labels", "## Win matrices"):
+    for heading in (
+        "## Overall",
+        "### Human labels",
+        "### Run cues",
+        "## Acceptability",
+        "## Rank agreement with the human labels",
+        "## Win matrices",
+    ):
         assert heading in markdown
     for picture in ("system_scores.png", "win_matrix.png"):
         assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

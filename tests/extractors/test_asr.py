@@ -2,6 +2,7 @@
 espeak-ng speech; the transformers path end to end on a tiny random Whisper, and on the
 same tiny.en rewritten in the transformers layout, against faster-whisper.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ from pathlib import Path
 import jiwer
 import numpy as np
 import pytest
+from tiny_models import build_tiny_whisper, build_tiny_whisper_en_from_package
 
 from extractors import REGISTRY, Clip, ExtractorUnavailable, Section
 from extractors._whisper_decoding import Fallback
@@ -29,7 +31,6 @@ from extractors.asr import (
     plan_windows,
 )
 from extractors.rate import RateExtractor
-from tiny_models import build_tiny_whisper, build_tiny_whisper_en_from_package
 from trace_eval.audio import Audio, load_audio
 from trace_eval.synth import Voice, speak
 
@@ -153,9 +154,11 @@ def test_pace_contour_shows_an_answer_speeding_up(tiny_en, speech):
     clip = long_clip([speech["slow_part"], speech["fast_part"]], pause_s=0.3)
     (section,) = tiny_en.extract([clip])
     blueprint = {"duration_s": clip.duration_s, **section.values}
-    contour = RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values["agent_audio_properties"][
-        "Pace_Contour_WPM"
-    ]
+    contour = (
+        RateExtractor()
+        .extract_one(Clip(clip.sha256, None, blueprint))
+        .values["agent_audio_properties"]["Pace_Contour_WPM"]
+    )
     assert len(contour) == 5
     assert contour[-1] > 1.8 * contour[0], contour
 
@@ -202,8 +205,11 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
     )
     root = Path(__file__).resolve().parents[2]
     runs = [
-        json.loads(subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True,
-                                  text=True, check=True).stdout)
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", script, str(path)], cwd=root, capture_output=True, text=True, check=True
+            ).stdout
+        )
         for _ in range(2)
     ]
     assert runs[0] == runs[1]
@@ -243,15 +249,17 @@ def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
 def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(tmp_path):
     # Decoded whole (no voice-activity trimming), this whispered "tick tock" makes tiny.en loop at
     # temperature 0: "Tick, tick, tick, ..." 112 times for ten words said.
-    path = speak("tick tock tick tock tick tock tick tock tick tock", tmp_path / "loop.wav",
-                 Voice(wpm=100, voice="en+whisper"))
+    path = speak(
+        "tick tock tick tock tick tock tick tock tick tock", tmp_path / "loop.wav", Voice(wpm=100, voice="en+whisper")
+    )
     clip = clip_of(path)
 
     def decoded(**config) -> tuple[dict, dict]:
         (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
         blueprint = {"duration_s": clip.duration_s, **section.values}
         return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
-            "agent_audio_properties"]
+            "agent_audio_properties"
+        ]
 
     looping, rates = decoded(temperatures=NO_FALLBACK)
     quality = looping["transcript_quality"]
@@ -271,8 +279,9 @@ def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(t
 
 def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
     words = [Word(f" {w}", 0.3 * k, 0.3 * k + 0.25, 0.9) for k, w in enumerate(text.split())]
-    return WindowTranscript(text, words, "en", no_speech_prob, avg_logprob, compression_ratio(text), temperature,
-                            len(words))
+    return WindowTranscript(
+        text, words, "en", no_speech_prob, avg_logprob, compression_ratio(text), temperature, len(words)
+    )
 
 
 def _assessed(tiny_en, window, seconds: float) -> dict:
@@ -354,8 +363,9 @@ def test_fingerprint_records_the_model_actually_used():
     on_cpu, on_gpu = AsrExtractor(device="cpu"), AsrExtractor(device="cuda")
     assert on_gpu.config.backend == "transformers" and on_gpu.config.compute_type == "float16"
     assert on_cpu.fingerprint() != on_gpu.fingerprint()
-    moved = AsrExtractor(AsrConfig(model_path="/elsewhere/whisper", backend="faster-whisper",
-                                   model="whisper-tiny.en-ct2"))
+    moved = AsrExtractor(
+        AsrConfig(model_path="/elsewhere/whisper", backend="faster-whisper", model="whisper-tiny.en-ct2")
+    )
     assert moved.fingerprint() == on_cpu.fingerprint()  # where the weights live changes nothing
 
 
@@ -493,8 +503,10 @@ def test_the_judge_is_shown_an_unreliable_transcript_as_such():
     from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 
     loop = "repetition loop: compression ratio 9.90 above 2.4 after decoding at temperatures up to 1"
-    doubtful = {"agent_response": "Children kill it, kill it",
-                "transcript_quality": {"reliable": False, "reason": loop}}
+    doubtful = {
+        "agent_response": "Children kill it, kill it",
+        "transcript_quality": {"reliable": False, "reason": loop},
+    }
     trusted = {"agent_response": "Children, keep it down.", "transcript_quality": {"reliable": True, "reason": None}}
     for name in ("trace", "transcript"):
         prompt = load_prompt(name)

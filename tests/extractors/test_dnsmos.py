@@ -1,4 +1,5 @@
 """DNSMOS: the stacked, shared-frame scorer gives the reference's scores."""
+
 from __future__ import annotations
 
 import json
@@ -166,30 +167,56 @@ def _reason(section: Section) -> str:
 def test_only_speech_is_rated(extractor, speech, tmp_path):
     noise = load_audio(synth_noise(tmp_path / "white.wav", seconds=20, gain_db=-10)).at(SAMPLE_RATE)
     ten_s = speech[: 10 * SAMPLE_RATE]
-    silence, white, quiet, spoken, noisy = extractor.extract([
-        _clip(np.zeros(20 * SAMPLE_RATE, np.float32), "digital silence"),
-        _clip(noise, "white noise"),
-        _clip(ten_s * 10 ** (-60 / 20) / np.abs(ten_s).max(), "speech peaking at -60 dBFS"),
-        _clip(ten_s, "speech"),
-        _clip(ten_s + _white_at_snr(ten_s, noise, snr_db=0), "speech under white noise at 0 dB SNR"),
-    ])
+    silence, white, quiet, spoken, noisy = extractor.extract(
+        [
+            _clip(np.zeros(20 * SAMPLE_RATE, np.float32), "digital silence"),
+            _clip(noise, "white noise"),
+            _clip(ten_s * 10 ** (-60 / 20) / np.abs(ten_s).max(), "speech peaking at -60 dBFS"),
+            _clip(ten_s, "speech"),
+            _clip(ten_s + _white_at_snr(ten_s, noise, snr_db=0), "speech under white noise at 0 dB SNR"),
+        ]
+    )
     # Scored as they are, digital silence gets P.808 2.3 and background 4.1, white noise P.808 about 2.
     assert _reason(silence) == "digital silence: no speech to rate"
     assert _reason(white).startswith("no speech: Praat's pitch tracker finds 0.00 s voiced, less than 0.1 s")
-    level = re.fullmatch(r"silence: the loudest 400 ms is at (-\d+\.\d) dBFS, below -70 dBFS: no speech to rate",
-                         _reason(quiet))
+    level = re.fullmatch(
+        r"silence: the loudest 400 ms is at (-\d+\.\d) dBFS, below -70 dBFS: no speech to rate", _reason(quiet)
+    )
     assert level and -80 < float(level.group(1)) < -70
     for rated in (spoken, noisy):
-        assert all(isinstance(v, float) for v in rated.values["agent_audio_quality"].values()) and not rated.null_reasons
-    assert noisy.values["agent_audio_quality"]["P808_Overall_Quality"] < spoken.values["agent_audio_quality"]["P808_Overall_Quality"] - 0.5
+        assert (
+            all(isinstance(v, float) for v in rated.values["agent_audio_quality"].values()) and not rated.null_reasons
+        )
+    assert (
+        noisy.values["agent_audio_quality"]["P808_Overall_Quality"]
+        < spoken.values["agent_audio_quality"]["P808_Overall_Quality"] - 0.5
+    )
 
 
 def synth_noise(path: Path, seconds: float, gain_db: float) -> Path:
     """White noise made by sox with a fixed seed (-R), the same on every run."""
     import subprocess
 
-    subprocess.run(["sox", "-R", "-n", "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", str(path), "synth", str(seconds),
-                    "whitenoise", "gain", str(gain_db)], check=True)
+    subprocess.run(
+        [
+            "sox",
+            "-R",
+            "-n",
+            "-r",
+            str(SAMPLE_RATE),
+            "-b",
+            "16",
+            "-c",
+            "1",
+            str(path),
+            "synth",
+            str(seconds),
+            "whitenoise",
+            "gain",
+            str(gain_db),
+        ],
+        check=True,
+    )
     return path
 
 

@@ -5,6 +5,7 @@ labels come from the model files, every label gets a finite score, results do
 not depend on which clips share a call, very short clips work, and missing or
 broken weights make the extractor unavailable with the setting that fixes it.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_neural_models import ACCENT_LABELS, build_tiny_ecapa, build_tiny_emotion2vec
 
 from extractors import REGISTRY, Clip, ClipError, ExtractorUnavailable, Section
 from extractors.accent import AccentExtractor
 from extractors.accent import Config as AccentConfig
-from extractors.emotion import EmotionExtractor
 from extractors.emotion import Config as EmotionConfig
-from extractors.emotion import english_label
-from tiny_neural_models import ACCENT_LABELS, build_tiny_ecapa, build_tiny_emotion2vec
+from extractors.emotion import EmotionExtractor, english_label
 from trace_eval.audio import Audio, load_audio
 from trace_eval.synth import Voice, speak
 
@@ -55,7 +55,7 @@ def speech(tmp_path_factory) -> dict[str, Audio]:
         "short": short,
         "noisy": noisy,
         # cut mid-speech: no trailing silence, so padding in a batch would show
-        "cut": Audio(long.samples[RATE // 2: 2 * RATE].copy(), RATE),
+        "cut": Audio(long.samples[RATE // 2 : 2 * RATE].copy(), RATE),
     }
 
 
@@ -66,7 +66,7 @@ def clips(speech) -> list[Clip]:
 
 def tiny_clips(speech) -> list[Clip]:
     """0.02 s (the shortest clip load_audio accepts), 0.05 s and 0.3 s of speech."""
-    voiced = speech["long"].samples[RATE // 2:]
+    voiced = speech["long"].samples[RATE // 2 :]
     return [Clip(f"sha-{ms}ms", Audio(voiced[: RATE * ms // 1000].copy(), RATE)) for ms in (20, 50, 300)]
 
 
@@ -274,10 +274,14 @@ def test_loading_accent_leaves_torch_precision_alone(ecapa_dir):
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
-@pytest.mark.parametrize("make", [
-    lambda d: EmotionExtractor(EmotionConfig(model_path=str(d["emotion"]), min_seconds=0.0)),
-    lambda d: AccentExtractor(AccentConfig(model_path=str(d["accent"]), min_seconds=0.0)),
-], ids=["emotion", "accent"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: EmotionExtractor(EmotionConfig(model_path=str(d["emotion"]), min_seconds=0.0)),
+        lambda d: AccentExtractor(AccentConfig(model_path=str(d["accent"]), min_seconds=0.0)),
+    ],
+    ids=["emotion", "accent"],
+)
 def test_a_clip_the_model_cannot_take_fails_alone(make, emotion_dir, ecapa_dir, speech, clips):
     """Without the minimum length, 20 ms is too short for the convolutions: that clip fails, the others do not."""
     ext = make({"emotion": emotion_dir, "accent": ecapa_dir})

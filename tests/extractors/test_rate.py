@@ -1,4 +1,5 @@
 """Speaking-rate extractor on word lists whose rates are worked out by hand."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,11 +37,18 @@ def test_rates_of_four_words_with_one_pause():
 
 
 def test_pace_contour_shows_an_answer_slowing_down():
-    spans = [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0),  # midpoints in 0-2 s
-             (2.2, 2.8), (3.2, 3.8),  # 2-4 s
-             (5.0, 5.5),  # 4-6 s
-             (7.0, 7.5),  # 6-8 s
-             (8.5, 9.0), (9.5, 10.0)]  # 8-10 s
+    spans = [
+        (0.0, 0.5),
+        (0.5, 1.0),
+        (1.0, 1.5),
+        (1.5, 2.0),  # midpoints in 0-2 s
+        (2.2, 2.8),
+        (3.2, 3.8),  # 2-4 s
+        (5.0, 5.5),  # 4-6 s
+        (7.0, 7.5),  # 6-8 s
+        (8.5, 9.0),
+        (9.5, 10.0),
+    ]  # 8-10 s
     rates = speaking_rates(words(*spans), duration_s=12.0)
     assert rates.speech_wpm == 50.0  # 10 words / 12 s
     # pauses 0.4 + 1.2 + 1.5 + 1.0 + 0.5 = 4.6 s of the 10 s span; the 0.2 s gap is speaking time
@@ -64,8 +72,14 @@ def test_pause_threshold_is_a_setting():
 
 
 def test_no_words_gives_nulls_with_the_asr_reason():
-    section = run({"duration_s": 3.0, "words": [], "agent_response": "",
-                   "asr": {"language": "en", "reason": "no speech detected (voice activity detection)"}})
+    section = run(
+        {
+            "duration_s": 3.0,
+            "words": [],
+            "agent_response": "",
+            "asr": {"language": "en", "reason": "no speech detected (voice activity detection)"},
+        }
+    )
     assert section.values[PROPS] == {key: None for key in KEYS}
     for key in KEYS:
         assert "no speech detected" in section.null_reasons[f"{PROPS}.{key}"]
@@ -83,8 +97,11 @@ def test_zero_duration_and_zero_length_words_are_guarded():
     assert set(section.null_reasons) == {f"{PROPS}.{key}" for key in KEYS}
     # one word with a length: articulation and contour are defined, the clip rate is not
     section = run({"duration_s": 0.0, "words": words((0.0, 0.5))})
-    assert section.values[PROPS] == {"Speech_Rate_WPM": None, "Articulation_Rate_WPM": 120.0,
-                                     "Pace_Contour_WPM": [120.0]}
+    assert section.values[PROPS] == {
+        "Speech_Rate_WPM": None,
+        "Articulation_Rate_WPM": 120.0,
+        "Pace_Contour_WPM": [120.0],
+    }
     assert list(section.null_reasons) == [f"{PROPS}.Speech_Rate_WPM"]
 
 
@@ -94,9 +111,15 @@ def test_words_out_of_order_are_sorted():
     assert ordered == shuffled
 
 
-@pytest.mark.parametrize("bad", [{"word": "a"}, {"word": "a", "start": 1.0, "end": 0.5},
-                                 {"word": "a", "start": "soon", "end": 1.0},
-                                 {"word": "a", "start": float("nan"), "end": 1.0}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"word": "a"},
+        {"word": "a", "start": 1.0, "end": 0.5},
+        {"word": "a", "start": "soon", "end": 1.0},
+        {"word": "a", "start": float("nan"), "end": 1.0},
+    ],
+)
 def test_malformed_word_timings_fail_the_clip_with_a_reason(bad):
     with pytest.raises(ClipError, match="malformed word timings"):
         run({"duration_s": 3.0, "words": [bad]})
@@ -107,13 +130,23 @@ def test_malformed_word_timings_fail_the_clip_with_a_reason(bad):
 
 def test_rates_from_an_unreliable_transcript_are_null_with_its_reason():
     loop = "repetition loop: compression ratio 3.10 above 2.4 at temperature 1"
-    section = run({"duration_s": 4.0, "words": words((0.0, 0.5), (0.6, 1.0), (2.0, 2.5), (2.6, 3.0)),
-                   "transcript_quality": {"reliable": False, "reason": loop}})
+    section = run(
+        {
+            "duration_s": 4.0,
+            "words": words((0.0, 0.5), (0.6, 1.0), (2.0, 2.5), (2.6, 3.0)),
+            "transcript_quality": {"reliable": False, "reason": loop},
+        }
+    )
     assert section.values[PROPS] == {key: None for key in KEYS}
     for key in KEYS:
         assert section.null_reasons[f"{PROPS}.{key}"] == f"transcript unreliable: {loop}"
-    reliable = run({"duration_s": 4.0, "words": words((0.0, 0.5), (0.6, 1.0)),
-                    "transcript_quality": {"reliable": True, "reason": None}})
+    reliable = run(
+        {
+            "duration_s": 4.0,
+            "words": words((0.0, 0.5), (0.6, 1.0)),
+            "transcript_quality": {"reliable": True, "reason": None},
+        }
+    )
     assert reliable.values[PROPS]["Speech_Rate_WPM"] == 30.0
 
 

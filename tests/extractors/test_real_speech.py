@@ -7,6 +7,7 @@ fixed selection keeps the run short. On this clean read speech the CPU profile
 (faster-whisper, tiny.en) must transcribe well, trust its transcripts, give
 human speaking rates and pitch, and score DNSMOS exactly as the reference does.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,9 +33,21 @@ ASTERISK_TRANSCRIPTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-
 INSTALL = "apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav asterisk-core-sounds-en"
 # Prompts of a few seconds with plain words (no digits, no tones), fixed so the figures are comparable.
 ASTERISK_PROMPTS = (
-    "agent-incorrect", "agent-newlocation", "agent-pass", "auth-incorrect", "cannot-complete-as-dialed",
-    "check-number-dial-again", "conf-getpin", "conf-invalid", "conf-kicked", "conf-leaderhasleft",
-    "conf-now-recording", "conf-onlyperson", "conf-placeintoconf", "dir-nomatch", "feature-not-avail-line",
+    "agent-incorrect",
+    "agent-newlocation",
+    "agent-pass",
+    "auth-incorrect",
+    "cannot-complete-as-dialed",
+    "check-number-dial-again",
+    "conf-getpin",
+    "conf-invalid",
+    "conf-kicked",
+    "conf-leaderhasleft",
+    "conf-now-recording",
+    "conf-onlyperson",
+    "conf-placeintoconf",
+    "dir-nomatch",
+    "feature-not-avail-line",
 )
 # Measured word error rates of the CPU profile (scripts/real_speech_wer.py): 4.2% LibriVox, 3.3% Asterisk.
 MAX_WER = {"librivox": 0.10, "asterisk": 0.10}
@@ -112,8 +125,11 @@ def test_the_asterisk_prompts_are_8_khz_telephone_audio(recordings):
 
 def test_word_error_rate_of_the_cpu_profile(transcribed):
     rates = word_error_rates(transcribed)
-    misheard = [(r.reference, b["agent_response"]) for r, b in transcribed
-                if normalise(r.reference) != normalise(b["agent_response"])]
+    misheard = [
+        (r.reference, b["agent_response"])
+        for r, b in transcribed
+        if normalise(r.reference) != normalise(b["agent_response"])
+    ]
     for corpus, bound in MAX_WER.items():
         assert rates[corpus] <= bound, (rates, misheard)
 

@@ -3,6 +3,7 @@
 Speech comes from espeak-ng + sox with chosen rate, pitch and gain; pitch accuracy is
 checked against synthetic harmonic signals at exact F0.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,6 +23,7 @@ SECOND_SENTENCE = "Then it runs far away into the green forest."
 SIGNAL_EXTRACTORS = ("pitch", "loudness", "voicing")
 
 # -- helpers ------------------------------------------------------------------------------------
+
 
 def run(name: str, audio: Audio, **config) -> Section:
     extractor_cls = REGISTRY[name]
@@ -51,8 +53,14 @@ def check_section(name: str, section: Section) -> None:
     json.dumps(section.null_reasons, allow_nan=False)
 
 
-def harmonic(f0_hz: float, seconds: float = 2.0, rate: int = RATE, end_f0_hz: float | None = None,
-             gain_db_from: float = -12.0, gain_db_to: float = -12.0) -> Audio:
+def harmonic(
+    f0_hz: float,
+    seconds: float = 2.0,
+    rate: int = RATE,
+    end_f0_hz: float | None = None,
+    gain_db_from: float = -12.0,
+    gain_db_to: float = -12.0,
+) -> Audio:
     """A voice-like harmonic signal (1/k partials up to 7 kHz) with F0 gliding linearly to end_f0_hz."""
     n = int(seconds * rate)
     f0 = np.linspace(f0_hz, end_f0_hz or f0_hz, n)
@@ -99,6 +107,7 @@ def mean_pitch(audio: Audio) -> float:
 
 # -- contract ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", SIGNAL_EXTRACTORS)
 def test_registered_as_per_clip_extractors_owning_their_keys(name):
     cls = REGISTRY[name]
@@ -115,6 +124,7 @@ def test_config_changes_fingerprint():
 
 
 # -- pitch -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("f0_hz", [70.0, 120.0, 220.0, 450.0, 650.0])
 def test_pitch_of_harmonic_signal_from_deep_male_to_child(f0_hz):
@@ -167,6 +177,7 @@ def test_pitch_does_not_depend_on_gain(speech):
 
 # -- loudness ----------------------------------------------------------------------------------
 
+
 def loudness(audio: Audio) -> dict:
     return run("loudness", audio).values["agent_audio_properties"]
 
@@ -217,6 +228,7 @@ def test_steady_tone_has_almost_no_loudness_spread():
 
 # -- voicing -----------------------------------------------------------------------------------
 
+
 def voicing(audio: Audio) -> dict:
     return run("voicing", audio).values["agent_voicing"]
 
@@ -246,9 +258,7 @@ def test_longer_minimum_pause_ignores_the_gap(speech):
 
 
 def test_voicing_does_not_depend_on_gain(speech):
-    loud, quiet = voicing(speech["with_pause"]), voicing(
-        Audio(speech["with_pause"].samples * np.float32(0.1), RATE)
-    )
+    loud, quiet = voicing(speech["with_pause"]), voicing(Audio(speech["with_pause"].samples * np.float32(0.1), RATE))
     assert quiet["Pause_Count"] == loud["Pause_Count"]
     assert quiet["Longest_Pause_S"] == pytest.approx(loud["Longest_Pause_S"], abs=0.02)
     assert quiet["Syllable_Rate_Per_S"] == pytest.approx(loud["Syllable_Rate_Per_S"], rel=0.02)
@@ -261,6 +271,7 @@ def test_pause_in_noisy_speech_is_still_found(speech):
 
 
 # -- edge cases: no crash, nulls with reasons, never NaN ----------------------------------------
+
 
 def edge_clip(kind: str, speech: dict[str, Audio]) -> Audio:
     if kind == "0.1 s of speech":

@@ -6,6 +6,7 @@ built once per session (about 20 s, 1.3 GB) for the default run. Whisper large-v
 cores: its tests are opt-in (`-m slow`). TRACE_STANDIN_DIR=DIR keeps the stand-ins
 between runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_neural_models import build_tiny_ecapa
 
 from extractors import Clip, Section
 from extractors.accent import AccentExtractor
@@ -24,11 +26,16 @@ from extractors.accent import Config as AccentConfig
 from extractors.asr import AsrConfig, AsrExtractor
 from extractors.emotion import Config as EmotionConfig
 from extractors.emotion import EmotionExtractor
-from tiny_neural_models import build_tiny_ecapa
 from trace_eval.audio import Audio, load_audio
 from trace_eval.models import STANDIN_MARKER
-from trace_eval.standins import (ACCENT_LABELS, EMOTION_TOKENS, STANDIN_SENTENCE, build_standins,
-                                 openai_whisper_tokenizer, transformers_whisper_tokenizer)
+from trace_eval.standins import (
+    ACCENT_LABELS,
+    EMOTION_TOKENS,
+    STANDIN_SENTENCE,
+    build_standins,
+    openai_whisper_tokenizer,
+    transformers_whisper_tokenizer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "examples" / "mini" / "audio"
@@ -86,6 +93,7 @@ def _alone_and_in_batches(extractor, clips: list[Clip], rotate: bool = True) -> 
 
 # -- emotion2vec and ECAPA at full size --------------------------------------------------------------------
 
+
 def test_the_stand_ins_load_as_the_published_models_and_say_what_they_are(standin_dir, emotion, accent):
     assert accent.labels == list(ACCENT_LABELS)
     marker = json.loads((standin_dir / "emotion2vec_plus_large" / STANDIN_MARKER).read_text())
@@ -133,8 +141,18 @@ def test_blueprints_made_with_stand_ins_are_made_again_with_the_real_weights(tmp
     (bench / "audio").mkdir(parents=True)
     shutil.copy(AUDIO / "mini-01_a.wav", bench / "audio" / "a.wav")
     shutil.copy(AUDIO / "mini-01_b.wav", bench / "audio" / "b.wav")
-    (bench / "manifest.json").write_text(json.dumps([{"index": "p1", "instruction_text": "Say hello.",
-                                                      "audio1_path": "audio/a.wav", "audio2_path": "audio/b.wav"}]))
+    (bench / "manifest.json").write_text(
+        json.dumps(
+            [
+                {
+                    "index": "p1",
+                    "instruction_text": "Say hello.",
+                    "audio1_path": "audio/a.wav",
+                    "audio2_path": "audio/b.wav",
+                }
+            ]
+        )
+    )
     monkeypatch.setenv("TRACE_MODELS_DIR", str(models))
     options = BlueprintOptions(device="cpu", only=["accent"], progress=False)
 
@@ -172,12 +190,22 @@ def test_a_folder_that_may_hold_the_published_weights_is_never_replaced(tmp_path
 
 # -- Whisper large-v3 ---------------------------------------------------------------------------------------
 
+
 def test_the_whisper_tokenizer_splits_text_as_openai_whisper_does():
     openai = openai_whisper_tokenizer()
     tokenizer = transformers_whisper_tokenizer(openai)
     assert len(tokenizer) == openai.encoding.n_vocab == 51866
-    for token in ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|yue|>", "<|transcribe|>",
-                  "<|nospeech|>", "<|notimestamps|>", "<|0.00|>", "<|30.00|>"):
+    for token in (
+        "<|endoftext|>",
+        "<|startoftranscript|>",
+        "<|en|>",
+        "<|yue|>",
+        "<|transcribe|>",
+        "<|nospeech|>",
+        "<|notimestamps|>",
+        "<|0.00|>",
+        "<|30.00|>",
+    ):
         assert tokenizer.convert_tokens_to_ids(token) == openai.encoding.encode_single_token(token)
     texts = [
         "The quick brown fox jumps over the lazy dog.",
@@ -199,11 +227,37 @@ def test_the_paper_profile_runs_end_to_end_on_the_stand_ins(whisper_dir, tmp_pat
     bench = tmp_path / "bench"
     (bench / "audio").mkdir(parents=True)
     shutil.copy(AUDIO / "mini-01_b.wav", bench / "audio" / "b.wav")
-    (bench / "manifest.json").write_text(json.dumps([{"index": "p1", "instruction_text": "Say hello.",
-                                                      "audio1_path": "audio/b.wav", "audio2_path": "audio/b.wav"}]))
+    (bench / "manifest.json").write_text(
+        json.dumps(
+            [
+                {
+                    "index": "p1",
+                    "instruction_text": "Say hello.",
+                    "audio1_path": "audio/b.wav",
+                    "audio2_path": "audio/b.wav",
+                }
+            ]
+        )
+    )
     env = {**os.environ, "TRACE_MODELS_DIR": str(whisper_dir.parent), "TRACE_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--profile", "paper",
-                           "--device", "cpu", "--quiet"], env=env, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trace_eval",
+            "blueprints",
+            str(bench),
+            "--profile",
+            "paper",
+            "--device",
+            "cpu",
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stand-in weights: " in done.stderr and "their values are not cues" in done.stderr
     blueprint = _blueprint(bench, "b.wav")
@@ -220,6 +274,7 @@ def test_the_paper_profile_runs_end_to_end_on_the_stand_ins(whisper_dir, tmp_pat
 @pytest.mark.slow
 def test_whisper_large_v3_does_not_depend_on_the_batch(whisper_dir, clips):
     """The same clip alone and among clips of other lengths: the same words, timings and decoding numbers."""
-    asr = AsrExtractor(AsrConfig(backend="transformers", model="whisper-large-v3", model_path=str(whisper_dir)),
-                       device="cpu")
+    asr = AsrExtractor(
+        AsrConfig(backend="transformers", model="whisper-large-v3", model_path=str(whisper_dir)), device="cpu"
+    )
     _alone_and_in_batches(asr, clips[:2], rotate=False)

@@ -1,5 +1,6 @@
 """Fusion policies checked on all 64 (C, VQ, P) combinations of the trace rubric against tables written
 by hand, and fusion over other rubrics' own dimensions."""
+
 from __future__ import annotations
 
 import itertools
@@ -14,6 +15,7 @@ TRACE = load_rubric("trace").fusion
 
 def fuse(name: str, content: str | None, voice_quality: str | None, paralinguistics: str | None) -> str | None:
     return TRACE.fuse(name, {"content": content, "voice_quality": voice_quality, "paralinguistics": paralinguistics})
+
 
 # Short names used in the hand-written tables.
 SHORT = {"1": "1", "2": "2", "G": "both_good", "B": "both_bad"}
@@ -162,12 +164,15 @@ def test_a_policy_the_rubric_does_not_name_is_refused() -> None:
     assert tree.fuse_all({"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}) == {"cap": "1"}
 
 
-@pytest.mark.parametrize("order, acceptability, policies, problem", [
-    ((), ("a",), ("cap",), "order names no dimension"),
-    (("a", "a"), ("a",), ("cap",), "order names a twice"),
-    (("a", "b"), ("c",), ("cap",), "acceptability names c, which is not in order"),
-    (("a", "b"), ("a",), ("majority",), "unknown fusion policy 'majority'"),
-])
+@pytest.mark.parametrize(
+    "order, acceptability, policies, problem",
+    [
+        ((), ("a",), ("cap",), "order names no dimension"),
+        (("a", "a"), ("a",), ("cap",), "order names a twice"),
+        (("a", "b"), ("c",), ("cap",), "acceptability names c, which is not in order"),
+        (("a", "b"), ("a",), ("majority",), "unknown fusion policy 'majority'"),
+    ],
+)
 def test_an_impossible_arrangement_is_refused(order, acceptability, policies, problem) -> None:
     with pytest.raises(fusion.FusionError, match=problem):
         fusion.Fusion(order, acceptability, policies)
@@ -181,6 +186,10 @@ def test_two_dimensions_fuse_under_the_same_policies() -> None:
     said = {"answer": "1", "delivery": "2"}
     assert tree.fuse_all(said) == {"content-first": "1", "content-first-strict": "1", "cap": "1", "vote": "1"}
     said = {"answer": "both_bad", "delivery": "1"}  # the winner on delivery is capped by the unacceptable answers
-    assert tree.fuse_all(said) == {"content-first": "1", "content-first-strict": "both_bad", "cap": "both_bad",
-                                   "vote": "both_bad"}
+    assert tree.fuse_all(said) == {
+        "content-first": "1",
+        "content-first-strict": "both_bad",
+        "cap": "both_bad",
+        "vote": "both_bad",
+    }
     assert tree.fuse_all({"answer": "1"}) == dict.fromkeys(fusion.POLICIES)  # delivery undetermined

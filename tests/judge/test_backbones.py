@@ -1,5 +1,6 @@
 """Backbones by name: the built-in ones, a third-party one found through its package's entry point,
 and the error for a name nobody registered."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from llm_server import write_benchmark
+
 from trace_eval.judge import JudgeError, JudgeOptions, run_judge
 from trace_eval.judge.backbones import (
     ENTRY_POINT_GROUP,
@@ -57,12 +58,14 @@ def echo_package(tmp_path, monkeypatch):
     info = site / "echo_backbone-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-backbone\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent(f"""\
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent(f"""\
         [{ENTRY_POINT_GROUP}]
         echo = echo_backbone:EchoBackbone
         cues = echo_backbone:EchoBackbone
         gone = echo_backbone_uninstalled:GoneBackbone
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(site))
     yield
     sys.modules.pop("echo_backbone", None)
@@ -99,8 +102,9 @@ def test_a_package_adds_a_backbone_through_its_entry_point(echo_package, tmp_pat
     assert backbone_for("echo") == "echo"
 
     bench = write_benchmark(tmp_path / "bench", 3)
-    options = JudgeOptions(bench=bench, model="echo", max_tokens=99, cache_dir=tmp_path / "cache",
-                           out=tmp_path / "run", progress=False)
+    options = JudgeOptions(
+        bench=bench, model="echo", max_tokens=99, cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False
+    )
     outcome = run_judge(options, notice=lambda message: None)
     records = read_results(outcome.out / "results.jsonl").records
     assert [r["status"] for r in records] == ["ok"] * 3
@@ -112,29 +116,45 @@ def test_a_package_adds_a_backbone_through_its_entry_point(echo_package, tmp_pat
     import echo_backbone
 
     assert echo_backbone.EchoBackbone.asked == 3
-    again = run_judge(JudgeOptions(bench=bench, model="echo", max_tokens=99, cache_dir=tmp_path / "cache",
-                                   out=tmp_path / "again", progress=False), notice=lambda message: None)
+    again = run_judge(
+        JudgeOptions(
+            bench=bench,
+            model="echo",
+            max_tokens=99,
+            cache_dir=tmp_path / "cache",
+            out=tmp_path / "again",
+            progress=False,
+        ),
+        notice=lambda message: None,
+    )
     assert echo_backbone.EchoBackbone.asked == 3  # its answers are cached like any model's
     assert all(r["cache_hit"] for r in read_results(again.out / "results.jsonl").records)
 
 
 def test_a_backbone_whose_package_is_gone_says_so(echo_package, tmp_path):
     bench = write_benchmark(tmp_path / "bench", 1)
-    with pytest.raises(JudgeError, match=r"backbone 'gone' \(echo_backbone_uninstalled:GoneBackbone\) cannot be "
-                                         r"imported: No module named 'echo_backbone_uninstalled'; install"):
+    with pytest.raises(
+        JudgeError,
+        match=r"backbone 'gone' \(echo_backbone_uninstalled:GoneBackbone\) cannot be "
+        r"imported: No module named 'echo_backbone_uninstalled'; install",
+    ):
         run_judge(JudgeOptions(bench=bench, model="gone", out=tmp_path / "run", progress=False))
 
 
 def test_a_run_folder_resumes_only_with_the_settings_its_backbone_recorded(echo_package, tmp_path):
     bench = write_benchmark(tmp_path / "bench", 1)
-    run_judge(JudgeOptions(bench=bench, model="echo", cache_dir=tmp_path / "cache", out=tmp_path / "run",
-                           progress=False), notice=lambda message: None)
+    run_judge(
+        JudgeOptions(bench=bench, model="echo", cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False),
+        notice=lambda message: None,
+    )
     config_path = tmp_path / "run" / "config.json"
     config = json.loads(config_path.read_text())
     config_path.write_text(json.dumps({**config, "echo": {"says": "2"}}))
     with pytest.raises(JudgeError, match=r"other settings \(echo: \{'says': '2'\} -> \{'says': '1'\}\)"):
-        run_judge(JudgeOptions(bench=bench, model="echo", cache_dir=tmp_path / "cache", out=tmp_path / "run",
-                               progress=False), notice=lambda message: None)
+        run_judge(
+            JudgeOptions(bench=bench, model="echo", cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False),
+            notice=lambda message: None,
+        )
 
 
 def test_the_runner_and_the_commands_ask_backbones_and_never_look_at_their_type():

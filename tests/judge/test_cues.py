@@ -1,12 +1,13 @@
 """The cues backbone on instructions written the way SpeakBench and S2S-Arena write them, and
 undetermined verdicts from the rules through the run folder, fusion, `fuse` and the summary."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from llm_server import LLMServer, PairSpec, Reply, blueprint, write_benchmark
+
 from trace_eval.cli import main
 from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
 from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction
@@ -14,7 +15,6 @@ from trace_eval.judge.evidence import cue_availability
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 from trace_eval.judge.runfolder import read_results
-
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
@@ -32,31 +32,42 @@ def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = ()) 
 
 # -- reading instructions ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, quoted", [
-    # SpeakBench writes the words to say in single quotes.
-    ("Pronounce the word 'potato' in a British accent and then in an American accent.", "potato"),
-    ("Say the phrase 'The system is malfunctioning' like a robot.", "The system is malfunctioning"),
-    ("Repeat 'I don't know what you mean' with rising intonation.", "I don't know what you mean"),
-    ("Say 'yes', then 'no', then 'maybe'.", "yes no maybe"),
-    # Apostrophes are not quotes.
-    ("Don't rush: tell me about the speaker's day.", ""),
-    ("Describe the speakers' voices and the dog's bark.", ""),
-    # Curly quotes, double and single.
-    ("Say “good morning everyone” cheerfully.", "good morning everyone"),
-    ("Whisper ‘it’s a secret’ and don’t laugh.", "it’s a secret"),
-    ('Say "The quick brown fox" slowly.', "The quick brown fox"),
-])
+
+@pytest.mark.parametrize(
+    "text, quoted",
+    [
+        # SpeakBench writes the words to say in single quotes.
+        ("Pronounce the word 'potato' in a British accent and then in an American accent.", "potato"),
+        ("Say the phrase 'The system is malfunctioning' like a robot.", "The system is malfunctioning"),
+        ("Repeat 'I don't know what you mean' with rising intonation.", "I don't know what you mean"),
+        ("Say 'yes', then 'no', then 'maybe'.", "yes no maybe"),
+        # Apostrophes are not quotes.
+        ("Don't rush: tell me about the speaker's day.", ""),
+        ("Describe the speakers' voices and the dog's bark.", ""),
+        # Curly quotes, double and single.
+        ("Say “good morning everyone” cheerfully.", "good morning everyone"),
+        ("Whisper ‘it’s a secret’ and don’t laugh.", "it’s a secret"),
+        ('Say "The quick brown fox" slowly.', "The quick brown fox"),
+    ],
+)
 def test_quoted_words_in_every_quote_style(text, quoted):
     assert read_instruction(text).quoted == quoted
 
 
-@pytest.mark.parametrize("text, directives, cues", [
-    ("[emotion: sad]What should I do now? I lost my job today.", ("emotion: sad",), ["sad"]),
-    ("[adults voice]Can you tell me a bedtime story?", ("adults voice",), []),
-    ("[whisper] Tell me where the keys are.", ("whisper",), ["quiet"]),
-    ("[emotion: happy][speed: fast]Guess what, I passed my exam!", ("emotion: happy", "speed: fast"), ["fast", "happy"]),
-    ("Pronounce the word 'happy' slowly.", (), ["slow"]),  # a cue word inside the quote is a word to say
-])
+@pytest.mark.parametrize(
+    "text, directives, cues",
+    [
+        ("[emotion: sad]What should I do now? I lost my job today.", ("emotion: sad",), ["sad"]),
+        ("[adults voice]Can you tell me a bedtime story?", ("adults voice",), []),
+        ("[whisper] Tell me where the keys are.", ("whisper",), ["quiet"]),
+        (
+            "[emotion: happy][speed: fast]Guess what, I passed my exam!",
+            ("emotion: happy", "speed: fast"),
+            ["fast", "happy"],
+        ),
+        ("Pronounce the word 'happy' slowly.", (), ["slow"]),  # a cue word inside the quote is a word to say
+    ],
+)
 def test_bracketed_directives_are_paralinguistic_cues(text, directives, cues):
     assert read_instruction(text).directives == directives
     assert [c.name for c in paralinguistic_cues(text)] == cues
@@ -64,9 +75,12 @@ def test_bracketed_directives_are_paralinguistic_cues(text, directives, cues):
 
 # -- undetermined dimensions --------------------------------------------------------------------
 
+
 def test_a_free_form_question_leaves_content_undetermined_never_both_good():
     question = "What is the capital of France?"
-    answer = verdict(question, blueprint("The capital of France is Paris."), blueprint("The capital of France is Berlin."))
+    answer = verdict(
+        question, blueprint("The capital of France is Paris."), blueprint("The capital of France is Berlin.")
+    )
     assert answer["content"] is None
     assert "no quoted words" in answer["undetermined"]["content"]
     assert answer["paralinguistics"] == "both_good"  # nothing asked of the manner: both meet it
@@ -99,11 +113,14 @@ def test_an_emotion_asked_for_but_unmeasured_leaves_paralinguistics_undetermined
     assert answer["undetermined"]["paralinguistics"] == f"happy: emotion unmeasured for {which}"
 
 
-@pytest.mark.parametrize("instruction, manner", [
-    ("Pronounce the word 'potato' in a British accent and then in an American accent.", "accent"),
-    ("Say the phrase 'The system is malfunctioning' like a robot.", "robotic voice"),
-    ("Say 'I never said she stole my money' with emphasis on a different word each time.", "emphasis"),
-])
+@pytest.mark.parametrize(
+    "instruction, manner",
+    [
+        ("Pronounce the word 'potato' in a British accent and then in an American accent.", "accent"),
+        ("Say the phrase 'The system is malfunctioning' like a robot.", "robotic voice"),
+        ("Say 'I never said she stole my money' with emphasis on a different word each time.", "emphasis"),
+    ],
+)
 def test_a_manner_no_rule_measures_is_undetermined_not_passed(instruction, manner):
     answer = verdict(instruction, blueprint(), blueprint())
     assert answer["paralinguistics"] is None
@@ -136,8 +153,15 @@ def test_an_unreliable_transcript_is_missing_evidence_for_content_and_its_rates(
 
 
 def test_only_a_backbone_that_declares_it_may_leave_a_label_null():
-    answer = json.dumps({"reasoning": "r", "content": None, "voice_quality": "1", "paralinguistics": "2",
-                         "undetermined": {"content": "no quoted words"}})
+    answer = json.dumps(
+        {
+            "reasoning": "r",
+            "content": None,
+            "voice_quality": "1",
+            "paralinguistics": "2",
+            "undetermined": {"content": "no quoted words"},
+        }
+    )
     llm = parse_verdict(answer, TRACE)
     assert not llm.ok and "content: null is not a label" in llm.error
     assert parse_verdict(answer, TRACE, allow_undetermined=True).undetermined == {"content": "no quoted words"}
@@ -147,12 +171,29 @@ def test_only_a_backbone_that_declares_it_may_leave_a_label_null():
 
 def test_an_llm_answer_with_a_null_label_is_repaired_then_invalid(tmp_path):
     bench = write_benchmark(tmp_path / "bench", [PairSpec(id="p")])
-    null_answer = json.dumps({"reasoning": "r", "content": None, "voice_quality": "1", "paralinguistics": "2",
-                              "undetermined": {"content": "cannot tell"}})
+    null_answer = json.dumps(
+        {
+            "reasoning": "r",
+            "content": None,
+            "voice_quality": "1",
+            "paralinguistics": "2",
+            "undetermined": {"content": "cannot tell"},
+        }
+    )
     with LLMServer(default=Reply(null_answer)) as server:
-        outcome = run_judge(JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base,
-                                         api_key="dummy", cache_dir=tmp_path / "cache", out=tmp_path / "run",
-                                         progress=False, retry=RetryPolicy(max_retries=0)), notice=lambda m: None)
+        outcome = run_judge(
+            JudgeOptions(
+                bench=bench,
+                model="openai/test-judge",
+                api_base=server.api_base,
+                api_key="dummy",
+                cache_dir=tmp_path / "cache",
+                out=tmp_path / "run",
+                progress=False,
+                retry=RetryPolicy(max_retries=0),
+            ),
+            notice=lambda m: None,
+        )
         assert server.request_count == 2  # the answer and one repair
     [record] = read_results(outcome.out / "results.jsonl").records
     assert record["status"] == "invalid" and "null is not a label" in record["reason"]
@@ -160,12 +201,21 @@ def test_an_llm_answer_with_a_null_label_is_repaired_then_invalid(tmp_path):
 
 # -- the run folder, fuse and the summary -------------------------------------------------------
 
+
 def _provenance(emotion_reason: str) -> dict:
-    return {"audio_sha256": "0" * 64, "extractors": {
-        "asr": {"name": "asr", "version": "1", "fingerprint": "f", "status": "ok"},
-        "emotion": {"name": "emotion", "version": "1", "fingerprint": "f", "status": "unavailable",
-                    "reason": emotion_reason},
-    }}
+    return {
+        "audio_sha256": "0" * 64,
+        "extractors": {
+            "asr": {"name": "asr", "version": "1", "fingerprint": "f", "status": "ok"},
+            "emotion": {
+                "name": "emotion",
+                "version": "1",
+                "fingerprint": "f",
+                "status": "unavailable",
+                "reason": emotion_reason,
+            },
+        },
+    }
 
 
 def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
@@ -177,16 +227,30 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
         return {**values, "provenance": _provenance(no_emotion)}
 
     specs = [
-        PairSpec(id="question", instruction_text="What is the capital of France?",
-                 response_1=clip("The capital of France is Paris."), response_2=clip("It is Berlin.")),
-        PairSpec(id="cheerful", instruction_text="Say 'hello there' cheerfully.",
-                 response_1=clip("Hello there."), response_2=clip("Hello there.")),
-        PairSpec(id="plain", instruction_text="Say 'hello there'.",
-                 response_1=clip("Hello there."), response_2=clip("Goodbye.")),
+        PairSpec(
+            id="question",
+            instruction_text="What is the capital of France?",
+            response_1=clip("The capital of France is Paris."),
+            response_2=clip("It is Berlin."),
+        ),
+        PairSpec(
+            id="cheerful",
+            instruction_text="Say 'hello there' cheerfully.",
+            response_1=clip("Hello there."),
+            response_2=clip("Hello there."),
+        ),
+        PairSpec(
+            id="plain",
+            instruction_text="Say 'hello there'.",
+            response_1=clip("Hello there."),
+            response_2=clip("Goodbye."),
+        ),
     ]
     bench = write_benchmark(tmp_path / "bench", specs)
     out = tmp_path / "run"
-    assert main(["judge", "--bench", str(bench), "--model", "cues", "--fusion", "cap", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(["judge", "--bench", str(bench), "--model", "cues", "--fusion", "cap", "--out", str(out), "--quiet"]) == 0
+    )
     printed = capsys.readouterr()
     assert "undetermined (a deciding cue missing): content 1, paralinguistics 1, overall 2" in printed.out
     assert "emotion: 0 of 6 clips: weights for emotion2vec_plus_large not found" in printed.out
@@ -224,22 +288,33 @@ def test_undetermined_items_through_judge_fuse_and_summary(tmp_path, capsys):
 
 # -- which cues the clips had -------------------------------------------------------------------
 
+
 def test_cue_availability_counts_clips_and_gives_the_reasons():
     measured = {**blueprint(), "provenance": _provenance("")}
     silent = {**blueprint(), "provenance": _provenance("")}
     silent["agent_audio_properties"]["Mean_Pitch_Hz"] = None
-    silent["provenance"]["extractors"]["pitch"] = {"status": "ok", "null_reasons": {
-        "agent_audio_properties.Mean_Pitch_Hz": "no voiced frames"}}
-    doubted = {**blueprint(), "transcript_quality": {"reliable": False, "reason": "compression ratio 3.1"},
-               "provenance": _provenance("")}
+    silent["provenance"]["extractors"]["pitch"] = {
+        "status": "ok",
+        "null_reasons": {"agent_audio_properties.Mean_Pitch_Hz": "no voiced frames"},
+    }
+    doubted = {
+        **blueprint(),
+        "transcript_quality": {"reliable": False, "reason": "compression ratio 3.1"},
+        "provenance": _provenance(""),
+    }
     cues = cue_availability([measured] * 8 + [silent, doubted], KEYS, drop=("accent",))
     groups = cues["groups"]
     assert cues["clips"] == 10
     assert groups["pitch"]["measured"] == 9 and groups["pitch"]["reasons"] == {"no voiced frames": 1}
     assert groups["transcript"]["reasons"] == {"transcript marked unreliable (compression ratio 3.1)": 1}
     assert groups["speaking rate"]["missing"] == 1  # derived from the doubted transcript
-    assert groups["accent"] == {"used": False, "measured": 0, "missing": 10, "reasons": {"dropped with --drop accent": 10},
-                                "standin": 0}
+    assert groups["accent"] == {
+        "used": False,
+        "measured": 0,
+        "missing": 10,
+        "reasons": {"dropped with --drop accent": 10},
+        "standin": 0,
+    }
     # One clip in ten missing is within the tolerance; more is warned about; a dropped group never.
     assert cues["warnings"] == []
     more = cue_availability([measured] * 8 + [silent, silent], KEYS)
@@ -250,10 +325,15 @@ def test_cues_made_with_stand_in_weights_are_warned_about():
     """Stand-in weights (trace_eval/standins.py) make values that look like cues: the run says so."""
     real = {**blueprint(), "provenance": _provenance("")}
     standin = {**blueprint(), "provenance": _provenance("")}
-    standin["provenance"]["extractors"]["asr"] = {"name": "asr", "status": "ok",
-                                                  "standin": "stand-in weights (random): the values are not cues"}
+    standin["provenance"]["extractors"]["asr"] = {
+        "name": "asr",
+        "status": "ok",
+        "standin": "stand-in weights (random): the values are not cues",
+    }
     cues = cue_availability([real] * 3 + [standin], KEYS)
     assert cues["groups"]["transcript"]["standin"] == 1 and cues["groups"]["pitch"]["standin"] == 0
-    assert cues["warnings"] == ["transcript: made with stand-in weights for 1 of 4 clips "
-                                "(random weights from scripts/make_standin_models.py): not cues"]
+    assert cues["warnings"] == [
+        "transcript: made with stand-in weights for 1 of 4 clips "
+        "(random weights from scripts/make_standin_models.py): not cues"
+    ]
     assert cue_availability([real] * 4, KEYS)["warnings"] == []

@@ -3,6 +3,7 @@
 Known answer: the same sentence, once clean and once under steady white noise at
 +9 dB SNR, scored by the real DNSMOS extractor, gives Voice Quality to the clean one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from script_modules import load_script
+
 from extractors import Clip
 from extractors.dnsmos import Config, DnsmosExtractor
 from trace_eval.audio import load_audio
@@ -50,8 +51,13 @@ def test_white_noise_loses_voice_quality_to_the_clean_copy(calibration, dnsmos, 
     clean_bp, noisy_bp = (_quality(r.values["agent_audio_quality"]) for r in results)
     # Measured: P.808 3.40 clean (BAK 2.06); 2.66 at 9 dB (BAK 1.50), 2.77 at 12 dB (BAK 1.65). The rule before
     # calibration passed both noisy copies as both_good.
-    earlier = replace(DEFAULT_THRESHOLDS, quality_min_p808=2.6, quality_min_background=1.0, quality_clear_margin=1.5,
-                      quality_noise_margin_p808=5.0)
+    earlier = replace(
+        DEFAULT_THRESHOLDS,
+        quality_min_p808=2.6,
+        quality_min_background=1.0,
+        quality_clear_margin=1.5,
+        quality_noise_margin_p808=5.0,
+    )
     assert judge_voice_quality(clean_bp, noisy_bp, earlier)[0] == "both_good"
     label, reading, undetermined = judge_voice_quality(clean_bp, noisy_bp, DEFAULT_THRESHOLDS)
     assert (label, undetermined) == ("1", None), reading
@@ -61,8 +67,10 @@ def test_white_noise_loses_voice_quality_to_the_clean_copy(calibration, dnsmos, 
 
 def _quality(bp_values: dict, lufs: float = -23.0) -> dict:
     # One sentence in one voice at one espeak-ng rate: pitch and rate as the calibration set measures them alike.
-    return {"agent_audio_quality": bp_values, "agent_audio_properties": {
-        "Integrated_Loudness_LUFS": lufs, "Mean_Pitch_Hz": 190.0, "Speech_Rate_WPM": 160.0}}
+    return {
+        "agent_audio_quality": bp_values,
+        "agent_audio_properties": {"Integrated_Loudness_LUFS": lufs, "Mean_Pitch_Hz": 190.0, "Speech_Rate_WPM": 160.0},
+    }
 
 
 def test_missing_quality_scores_leave_voice_quality_undetermined():
@@ -83,7 +91,7 @@ def test_noise_is_mixed_at_the_snr_asked_for(calibration):
     for kind in ("white", "pink"):
         mixed = calibration.mix_at_snr(speech, kind, 9.0, seed=int(rng.integers(1 << 30)))
         noise = mixed - speech
-        snr = 10 * np.log10(calibration.active_power(speech) / np.mean(noise ** 2))
+        snr = 10 * np.log10(calibration.active_power(speech) / np.mean(noise**2))
         assert snr == pytest.approx(9.0, abs=0.01), kind
 
 
@@ -93,8 +101,15 @@ def _digest(folder: Path, files: list[Path]) -> dict[str, str]:
 
 def test_generation_is_deterministic_and_writes_the_manifest_it_describes(calibration, tmp_path):
     every = calibration.pairs_of(calibration.SPLITS[1])
-    wanted = {"heldout-vq01", "heldout-vq08", "heldout-vq12", "heldout-vq14", "heldout-c05", "heldout-p03",
-              "heldout-p09"}
+    wanted = {
+        "heldout-vq01",
+        "heldout-vq08",
+        "heldout-vq12",
+        "heldout-vq14",
+        "heldout-c05",
+        "heldout-p03",
+        "heldout-p09",
+    }
     pairs = [p for p in every if p.index in wanted]
     first = calibration.write_pairs(pairs, tmp_path / "one")
     second = calibration.write_pairs(pairs, tmp_path / "two")
@@ -114,11 +129,19 @@ def test_generation_is_deterministic_and_writes_the_manifest_it_describes(calibr
     assert manifest["heldout-vq12"]["label"]["voice_quality"] == "both_good"  # faint noise
     assert recipes["heldout-vq14"]["a"]["degradation"] == "scaled to -60 LUFS"
     assert manifest["heldout-vq14"]["label"]["voice_quality"] == "2"  # too quiet to hear comfortably
-    assert manifest["heldout-c05"]["label"] == {"content": "2", "voice_quality": "both_good",
-                                                "paralinguistics": "both_good", "overall": "2"}
+    assert manifest["heldout-c05"]["label"] == {
+        "content": "2",
+        "voice_quality": "both_good",
+        "paralinguistics": "both_good",
+        "overall": "2",
+    }
     assert manifest["heldout-p03"]["label"]["paralinguistics"] == "2"  # loudly: the -20 dB response fails
-    assert manifest["heldout-p09"]["label"] == {"content": "2", "voice_quality": "2",
-                                                "paralinguistics": "2", "overall": "2"}  # silence fails all
+    assert manifest["heldout-p09"]["label"] == {
+        "content": "2",
+        "voice_quality": "2",
+        "paralinguistics": "2",
+        "overall": "2",
+    }  # silence fails all
     audio = {item["index"]: load_audio(tmp_path / "one" / item["audio1_path"]) for item in manifest.values()}
     assert calibration.loudness_lufs(audio["heldout-vq14"].samples) == pytest.approx(-60.0, abs=0.1)
     for item in manifest.values():

@@ -2,13 +2,14 @@
 
 Values are those Stage 1 gives the speech described (README, "Calibration of the cues backbone").
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from llm_server import blueprint
+
 from trace_eval.judge.cues import judge_case
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
@@ -46,22 +47,29 @@ SAY = f'Say "{FERRY}"'
 
 # -- Voice Quality --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("noisy, clean", [
-    # Measured on the calibration set (fit-vq07, -vq10, -vq11): one sentence in one voice, clean and noisy.
-    ((2.77, 1.59), (3.50, 2.33)),  # white noise at 12 dB SNR: acceptable, yet audible
-    ((3.01, 1.91), (3.56, 2.56)),  # pink noise at 17 dB SNR
-    ((3.08, 2.15), (3.58, 2.58)),  # white noise at 20 dB SNR: the smallest lead, 0.50 P.808
-])
+
+@pytest.mark.parametrize(
+    "noisy, clean",
+    [
+        # Measured on the calibration set (fit-vq07, -vq10, -vq11): one sentence in one voice, clean and noisy.
+        ((2.77, 1.59), (3.50, 2.33)),  # white noise at 12 dB SNR: acceptable, yet audible
+        ((3.01, 1.91), (3.56, 2.56)),  # pink noise at 17 dB SNR
+        ((3.08, 2.15), (3.58, 2.58)),  # white noise at 20 dB SNR: the smallest lead, 0.50 P.808
+    ],
+)
 def test_audible_noise_loses_to_the_clean_copy(noisy, clean):
     first, _ = both_orders(SAY, scored(*clean), scored(*noisy), "voice_quality")
     assert first["voice_quality"] == "1", first["reasoning"]
     assert "cleaner" in first["reasoning"]
 
 
-@pytest.mark.parametrize("one, other", [
-    ((3.42, 2.35), (3.30, 2.30)),
-    ((3.59, 3.03), (3.32, 2.36)),  # fit-vq13: white noise at 30 dB SNR, faint, against the clean copy
-])
+@pytest.mark.parametrize(
+    "one, other",
+    [
+        ((3.42, 2.35), (3.30, 2.30)),
+        ((3.59, 3.03), (3.32, 2.36)),  # fit-vq13: white noise at 30 dB SNR, faint, against the clean copy
+    ],
+)
 def test_two_clean_sounding_renditions_are_both_good(one, other):
     first, _ = both_orders(SAY, scored(*one), scored(*other), "voice_quality")
     assert first["voice_quality"] == "both_good", first["reasoning"]
@@ -106,11 +114,15 @@ def test_fast_speech_does_not_lose_voice_quality_for_its_pace():
 
 # -- Content ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("quoted, other", [
-    (FERRY, "Penguins cannot fly but they swim very fast under the water."),
-    ("Call waiting.", "Calling."),  # a near miss: not the words asked for
-    ("Your call cannot be completed as dialed.", "That is not a valid conference number."),
-])
+
+@pytest.mark.parametrize(
+    "quoted, other",
+    [
+        (FERRY, "Penguins cannot fly but they swim very fast under the water."),
+        ("Call waiting.", "Calling."),  # a near miss: not the words asked for
+        ("Your call cannot be completed as dialed.", "That is not a valid conference number."),
+    ],
+)
 def test_another_sentence_or_a_near_miss_fails_content(quoted, other):
     say = f'Say "{quoted}"'
     first, _ = both_orders(say, blueprint(quoted.lower()), blueprint(other), "content")
@@ -122,21 +134,26 @@ def test_misheard_words_still_pass_content():
     # Recognisers write "Mr" for "mister" and drop or add a letter; the words are still the ones asked for.
     quoted = "And mister John Dashwood had then leisure to consider how much there might be in his power."
     heard = "And Mr. John Dashwoods had then leisure to consider how much there might be in his power."
-    first, _ = both_orders(f'Say "{quoted}"', blueprint(heard), blueprint("He was not an ill disposed young man."),
-                           "content")
+    first, _ = both_orders(
+        f'Say "{quoted}"', blueprint(heard), blueprint("He was not an ill disposed young man."), "content"
+    )
     assert first["content"] == "1", first["reasoning"]
 
 
 # -- Paralinguistics --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("instruction, manner", [
-    (f'Say this politely: "{FERRY}"', "politeness"),
-    (f'Say "{FERRY}" sarcastically.', "sarcasm"),
-    (f'Say "{FERRY}" warmly.', "warmth"),
-    (f'In a mysterious tone, say "{FERRY}"', "other tone"),
-    (f'Read "{FERRY}" with enthusiasm.', "excitement"),
-    (f'Say "{FERRY}" solemnly.', "solemnly (a manner)"),
-])
+
+@pytest.mark.parametrize(
+    "instruction, manner",
+    [
+        (f'Say this politely: "{FERRY}"', "politeness"),
+        (f'Say "{FERRY}" sarcastically.', "sarcasm"),
+        (f'Say "{FERRY}" warmly.', "warmth"),
+        (f'In a mysterious tone, say "{FERRY}"', "other tone"),
+        (f'Read "{FERRY}" with enthusiasm.', "excitement"),
+        (f'Say "{FERRY}" solemnly.', "solemnly (a manner)"),
+    ],
+)
 def test_a_manner_no_rule_measures_leaves_paralinguistics_undetermined(instruction, manner):
     first, _ = both_orders(instruction, blueprint(FERRY), blueprint(FERRY, wpm=240.0), "paralinguistics")
     assert first["paralinguistics"] is None
@@ -149,8 +166,10 @@ def test_excitement_is_undetermined_without_emotion_scores():
     assert first["paralinguistics"] is None and "emotion unmeasured" in first["undetermined"]["paralinguistics"]
 
 
-@pytest.mark.parametrize("instruction", [f'Say this slowly: "{FERRY}"', f'Say this politely: "{FERRY}"',
-                                         f'Say "{FERRY}" quickly and loudly.'])
+@pytest.mark.parametrize(
+    "instruction",
+    [f'Say this slowly: "{FERRY}"', f'Say this politely: "{FERRY}"', f'Say "{FERRY}" quickly and loudly.'],
+)
 def test_no_speech_fails_every_manner_asked_for(instruction):
     silent = blueprint("", wpm=None, lufs=None, pitch_hz=None)
     silent["agent_voicing"] = {"Voiced_Fraction": 0.0, "Syllable_Rate_Per_S": None}

@@ -1,4 +1,5 @@
 """Prompt rendering (trace, transcript, audio; --drop; swapped order) and the offline cues rules."""
+
 from __future__ import annotations
 
 import base64
@@ -8,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-
 from llm_server import PairSpec, blueprint, write_benchmark
+
 from trace_eval.bench import load_benchmark
 from trace_eval.judge.cues import judge_case, paralinguistic_cues, split_instruction
 from trace_eval.judge.parse import parse_verdict
@@ -18,6 +19,7 @@ from trace_eval.judge.runner import build_cases
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
+
 
 def _bench(tmp_path: Path, **spec) -> tuple:
     spec.setdefault("id", "a")
@@ -122,11 +124,14 @@ def test_audio_prompt_converts_other_formats_and_falls_back_to_instruction_text(
 
 # -- cues backbone rules -------------------------------------------------------------------
 
+
 def _cues(instruction: str, bp1: dict, bp2: dict) -> dict:
     keys = load_prompt("trace").blueprint_keys
     case = Case("x", None, instruction, (blueprint_view(bp1, keys), blueprint_view(bp2, keys)))
     verdict = judge_case(case)
-    assert parse_verdict(json.dumps(verdict), load_rubric("trace"), allow_undetermined=True).ok  # the same path as an LLM answer
+    assert parse_verdict(
+        json.dumps(verdict), load_rubric("trace"), allow_undetermined=True
+    ).ok  # the same path as an LLM answer
     return verdict
 
 
@@ -137,14 +142,17 @@ def test_quoted_words_are_not_cue_words():
     assert names == ["low pitch"]
 
 
-@pytest.mark.parametrize("instruction, names", [
-    ("Please answer slowly.", ["slow"]),
-    ("Say it quickly and loudly.", ["fast", "loud"]),
-    ("Start slowly, then speed up.", ["speeding up"]),
-    ("Say the first part fast and the rest slowly.", ["fast then slow"]),
-    ("Whisper it in a high-pitched voice, sounding happy.", ["quiet", "high pitch", "happy"]),
-    ("Tell me about the weather.", []),
-])
+@pytest.mark.parametrize(
+    "instruction, names",
+    [
+        ("Please answer slowly.", ["slow"]),
+        ("Say it quickly and loudly.", ["fast", "loud"]),
+        ("Start slowly, then speed up.", ["speeding up"]),
+        ("Say the first part fast and the rest slowly.", ["fast then slow"]),
+        ("Whisper it in a high-pitched voice, sounding happy.", ["quiet", "high pitch", "happy"]),
+        ("Tell me about the weather.", []),
+    ],
+)
 def test_cue_words(instruction, names):
     assert [c.name for c in paralinguistic_cues(instruction)] == names
 
@@ -166,16 +174,19 @@ def test_cues_voice_quality_from_dnsmos():
     assert _cues("Hi.", blueprint(p808=2.0), blueprint(p808=2.2))["voice_quality"] == "both_bad"
 
 
-@pytest.mark.parametrize("instruction, bp1, bp2, label", [
-    ("Say it slowly.", blueprint(wpm=100), blueprint(wpm=230), "1"),
-    ("Say it quickly.", blueprint(wpm=100), blueprint(wpm=120), "both_bad"),
-    ("Whisper it.", blueprint(lufs=-20), blueprint(lufs=-40), "2"),
-    ("Say it loudly.", blueprint(lufs=-20), blueprint(lufs=-22), "both_good"),
-    ("Use a deep voice.", blueprint(pitch_hz=90), blueprint(pitch_hz=250), "1"),
-    ("Say it sadly.", blueprint(emotion={"neutral": 0.8, "sad": 0.2}), blueprint(emotion={"sad": 0.6}), "2"),
-    ("Say it slowly, then quickly.", blueprint(pace=[90, 95, 240, 250]), blueprint(pace=[150] * 4), "1"),
-    ("Tell me about cats.", blueprint(wpm=300), blueprint(lufs=-50), "both_good"),
-])
+@pytest.mark.parametrize(
+    "instruction, bp1, bp2, label",
+    [
+        ("Say it slowly.", blueprint(wpm=100), blueprint(wpm=230), "1"),
+        ("Say it quickly.", blueprint(wpm=100), blueprint(wpm=120), "both_bad"),
+        ("Whisper it.", blueprint(lufs=-20), blueprint(lufs=-40), "2"),
+        ("Say it loudly.", blueprint(lufs=-20), blueprint(lufs=-22), "both_good"),
+        ("Use a deep voice.", blueprint(pitch_hz=90), blueprint(pitch_hz=250), "1"),
+        ("Say it sadly.", blueprint(emotion={"neutral": 0.8, "sad": 0.2}), blueprint(emotion={"sad": 0.6}), "2"),
+        ("Say it slowly, then quickly.", blueprint(pace=[90, 95, 240, 250]), blueprint(pace=[150] * 4), "1"),
+        ("Tell me about cats.", blueprint(wpm=300), blueprint(lufs=-50), "both_good"),
+    ],
+)
 def test_cues_paralinguistics(instruction, bp1, bp2, label):
     assert _cues(instruction, bp1, bp2)["paralinguistics"] == label
 
@@ -191,7 +202,9 @@ def test_an_unmeasured_cue_asked_for_leaves_paralinguistics_undetermined():
     # Response 2 fails, but whether 1 passes is unknown: "1" or both_bad, so undetermined.
     assert _cues("Say it slowly.", unmeasured, blueprint(wpm=240))["paralinguistics"] is None
     # A measured failure is evidence whatever else is missing: response 1 is too loud.
-    assert _cues("Say it slowly and quietly.", unmeasured, blueprint(wpm=240, lufs=-40))["paralinguistics"] == "both_bad"
+    assert (
+        _cues("Say it slowly and quietly.", unmeasured, blueprint(wpm=240, lufs=-40))["paralinguistics"] == "both_bad"
+    )
 
 
 def test_syllable_rate_stands_in_for_a_missing_transcript_rate():

@@ -1,13 +1,14 @@
 """Reading a run folder back: one reader for the judge's resume, `fuse` and `evaluate`, which reports
 every line it cannot use (with its line number) instead of dropping it."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from llm_server import write_benchmark
+
 from trace_eval.cli import main
 from trace_eval.judge.runfolder import RunFolderError, read_results, read_run_folder
 
@@ -21,14 +22,16 @@ def _write(path: Path, *lines: str) -> Path:
 
 
 def test_every_unusable_line_is_reported_with_its_number(tmp_path):
-    results = _write(tmp_path / "results.jsonl",
-                     json.dumps({"id": "a", "status": "error"}),
-                     "",
-                     "not json",
-                     json.dumps(["a list"]),
-                     json.dumps({"status": "ok"}),
-                     json.dumps({"id": "a", "status": "ok", "verdicts": GOOD}),
-                     '{"id": "b", "status": "ok", "verd')  # cut short by an interruption
+    results = _write(
+        tmp_path / "results.jsonl",
+        json.dumps({"id": "a", "status": "error"}),
+        "",
+        "not json",
+        json.dumps(["a list"]),
+        json.dumps({"status": "ok"}),
+        json.dumps({"id": "a", "status": "ok", "verdicts": GOOD}),
+        '{"id": "b", "status": "ok", "verd',
+    )  # cut short by an interruption
     read = read_results(results)
     assert read.problems == [
         "results.jsonl line 3: not JSON (Expecting value); skipped",
@@ -48,7 +51,9 @@ def test_a_run_folder_needs_results_and_a_readable_config(tmp_path):
     _write(tmp_path / "results.jsonl", json.dumps({"id": "a", "status": "ok", "verdicts": GOOD}), "{")
     folder = read_run_folder(tmp_path)  # no config.json, no summary.json: a hand-made run
     assert (folder.config, folder.summary, list(folder.records)) == ({}, {}, ["a"])
-    assert folder.problems == ["results.jsonl line 2: not JSON (Expecting property name enclosed in double quotes); skipped"]
+    assert folder.problems == [
+        "results.jsonl line 2: not JSON (Expecting property name enclosed in double quotes); skipped"
+    ]
     _write(tmp_path / "config.json", "{bad")
     with pytest.raises(RunFolderError, match="config.json: not JSON"):
         read_run_folder(tmp_path)

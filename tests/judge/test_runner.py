@@ -3,6 +3,7 @@
 Every test starts tests/llm_server.py on a random port and judges a small
 synthetic benchmark with model "openai/<name>" and api_base pointing at it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -11,9 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
+from llm_server import (
+    Fail,
+    LLMServer,
+    PairSpec,
+    Reply,
+    blueprint,
+    fenced,
+    prompt_text,
+    prose_wrapped,
+    verdict_json,
+    write_benchmark,
+)
 
-from llm_server import Fail, LLMServer, PairSpec, Reply, blueprint, fenced, prompt_text, prose_wrapped, verdict_json, \
-    write_benchmark
 from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
 from trace_eval.judge.runfolder import read_results
 
@@ -28,8 +39,10 @@ def server():
 
 def _specs(n: int) -> list[PairSpec]:
     # Each response says which pair and side it is, so a responder can route on the prompt.
-    return [PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint(f"answer {i} two"))
-            for i in range(n)]
+    return [
+        PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint(f"answer {i} two"))
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -40,9 +53,18 @@ def bench(tmp_path):
 def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **options):
     options.setdefault("model", "openai/test-judge")
     options.setdefault("retry", FAST_RETRY)
-    return run_judge(JudgeOptions(bench=bench, api_base=server.api_base, api_key="dummy",
-                                  cache_dir=tmp_path / "cache", out=tmp_path / out, progress=False, **options),
-                     notice=lambda message: None)
+    return run_judge(
+        JudgeOptions(
+            bench=bench,
+            api_base=server.api_base,
+            api_key="dummy",
+            cache_dir=tmp_path / "cache",
+            out=tmp_path / out,
+            progress=False,
+            **options,
+        ),
+        notice=lambda message: None,
+    )
 
 
 def _by_id(outcome) -> dict[str, dict]:
@@ -114,8 +136,10 @@ def test_invalid_answer_is_repaired(tmp_path, server):
     assert record["tokens"] == {"prompt": 200, "completion": 40}
 
 
-@pytest.mark.parametrize("answer", [verdict_json(content="tie"), verdict_json(paralinguistics=None),
-                                    "Response 1 is better on every dimension."])
+@pytest.mark.parametrize(
+    "answer",
+    [verdict_json(content="tie"), verdict_json(paralinguistics=None), "Response 1 is better on every dimension."],
+)
 def test_answer_still_invalid_after_repair_is_recorded_never_guessed(tmp_path, server, answer):
     bench = write_benchmark(tmp_path / "bench", 1)
     server.default = Reply(answer)
@@ -159,17 +183,27 @@ def test_slow_answers_time_out_and_are_retried(tmp_path, server):
     assert _by_id(outcome)["p0000"]["status"] == "ok" and server.request_count == 2
 
     server.default = Reply(verdict_json(), delay_s=1.5)
-    outcome = judge(bench, server, tmp_path, out="slow", timeout_s=0.4, temperature=0.1,
-                    retry=RetryPolicy(max_retries=1, base_delay_s=0.01))
+    outcome = judge(
+        bench,
+        server,
+        tmp_path,
+        out="slow",
+        timeout_s=0.4,
+        temperature=0.1,
+        retry=RetryPolicy(max_retries=1, base_delay_s=0.01),
+    )
     record = _by_id(outcome)["p0000"]
     assert record["status"] == "error" and "timed out" in record["reason"] and "--timeout" in record["reason"]
 
 
-@pytest.mark.parametrize("failure, words", [
-    (Fail(401, "invalid api key"), ["HTTP 401", "OPENAI_API_KEY", "TRACE_JUDGE_API_KEY"]),
-    (Fail(403, "key lacks access"), ["HTTP 403", "OPENAI_API_KEY"]),
-    (Fail(404, "model not found"), ["HTTP 404", "unknown model"]),
-])
+@pytest.mark.parametrize(
+    "failure, words",
+    [
+        (Fail(401, "invalid api key"), ["HTTP 401", "OPENAI_API_KEY", "TRACE_JUDGE_API_KEY"]),
+        (Fail(403, "key lacks access"), ["HTTP 403", "OPENAI_API_KEY"]),
+        (Fail(404, "model not found"), ["HTTP 404", "unknown model"]),
+    ],
+)
 def test_rejected_key_or_unknown_model_stops_the_run_at_once(tmp_path, server, failure, words):
     bench = write_benchmark(tmp_path / "bench", 30)
     server.default = failure
@@ -189,15 +223,24 @@ def test_missing_key_stops_before_any_call(tmp_path, monkeypatch):
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TRACE_JUDGE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(JudgeError, match="GEMINI_API_KEY"):
-        run_judge(JudgeOptions(bench=bench, model="gemini/gemini-2.5-flash", cache_dir=tmp_path / "cache",
-                               out=tmp_path / "run", progress=False), notice=lambda message: None)
+        run_judge(
+            JudgeOptions(
+                bench=bench,
+                model="gemini/gemini-2.5-flash",
+                cache_dir=tmp_path / "cache",
+                out=tmp_path / "run",
+                progress=False,
+            ),
+            notice=lambda message: None,
+        )
 
 
 def test_reasoning_per_dimension_is_ok_without_a_repair(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
     reasoning = {"content": "1 answers", "voice_quality": "both clean", "paralinguistics": "2 is calmer"}
-    server.default = Reply(json.dumps({"reasoning": reasoning, "content": "1", "voice_quality": "both_good",
-                                       "paralinguistics": "2"}))
+    server.default = Reply(
+        json.dumps({"reasoning": reasoning, "content": "1", "voice_quality": "both_good", "paralinguistics": "2"})
+    )
     record = _by_id(judge(bench, server, tmp_path))["p0000"]
     assert record["status"] == "ok" and record["repairs"] == 0 and record["reasoning"] == reasoning
     assert server.request_count == 1
@@ -222,9 +265,17 @@ def test_a_token_budget_is_sent_by_default_and_overridden(tmp_path, server):
     prompt = load_rubric("trace").prompt(None)
     loaded = load_benchmark(bench)
     case = build_cases(loaded, loaded.pairs, load_rubric("trace"), prompt, ())[0]["p0000"][0]
-    key = request_key({"backbone": "openai/test-judge", "api_base": server.api_base, "prompt_version": prompt.id,
-                       "messages": prompt.render(case), "sampling": {"temperature": 0.0, "max_tokens": 77},
-                       "response_format": None, "sample_index": 0})
+    key = request_key(
+        {
+            "backbone": "openai/test-judge",
+            "api_base": server.api_base,
+            "prompt_version": prompt.id,
+            "messages": prompt.render(case),
+            "sampling": {"temperature": 0.0, "max_tokens": 77},
+            "response_format": None,
+            "sample_index": 0,
+        }
+    )
     assert (tmp_path / "cache" / key[:2] / f"{key}.json").is_file()
 
 
@@ -248,7 +299,7 @@ def test_swap_maps_the_second_order_back_and_measures_consistency(bench, server,
         # Content: always prefers whatever is shown first (position bias).
         # Voice quality: always prefers "answer N one" wherever it is shown (consistent).
         text = prompt_text(body)
-        one_first = text.index(" one\"") < text.index(" two\"")
+        one_first = text.index(' one"') < text.index(' two"')
         return Reply(verdict_json("1", "1" if one_first else "2", "both_good"))
 
     server.responder = responder
@@ -266,8 +317,11 @@ def test_swap_maps_the_second_order_back_and_measures_consistency(bench, server,
 
 def test_samples_majority_and_sample_index_in_the_cache_key(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
-    server.push(Reply(verdict_json("2", "1", "both_bad")), Reply(verdict_json("1", "1", "both_bad")),
-                Reply(verdict_json("2", "both_good", "both_bad")))
+    server.push(
+        Reply(verdict_json("2", "1", "both_bad")),
+        Reply(verdict_json("1", "1", "both_bad")),
+        Reply(verdict_json("2", "both_good", "both_bad")),
+    )
     outcome = judge(bench, server, tmp_path, samples=3, temperature=0.7)
     record = _by_id(outcome)["p0000"]
     assert record["verdicts"] == {"content": "2", "voice_quality": "1", "paralinguistics": "both_bad"}
@@ -280,9 +334,14 @@ def test_samples_majority_and_sample_index_in_the_cache_key(tmp_path, server):
 def test_samples_majority_is_over_the_usable_answers(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 2)
     # pair 0: one of three answers is garbage; pair 1: every answer is garbage
-    server.push(Reply(verdict_json("2", "1", "both_bad")), Reply("no verdict here"),
-                Reply(verdict_json("2", "both_good", "both_bad")),
-                Reply("nothing"), Reply("still nothing"), Reply("no"))
+    server.push(
+        Reply(verdict_json("2", "1", "both_bad")),
+        Reply("no verdict here"),
+        Reply(verdict_json("2", "both_good", "both_bad")),
+        Reply("nothing"),
+        Reply("still nothing"),
+        Reply("no"),
+    )
     outcome = judge(bench, server, tmp_path, samples=3, temperature=0.7, repair_attempts=0, concurrency=1)
     records = _by_id(outcome)
     usable = records["p0000"]
@@ -373,9 +432,19 @@ def test_refused_connection_stops_the_run_at_once(tmp_path):
     bench = write_benchmark(tmp_path / "bench", 10)
     api_base = f"http://127.0.0.1:{_closed_port()}/v1"
     start = time.perf_counter()
-    outcome = run_judge(JudgeOptions(bench=bench, model="openai/test-judge", api_base=api_base, api_key="dummy",
-                                     cache_dir=tmp_path / "cache", out=tmp_path / "run", progress=False,
-                                     concurrency=2), notice=lambda message: None)  # default, slow retry policy
+    outcome = run_judge(
+        JudgeOptions(
+            bench=bench,
+            model="openai/test-judge",
+            api_base=api_base,
+            api_key="dummy",
+            cache_dir=tmp_path / "cache",
+            out=tmp_path / "run",
+            progress=False,
+            concurrency=2,
+        ),
+        notice=lambda message: None,
+    )  # default, slow retry policy
     assert time.perf_counter() - start < 8
     assert outcome.stopped and "connection refused" in outcome.stopped and api_base in outcome.stopped
     assert "Traceback" not in outcome.stopped
@@ -416,9 +485,17 @@ def test_dry_run_counts_uncached_calls_tokens_and_price_and_asks_nothing(tmp_pat
     bench = write_benchmark(tmp_path / "bench", 3)
     judge(bench, server, tmp_path, limit=1)  # p0000 is cached from here on
     assert server.request_count == 1
-    options = JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base, api_key="dummy",
-                           cache_dir=tmp_path / "cache", out=tmp_path / "dry", progress=False,
-                           price_in_per_mtok=1.0, price_out_per_mtok=2.0)
+    options = JudgeOptions(
+        bench=bench,
+        model="openai/test-judge",
+        api_base=server.api_base,
+        api_key="dummy",
+        cache_dir=tmp_path / "cache",
+        out=tmp_path / "dry",
+        progress=False,
+        price_in_per_mtok=1.0,
+        price_out_per_mtok=2.0,
+    )
     plan = dry_run(options)
     assert server.request_count == 1 and not (tmp_path / "dry").exists()
     assert (plan["pairs"], plan["calls"], plan["cached"]) == (3, 2, 1)
@@ -430,16 +507,26 @@ def test_dry_run_counts_uncached_calls_tokens_and_price_and_asks_nothing(tmp_pat
 
     loaded = load_benchmark(bench)
     cases, _ = build_cases(loaded, loaded.pairs[1:], load_rubric("trace"), prompt, ())
-    expected = sum(litellm.token_counter(model="openai/test-judge", messages=prompt.render(original))
-                   for original, _ in cases.values())
+    expected = sum(
+        litellm.token_counter(model="openai/test-judge", messages=prompt.render(original))
+        for original, _ in cases.values()
+    )
     assert plan["prompt_tokens"] == expected > 1000
     assert plan["tokens_exact"] is False
     budget = default_token_budget(3, reasons_first=False)
     assert plan["answer_tokens_max"] == 2 * budget
     assert plan["cost_usd_max"] == pytest.approx(expected * 1e-6 + 2 * budget * 2e-6)
 
-    unpriced = dry_run(JudgeOptions(bench=bench, model="openai/test-judge", api_base=server.api_base,
-                                    cache_dir=tmp_path / "cache", progress=False, use_cache=False))
+    unpriced = dry_run(
+        JudgeOptions(
+            bench=bench,
+            model="openai/test-judge",
+            api_base=server.api_base,
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            use_cache=False,
+        )
+    )
     assert unpriced["price"] == "unknown price" and unpriced["cost_usd_max"] is None and unpriced["calls"] == 3
     assert server.request_count == 1
 

@@ -1,5 +1,6 @@
 """Rubrics as data: loading and validation, label spaces, answer parsing, and the registered
 metrics on hand-checked cases."""
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,32 @@ def test_bundled_rubrics_load_with_their_dimensions_and_label_spaces():
     assert set(available_rubrics()) == {"trace", "multi-aspect", "roleplay", "style"}
     expected = {
         "trace": ("pairwise", {"content": "typed-tie", "voice_quality": "typed-tie", "paralinguistics": "typed-tie"}),
-        "multi-aspect": ("pairwise", {d: "win-lose-tie" for d in (
-            "truthfulness", "honesty", "helpfulness", "instruction_following", "speech_instruction_following")}),
-        "roleplay": ("pointwise", {d: "likert" for d in (
-            "logical_coherence", "content_relevance", "context_consistency", "emotional_appropriateness",
-            "style_alignment")}),
+        "multi-aspect": (
+            "pairwise",
+            {
+                d: "win-lose-tie"
+                for d in (
+                    "truthfulness",
+                    "honesty",
+                    "helpfulness",
+                    "instruction_following",
+                    "speech_instruction_following",
+                )
+            },
+        ),
+        "roleplay": (
+            "pointwise",
+            {
+                d: "likert"
+                for d in (
+                    "logical_coherence",
+                    "content_relevance",
+                    "context_consistency",
+                    "emotional_appropriateness",
+                    "style_alignment",
+                )
+            },
+        ),
         "style": ("pointwise", {"style_following": "likert", "style": "likert", "realism": "binary"}),
     }
     for name, (form, dimensions) in expected.items():
@@ -57,13 +79,16 @@ def test_trace_is_the_default_and_keeps_its_prompt_files_and_fusion():
     assert not any(load_rubric(n).fusion for n in ("multi-aspect", "roleplay", "style"))
 
 
-@pytest.mark.parametrize("doc", [
-    {"reasoning": "r", "content": "1", "voice_quality": "both_good", "paralinguistics": "2"},
-    {"reasoning": "r", "content": "tie", "voice_quality": "A", "paralinguistics": 3},
-    {"content": "1", "voice_quality": "2"},
-    {"reasoning": None, "content": "1", "voice_quality": "2", "paralinguistics": "both_bad", "extra": 1},
-    [1, 2],
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"reasoning": "r", "content": "1", "voice_quality": "both_good", "paralinguistics": "2"},
+        {"reasoning": "r", "content": "tie", "voice_quality": "A", "paralinguistics": 3},
+        {"content": "1", "voice_quality": "2"},
+        {"reasoning": None, "content": "1", "voice_quality": "2", "paralinguistics": "both_bad", "extra": 1},
+        [1, 2],
+    ],
+)
 def test_trace_verdict_schema_of_the_rubric_is_the_schema_file(doc):
     import jsonschema
 
@@ -74,12 +99,30 @@ def test_trace_verdict_schema_of_the_rubric_is_the_schema_file(doc):
 
 # -- label spaces ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("space, value, label", [
-    (TYPED, "Both Good", "both_good"), (TYPED, 2, "2"), (TYPED, "tie", "tie"),  # left as it is: invalid
-    (WLT, "Tie", "tie"), (WLT, " TIE ", "tie"), (WLT, 1, "1"), (WLT, "Response 2", "2"), (WLT, "both_good", "both_good"),
-    (LIKERT, "4", 4), (LIKERT, 4.0, 4), (LIKERT, "4/5", 4), (LIKERT, 3.5, 3.5), (LIKERT, "four", "four"),
-    (LIKERT, True, True), (BINARY, "yes", 1), (BINARY, False, 0), (BINARY, "1", 1), (BINARY, "maybe", "maybe"),
-])
+
+@pytest.mark.parametrize(
+    "space, value, label",
+    [
+        (TYPED, "Both Good", "both_good"),
+        (TYPED, 2, "2"),
+        (TYPED, "tie", "tie"),  # left as it is: invalid
+        (WLT, "Tie", "tie"),
+        (WLT, " TIE ", "tie"),
+        (WLT, 1, "1"),
+        (WLT, "Response 2", "2"),
+        (WLT, "both_good", "both_good"),
+        (LIKERT, "4", 4),
+        (LIKERT, 4.0, 4),
+        (LIKERT, "4/5", 4),
+        (LIKERT, 3.5, 3.5),
+        (LIKERT, "four", "four"),
+        (LIKERT, True, True),
+        (BINARY, "yes", 1),
+        (BINARY, False, 0),
+        (BINARY, "1", 1),
+        (BINARY, "maybe", "maybe"),
+    ],
+)
 def test_label_spaces_normalise_only_unambiguous_spellings(space, value, label):
     assert space.normalise(value) == label and type(space.normalise(value)) is type(label)
 
@@ -101,24 +144,45 @@ def test_swap_and_order_disagreement_per_space():
         LIKERT.swap(3)
 
 
-@pytest.mark.parametrize("space, value, human", [
-    (LIKERT, 3.5, 3.5), (LIKERT, "4", 4), (LIKERT, 6, None), (LIKERT, "great", None), (BINARY, 0.5, 0.5),
-    (WLT, "Tie", "tie"), (WLT, "both_good", None), (TYPED, "Both Bad", "both_bad"), (WLT, None, None),
-])
+@pytest.mark.parametrize(
+    "space, value, human",
+    [
+        (LIKERT, 3.5, 3.5),
+        (LIKERT, "4", 4),
+        (LIKERT, 6, None),
+        (LIKERT, "great", None),
+        (BINARY, 0.5, 0.5),
+        (WLT, "Tie", "tie"),
+        (WLT, "both_good", None),
+        (TYPED, "Both Bad", "both_bad"),
+        (WLT, None, None),
+    ],
+)
 def test_human_labels_in_a_space(space, value, human):
     assert space.normalise_human(value) == human
 
 
 # -- rubric files ----------------------------------------------------------------------------
 
-INLINE_PROMPT = {"name": "mine", "version": 1, "system": "Rate.\n$dimensions\n$answer_format",
-                 "user": "$instruction\n$blueprint", "repair": "Again: $error"}
+INLINE_PROMPT = {
+    "name": "mine",
+    "version": 1,
+    "system": "Rate.\n$dimensions\n$answer_format",
+    "user": "$instruction\n$blueprint",
+    "repair": "Again: $error",
+}
 
 
 def _write_rubric(path: Path, **changes) -> Path:
-    doc = {"name": "mine", "version": 1, "description": "a test rubric", "format": "pointwise",
-           "dimensions": [{"name": "clarity", "asks": "Is it clear?", "labels": "likert"}],
-           "prompts": [INLINE_PROMPT], "metrics": ["mae"]}
+    doc = {
+        "name": "mine",
+        "version": 1,
+        "description": "a test rubric",
+        "format": "pointwise",
+        "dimensions": [{"name": "clarity", "asks": "Is it clear?", "labels": "likert"}],
+        "prompts": [INLINE_PROMPT],
+        "metrics": ["mae"],
+    }
     doc.update(changes)
     path.write_text(json.dumps(doc))  # JSON is YAML
     return path
@@ -138,25 +202,44 @@ def test_a_rubric_file_of_ones_own_by_path(tmp_path):
         load_rubric(str(tmp_path / "missing.yaml"))
 
 
-@pytest.mark.parametrize("changes, fragments", [
-    ({"format": "pairwise"}, ["pairwise label spaces", "clarity"]),
-    ({"dimensions": [{"name": "a", "asks": "?", "labels": "stars"}]}, ["dimensions/0/labels", "stars"]),
-    ({"dimensions": [{"name": "a", "asks": "?", "labels": "likert"}] * 2}, ["a appears more than once"]),
-    ({"dimensions": [{"name": "a", "asks": "?", "labels": "binary", "range": [0, 3]}]}, ["range applies to likert"]),
-    ({"fusion": "policies"}, ["former spelling", "order: [content, paralinguistics, voice_quality]"]),
-    ({"fusion": {"order": ["clarity"], "acceptability": ["clarity"]}}, ["typed-tie labels; clarity has another"]),
-    ({"format": "pairwise", "dimensions": [{"name": "a", "asks": "?", "labels": "typed-tie"},
-                                           {"name": "b", "asks": "?", "labels": "typed-tie"}],
-      "fusion": {"order": ["a", "c"], "acceptability": ["b"], "policies": ["cap", "majority"]}},
-     ["order names c, which is not a dimension", "order must name every dimension once (a, b)",
-      "acceptability names b, which is not in order", "unknown fusion policy 'majority'"]),
-    ({"metrics": ["trace", "mae"]}, ["needs an overall label (fusion)", "list it alone"]),
-    ({"prompts": ["no-such-prompt"]}, ["prompts/0", "no-such-prompt"]),
-    ({"prompts": [{"name": "x", "version": 1, "system": "s", "repair": "r"}]}, ["missing user or user_parts"]),
-    ({"dimensions": [{"name": "a", "asks": "?", "labels": "likert", "anchors": {"9": "off the scale"}}]},
-     ["anchor 9"]),
-    ({"colour": "blue", "version": 0}, ["colour", "version"]),
-])
+@pytest.mark.parametrize(
+    "changes, fragments",
+    [
+        ({"format": "pairwise"}, ["pairwise label spaces", "clarity"]),
+        ({"dimensions": [{"name": "a", "asks": "?", "labels": "stars"}]}, ["dimensions/0/labels", "stars"]),
+        ({"dimensions": [{"name": "a", "asks": "?", "labels": "likert"}] * 2}, ["a appears more than once"]),
+        (
+            {"dimensions": [{"name": "a", "asks": "?", "labels": "binary", "range": [0, 3]}]},
+            ["range applies to likert"],
+        ),
+        ({"fusion": "policies"}, ["former spelling", "order: [content, paralinguistics, voice_quality]"]),
+        ({"fusion": {"order": ["clarity"], "acceptability": ["clarity"]}}, ["typed-tie labels; clarity has another"]),
+        (
+            {
+                "format": "pairwise",
+                "dimensions": [
+                    {"name": "a", "asks": "?", "labels": "typed-tie"},
+                    {"name": "b", "asks": "?", "labels": "typed-tie"},
+                ],
+                "fusion": {"order": ["a", "c"], "acceptability": ["b"], "policies": ["cap", "majority"]},
+            },
+            [
+                "order names c, which is not a dimension",
+                "order must name every dimension once (a, b)",
+                "acceptability names b, which is not in order",
+                "unknown fusion policy 'majority'",
+            ],
+        ),
+        ({"metrics": ["trace", "mae"]}, ["needs an overall label (fusion)", "list it alone"]),
+        ({"prompts": ["no-such-prompt"]}, ["prompts/0", "no-such-prompt"]),
+        ({"prompts": [{"name": "x", "version": 1, "system": "s", "repair": "r"}]}, ["missing user or user_parts"]),
+        (
+            {"dimensions": [{"name": "a", "asks": "?", "labels": "likert", "anchors": {"9": "off the scale"}}]},
+            ["anchor 9"],
+        ),
+        ({"colour": "blue", "version": 0}, ["colour", "version"]),
+    ],
+)
 def test_malformed_rubrics_say_every_problem(tmp_path, changes, fragments):
     with pytest.raises(RubricError) as caught:
         load_rubric(str(_write_rubric(tmp_path / "bad.yaml", **changes)))
@@ -165,7 +248,11 @@ def test_malformed_rubrics_say_every_problem(tmp_path, changes, fragments):
 
 
 def test_item_fields_become_prompt_text():
-    turns = [{"speaker": "User", "text": "Who are you?"}, {"role": "Holmes", "content": " A detective. "}, "User: I see."]
+    turns = [
+        {"speaker": "User", "text": "Who are you?"},
+        {"role": "Holmes", "content": " A detective. "},
+        "User: I see.",
+    ]
     assert render_field(turns) == "User: Who are you?\nHolmes: A detective.\nUser: I see."
     assert render_field({"name": "Holmes", "traits": ["cold", "precise"]}) == "name: Holmes\ntraits: cold, precise"
     assert render_field(["slowly", "quietly"]) == "slowly, quietly"
@@ -183,11 +270,21 @@ def _answer(**labels) -> str:
 
 
 def test_win_lose_tie_answers_are_read_and_out_of_space_labels_are_invalid():
-    labels = dict(truthfulness="1", honesty="Tie", helpfulness=2, instruction_following="Response 1",
-                  speech_instruction_following="tie")
+    labels = dict(
+        truthfulness="1",
+        honesty="Tie",
+        helpfulness=2,
+        instruction_following="Response 1",
+        speech_instruction_following="tie",
+    )
     parsed = parse_verdict(f"```json\n{_answer(**labels)}\n```", MULTI)
-    assert parsed.ok and parsed.verdicts == {"truthfulness": "1", "honesty": "tie", "helpfulness": "2",
-                                             "instruction_following": "1", "speech_instruction_following": "tie"}
+    assert parsed.ok and parsed.verdicts == {
+        "truthfulness": "1",
+        "honesty": "tie",
+        "helpfulness": "2",
+        "instruction_following": "1",
+        "speech_instruction_following": "tie",
+    }
     wrong = parse_verdict(_answer(**{**labels, "honesty": "both_good"}), MULTI)
     assert not wrong.ok and "honesty: 'both_good' is not one of ['1', '2', 'tie']" in wrong.error
     missing = parse_verdict(_answer(truthfulness="1"), MULTI)
@@ -195,8 +292,9 @@ def test_win_lose_tie_answers_are_read_and_out_of_space_labels_are_invalid():
     assert "truthfulness" in parse_verdict("Response 1 is more truthful.", MULTI).error
 
 
-@pytest.mark.parametrize("value, ok", [(4, True), ("4/5", True), (5.0, True), (0, False), (7, False), (3.5, False),
-                                       ("excellent", False)])
+@pytest.mark.parametrize(
+    "value, ok", [(4, True), ("4/5", True), (5.0, True), (0, False), (7, False), (3.5, False), ("excellent", False)]
+)
 def test_likert_scores_outside_1_to_5_are_invalid(value, ok):
     parsed = parse_verdict(_answer(style_following=value), STYLE, ("style_following",))
     assert parsed.ok is ok
@@ -217,19 +315,33 @@ def test_only_the_dimensions_asked_are_required():
 
 # -- metrics on hand-checked cases -------------------------------------------------------------
 
+
 def _items(rubric, judged: list, human: list, dim: str, systems=None, samples=None, orders=None) -> list[ItemScores]:
     items = []
     for n, (j, h) in enumerate(zip(judged, human)):
-        items.append(ItemScores(
-            str(n), (systems or [None] * len(judged))[n], None if j is None else {dim: j},
-            {} if h is None else {dim: h}, [{dim: s} for s in (samples[n] if samples else [])],
-            orders[n] if orders else None))
+        items.append(
+            ItemScores(
+                str(n),
+                (systems or [None] * len(judged))[n],
+                None if j is None else {dim: j},
+                {} if h is None else {dim: h},
+                [{dim: s} for s in (samples[n] if samples else [])],
+                orders[n] if orders else None,
+            )
+        )
     return items
 
 
-@pytest.mark.parametrize("judge, human, credit", [
-    ("1", "1", 1.0), ("tie", "tie", 1.0), ("tie", "2", 0.5), ("1", "tie", 0.5), ("1", "2", 0.0),
-])
+@pytest.mark.parametrize(
+    "judge, human, credit",
+    [
+        ("1", "1", 1.0),
+        ("tie", "tie", 1.0),
+        ("tie", "2", 0.5),
+        ("1", "tie", 0.5),
+        ("1", "2", 0.0),
+    ],
+)
 def test_agreement_credit(judge, human, credit):
     assert agreement_credit(judge, human, WLT.ties) == credit
 
@@ -246,9 +358,12 @@ def test_agreement_and_accuracy_with_half_credit_for_ties():
 
 
 def test_position_consistency_from_both_orders():
-    orders = [{"original": {"honesty": "1"}, "swapped": {"honesty": "1"}},
-              {"original": {"honesty": "1"}, "swapped": {"honesty": "2"}},
-              {"original": {"honesty": "tie"}, "swapped": {"honesty": "tie"}}, None]
+    orders = [
+        {"original": {"honesty": "1"}, "swapped": {"honesty": "1"}},
+        {"original": {"honesty": "1"}, "swapped": {"honesty": "2"}},
+        {"original": {"honesty": "tie"}, "swapped": {"honesty": "tie"}},
+        None,
+    ]
     items = _items(MULTI, ["1", "tie", "tie", "2"], [None] * 4, "honesty", orders=orders)
     assert scores.position_consistency(MULTI, items)["honesty"] == {"value": 2 / 3, "n": 3}
     unswapped = scores.position_consistency(MULTI, _items(MULTI, ["1"], ["1"], "honesty"))
@@ -278,8 +393,10 @@ def test_pearson_against_the_formula():
 def test_system_means_per_dimension():
     items = _items(STYLE, [5, 3, 2, None], [4, 4, 1, 2], "style_following", systems=["a", "a", "b", "b"])
     systems = scores.system_means(STYLE, items)["style_following"]["systems"]
-    assert systems == {"a": {"judge": 4.0, "judge_n": 2, "human": 4.0, "human_n": 2},
-                       "b": {"judge": 2.0, "judge_n": 1, "human": 1.5, "human_n": 2}}
+    assert systems == {
+        "a": {"judge": 4.0, "judge_n": 2, "human": 4.0, "human_n": 2},
+        "b": {"judge": 2.0, "judge_n": 1, "human": 1.5, "human_n": 2},
+    }
 
 
 def test_self_consistency_over_samples():
@@ -301,11 +418,23 @@ def test_a_rubric_naming_an_unknown_metric_is_refused_at_evaluation(tmp_path):
 def test_human_labels_outside_the_label_space_are_left_out_with_a_reason(tmp_path):
     from trace_eval.evaluation import load_human_labels
 
-    items = [{"id": "a", "instruction_text": "hi", "audio_path": "a.wav", "model": "alpha",
-              "label": {"style_following": 3.5}},
-             {"id": "b", "instruction_text": "hi", "audio_path": "b.wav", "model_a": "bravo",
-              "label": {"style_following": 9, "realism": "yes"}},
-             {"id": "c", "instruction_text": "hi", "audio_path": "c.wav", "label": {"style": "superb"}}]
+    items = [
+        {
+            "id": "a",
+            "instruction_text": "hi",
+            "audio_path": "a.wav",
+            "model": "alpha",
+            "label": {"style_following": 3.5},
+        },
+        {
+            "id": "b",
+            "instruction_text": "hi",
+            "audio_path": "b.wav",
+            "model_a": "bravo",
+            "label": {"style_following": 9, "realism": "yes"},
+        },
+        {"id": "c", "instruction_text": "hi", "audio_path": "c.wav", "label": {"style": "superb"}},
+    ]
     (tmp_path / "manifest.json").write_text(json.dumps(items))
     human = load_human_labels(tmp_path, STYLE)
     assert human.labels == {"a": {"style_following": 3.5}, "b": {"realism": 1}, "c": {}}

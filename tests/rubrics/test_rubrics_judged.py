@@ -1,6 +1,7 @@
 """Each shipped rubric end to end: judged through the local OpenAI-compatible server
 (litellm, real HTTP), then evaluated; prompts carry the item's context, answers are
 held to the rubric's label spaces, and the metrics come out as computed by hand."""
+
 from __future__ import annotations
 
 import base64
@@ -8,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_server import LLMServer, PairSpec, PointSpec, Reply, blueprint, prompt_text, scores_json, write_benchmark
+
 from trace_eval.cli import main
 from trace_eval.judge import JudgeError, JudgeOptions, MissingBlueprintsError, RetryPolicy, run_judge
 from trace_eval.judge.prompts import blueprint_view
@@ -20,8 +21,13 @@ FAST_RETRY = RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02)
 ROOT = Path(__file__).resolve().parents[2]
 MINI_STYLE = ROOT / "examples" / "mini-style"
 ASPECTS = ("truthfulness", "honesty", "helpfulness", "instruction_following", "speech_instruction_following")
-ROLEPLAY = ("logical_coherence", "content_relevance", "context_consistency", "emotional_appropriateness",
-            "style_alignment")
+ROLEPLAY = (
+    "logical_coherence",
+    "content_relevance",
+    "context_consistency",
+    "emotional_appropriateness",
+    "style_alignment",
+)
 
 
 @pytest.fixture
@@ -32,9 +38,19 @@ def server():
 
 def judge(bench: Path, server: LLMServer, tmp_path: Path, out: str = "run", **options):
     options.setdefault("model", "openai/test-judge")
-    return run_judge(JudgeOptions(bench=bench, api_base=server.api_base, api_key="dummy", retry=FAST_RETRY,
-                                  cache_dir=tmp_path / "cache", out=tmp_path / out, progress=False, **options),
-                     notice=lambda message: None)
+    return run_judge(
+        JudgeOptions(
+            bench=bench,
+            api_base=server.api_base,
+            api_key="dummy",
+            retry=FAST_RETRY,
+            cache_dir=tmp_path / "cache",
+            out=tmp_path / out,
+            progress=False,
+            **options,
+        ),
+        notice=lambda message: None,
+    )
 
 
 def records(outcome) -> dict[str, dict]:
@@ -54,32 +70,50 @@ def _aspects(*labels: str, **extra) -> str:
 
 # -- multi-aspect (SageLM) ------------------------------------------------------------------
 
+
 def _multi_aspect_bench(root: Path) -> Path:
     # Each response says which pair and side it is, so the responder can route on the prompt.
-    specs: list = [PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint(f"answer {i} two"),
-                            label=dict(zip(ASPECTS, human)))
-                   for i, human in enumerate([("1", "1", "2", "tie", "1"), ("2", "tie", "tie", "1", "2"),
-                                              ("1", "2", "1", "1", "tie")])]
+    specs: list = [
+        PairSpec(
+            id=f"p{i}",
+            response_1=blueprint(f"answer {i} one"),
+            response_2=blueprint(f"answer {i} two"),
+            label=dict(zip(ASPECTS, human)),
+        )
+        for i, human in enumerate(
+            [("1", "1", "2", "tie", "1"), ("2", "tie", "tie", "1", "2"), ("1", "2", "1", "1", "tie")]
+        )
+    ]
     specs.append(PointSpec(id="single"))  # one answer: not for a pairwise rubric
     return write_benchmark(root, specs)
 
 
 def test_multi_aspect_prompt_answers_and_agreement(tmp_path, server, capsys):
     bench = _multi_aspect_bench(tmp_path / "bench")
-    answers = {"answer 0 one": _aspects("1", "1", "1", "1", "1"),     # vs human 1 1 2 tie 1
-               "answer 1 one": _aspects("2", "2", "tie", "1", "tie"),  # vs human 2 tie tie 1 2
-               "answer 2 one": _aspects("Tie", "2", "1", "Response 1", 2)}  # vs human 1 2 1 1 tie
+    answers = {
+        "answer 0 one": _aspects("1", "1", "1", "1", "1"),  # vs human 1 1 2 tie 1
+        "answer 1 one": _aspects("2", "2", "tie", "1", "tie"),  # vs human 2 tie tie 1 2
+        "answer 2 one": _aspects("Tie", "2", "1", "Response 1", 2),
+    }  # vs human 1 2 1 1 tie
     server.responder = lambda body: Reply(next(a for key, a in answers.items() if key in prompt_text(body)))
     outcome = judge(bench, server, tmp_path, rubric="multi-aspect")
 
     system, user = server.requests[0]["messages"]
-    for dimension in ("Truthfulness", "Honesty", "Helpfulness", "Instruction Following",
-                      "Speech Instruction Following", "a character's voice"):
+    for dimension in (
+        "Truthfulness",
+        "Honesty",
+        "Helpfulness",
+        "Instruction Following",
+        "Speech Instruction Following",
+        "a character's voice",
+    ):
         assert dimension in system["content"]
     assert '"speech_instruction_following": "<label>"' in system["content"] and '"tie"' in system["content"]
     assert "both_good" not in system["content"]
     shown = user["content"].split("Response 1 blueprint:\n", 1)[1]
-    first, second = (json.loads(block.split("\n\n")[0])["agent_response"] for block in shown.split("Response 2 blueprint:\n"))
+    first, second = (
+        json.loads(block.split("\n\n")[0])["agent_response"] for block in shown.split("Response 2 blueprint:\n")
+    )
     assert (first, second) == (first, first.replace("one", "two")) and first.endswith(" one")
 
     found = records(outcome)
@@ -130,15 +164,24 @@ def test_multi_aspect_out_of_space_answer_is_repaired_then_invalid(tmp_path, ser
 
 
 def test_multi_aspect_swap_maps_back_and_measures_position_consistency(tmp_path, server, capsys):
-    bench = write_benchmark(tmp_path / "bench", [
-        PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint(f"answer {i} two"),
-                 label=dict(zip(ASPECTS, ("1", "1", "1", "1", "1")))) for i in range(2)])
+    bench = write_benchmark(
+        tmp_path / "bench",
+        [
+            PairSpec(
+                id=f"p{i}",
+                response_1=blueprint(f"answer {i} one"),
+                response_2=blueprint(f"answer {i} two"),
+                label=dict(zip(ASPECTS, ("1", "1", "1", "1", "1"))),
+            )
+            for i in range(2)
+        ],
+    )
 
     def responder(body):
         # Truthfulness always goes to whatever is shown first (position bias); the other aspects
         # always prefer "answer N one" wherever it is shown.
         text = prompt_text(body)
-        one_first = text.index(" one\"") < text.index(" two\"")
+        one_first = text.index(' one"') < text.index(' two"')
         preferred = "1" if one_first else "2"
         return Reply(_aspects("1", preferred, preferred, preferred, "tie"))
 
@@ -167,44 +210,82 @@ def test_structured_output_sends_the_rubric_label_space(tmp_path, server):
 
 # -- roleplay (RoleJudge) -------------------------------------------------------------------
 
-HOLMES = {"name": "Sherlock Holmes", "personality": "cold, precise, impatient with small talk",
-          "voice": "a crisp baritone, quick"}
-HISTORY = [{"speaker": "User", "text": "Mr Holmes, my brother has vanished."},
-           {"speaker": "Sherlock Holmes", "text": "Vanished from where, precisely?"}]
+HOLMES = {
+    "name": "Sherlock Holmes",
+    "personality": "cold, precise, impatient with small talk",
+    "voice": "a crisp baritone, quick",
+}
+HISTORY = [
+    {"speaker": "User", "text": "Mr Holmes, my brother has vanished."},
+    {"speaker": "Sherlock Holmes", "text": "Vanished from where, precisely?"},
+]
 
 
 def _roleplay_bench(root: Path) -> Path:
-    return write_benchmark(root, [
-        PointSpec(id="turn-3", instruction_text="From his locked study.", response=blueprint("the lock tells me much"),
-                  fields={"character": HOLMES, "dialogue_history": HISTORY},
-                  label={"logical_coherence": 4, "content_relevance": 5, "context_consistency": 4,
-                         "emotional_appropriateness": 3, "style_alignment": 2}),
-        PointSpec(id="turn-1", instruction_text="Good evening, who are you?", response=blueprint("I am Holmes"),
-                  fields={"character": "Sherlock Holmes, a consulting detective in London."},
-                  label={"logical_coherence": 5, "content_relevance": 3.5, "context_consistency": 5,
-                         "emotional_appropriateness": 4, "style_alignment": 4}),
-        PointSpec(id="anonymous", response=blueprint("who knows"), fields={"dialogue_history": HISTORY}),
-    ])
+    return write_benchmark(
+        root,
+        [
+            PointSpec(
+                id="turn-3",
+                instruction_text="From his locked study.",
+                response=blueprint("the lock tells me much"),
+                fields={"character": HOLMES, "dialogue_history": HISTORY},
+                label={
+                    "logical_coherence": 4,
+                    "content_relevance": 5,
+                    "context_consistency": 4,
+                    "emotional_appropriateness": 3,
+                    "style_alignment": 2,
+                },
+            ),
+            PointSpec(
+                id="turn-1",
+                instruction_text="Good evening, who are you?",
+                response=blueprint("I am Holmes"),
+                fields={"character": "Sherlock Holmes, a consulting detective in London."},
+                label={
+                    "logical_coherence": 5,
+                    "content_relevance": 3.5,
+                    "context_consistency": 5,
+                    "emotional_appropriateness": 4,
+                    "style_alignment": 4,
+                },
+            ),
+            PointSpec(id="anonymous", response=blueprint("who knows"), fields={"dialogue_history": HISTORY}),
+        ],
+    )
 
 
 def test_roleplay_prompt_shows_character_and_history_and_scores_are_evaluated(tmp_path, server, capsys):
     bench = _roleplay_bench(tmp_path / "bench")
-    answers = {"the lock tells me much": scores_json(**dict(zip(ROLEPLAY, (4, "5", 3, 3.0, "4/5")))),
-               "I am Holmes": scores_json(**dict(zip(ROLEPLAY, (5, 3, 5, 2, 4))))}
+    answers = {
+        "the lock tells me much": scores_json(**dict(zip(ROLEPLAY, (4, "5", 3, 3.0, "4/5")))),
+        "I am Holmes": scores_json(**dict(zip(ROLEPLAY, (5, 3, 5, 2, 4)))),
+    }
     server.responder = lambda body: Reply(next(a for key, a in answers.items() if key in prompt_text(body)))
     outcome = judge(bench, server, tmp_path, rubric="roleplay")
     assert server.request_count == 2  # the item without a character is never sent
 
     texts = {("lock" if "the lock" in prompt_text(b) else "first"): prompt_text(b) for b in server.requests}
-    assert ("Character profile:\nname: Sherlock Holmes\npersonality: cold, precise, impatient with small talk"
-            in texts["lock"])
-    assert ("Conversation so far:\nUser: Mr Holmes, my brother has vanished.\n"
-            "Sherlock Holmes: Vanished from where, precisely?\n\nThe user's latest turn:\nFrom his locked study."
-            in texts["lock"])
+    assert (
+        "Character profile:\nname: Sherlock Holmes\npersonality: cold, precise, impatient with small talk"
+        in texts["lock"]
+    )
+    assert (
+        "Conversation so far:\nUser: Mr Holmes, my brother has vanished.\n"
+        "Sherlock Holmes: Vanished from where, precisely?\n\nThe user's latest turn:\nFrom his locked study."
+        in texts["lock"]
+    )
     assert "Conversation so far:\n(none: this is the first turn)" in texts["first"]
     assert "Sherlock Holmes, a consulting detective in London." in texts["first"]
-    for title in ("Logical Coherence", "Content Relevance", "Context Consistency", "Emotional Appropriateness",
-                  "Style Alignment", "an integer from 1 to 5"):
+    for title in (
+        "Logical Coherence",
+        "Content Relevance",
+        "Context Consistency",
+        "Emotional Appropriateness",
+        "Style Alignment",
+        "an integer from 1 to 5",
+    ):
         assert title in texts["lock"]
 
     found = records(outcome)
@@ -230,17 +311,35 @@ def test_roleplay_score_out_of_range_is_repaired_then_invalid(tmp_path, server):
 
 # -- style (StyleSet) -----------------------------------------------------------------------
 
+
 def _style_bench(root: Path) -> Path:
     instruction = 'Say "keep your voice down" slowly and quietly.'
-    return write_benchmark(root, [
-        PointSpec(id=f"s{i}", instruction_text=instruction, response=blueprint(f"keep your voice down {i}"),
-                  fields={"style_elements": ["slowly", "quietly"], "model": system},
-                  label={"style_following": human})
-        for i, (system, human) in enumerate([("alpha", 5), ("alpha", 4), ("bravo", 2), ("bravo", 1)])
-    ] + [PointSpec(id="d0", instruction_text="Act out a quarrel.", response=blueprint("you again"),
-                   fields={"context": "two neighbours quarrel over a fence", "model": "alpha",
-                           "style_elements": ["angry", "then calm"]},
-                   label={"style": 4, "realism": 1})])
+    return write_benchmark(
+        root,
+        [
+            PointSpec(
+                id=f"s{i}",
+                instruction_text=instruction,
+                response=blueprint(f"keep your voice down {i}"),
+                fields={"style_elements": ["slowly", "quietly"], "model": system},
+                label={"style_following": human},
+            )
+            for i, (system, human) in enumerate([("alpha", 5), ("alpha", 4), ("bravo", 2), ("bravo", 1)])
+        ]
+        + [
+            PointSpec(
+                id="d0",
+                instruction_text="Act out a quarrel.",
+                response=blueprint("you again"),
+                fields={
+                    "context": "two neighbours quarrel over a fence",
+                    "model": "alpha",
+                    "style_elements": ["angry", "then calm"],
+                },
+                label={"style": 4, "realism": 1},
+            )
+        ],
+    )
 
 
 def test_style_prompts_ask_per_item_and_metrics_follow(tmp_path, server, capsys):
@@ -280,10 +379,11 @@ def test_style_prompts_ask_per_item_and_metrics_follow(tmp_path, server, capsys)
     assert metrics["pearson"]["style"]["value"] is None  # one dialogue item
     assert metrics["system_means"]["style_following"]["systems"] == {
         "alpha": {"judge": 4.5, "judge_n": 2, "human": 4.5, "human_n": 2},
-        "bravo": {"judge": 2.0, "judge_n": 2, "human": 1.5, "human_n": 2}}
+        "bravo": {"judge": 2.0, "judge_n": 2, "human": 1.5, "human_n": 2},
+    }
     consistency = metrics["self_consistency"]["style_following"]
     assert consistency["value"] == pytest.approx((1 + 2 / 3 + 1 + 1) / 4)
-    assert consistency["mean_std"] == pytest.approx((0 + (2 ** 0.5) / 3 + 0 + 0) / 4)
+    assert consistency["mean_std"] == pytest.approx((0 + (2**0.5) / 3 + 0 + 0) / 4)
     assert metrics["self_consistency"]["realism"] == {"value": 1.0, "n": 1, "mean_std": 0.0}
     report = (outcome.out / "evaluation" / "report.md").read_text()
     assert "| alpha | 4.50 | 2 | 4.50 | 2 |" in report
@@ -330,18 +430,46 @@ def test_mini_style_blueprints_reach_the_prompt(tmp_path, server, style_example_
 
 # -- a rubric of one's own ------------------------------------------------------------------
 
+
 def test_a_rubric_file_of_ones_own_judges_end_to_end(tmp_path, server, capsys):
     rubric = tmp_path / "warmth.yaml"
-    rubric.write_text(json.dumps({
-        "name": "warmth", "version": 3, "description": "how warm the voice sounds", "format": "pointwise",
-        "dimensions": [{"name": "warmth", "asks": "How warm is the voice?", "labels": "likert", "range": [0, 10]}],
-        "prompts": [{"name": "warmth", "version": 1, "system": "Rate.\n$dimensions\n$answer_format",
-                     "user": "Listener: $listener\nMood asked: $mood\n$transcript", "repair": "Again: $error"}],
-        "requires": ["listener"], "defaults": {"listener": "unused"}, "metrics": ["mae"]}))
-    bench = write_benchmark(tmp_path / "bench", [
-        PointSpec(id="a", response=blueprint("hello dear"), fields={"listener": "a child", "mood": "tender"},
-                  label={"warmth": 8}),
-        PointSpec(id="b", response=blueprint("go away"), fields={"listener": "a rival"}, label={"warmth": 1})])
+    rubric.write_text(
+        json.dumps(
+            {
+                "name": "warmth",
+                "version": 3,
+                "description": "how warm the voice sounds",
+                "format": "pointwise",
+                "dimensions": [
+                    {"name": "warmth", "asks": "How warm is the voice?", "labels": "likert", "range": [0, 10]}
+                ],
+                "prompts": [
+                    {
+                        "name": "warmth",
+                        "version": 1,
+                        "system": "Rate.\n$dimensions\n$answer_format",
+                        "user": "Listener: $listener\nMood asked: $mood\n$transcript",
+                        "repair": "Again: $error",
+                    }
+                ],
+                "requires": ["listener"],
+                "defaults": {"listener": "unused"},
+                "metrics": ["mae"],
+            }
+        )
+    )
+    bench = write_benchmark(
+        tmp_path / "bench",
+        [
+            PointSpec(
+                id="a",
+                response=blueprint("hello dear"),
+                fields={"listener": "a child", "mood": "tender"},
+                label={"warmth": 8},
+            ),
+            PointSpec(id="b", response=blueprint("go away"), fields={"listener": "a rival"}, label={"warmth": 1}),
+        ],
+    )
     server.default = Reply(scores_json(warmth="9"))
     outcome = judge(bench, server, tmp_path, rubric=str(rubric))
     assert prompt_text(server.requests[0]).endswith("Listener: a child\nMood asked: tender\nhello dear")
@@ -356,6 +484,7 @@ def test_a_rubric_file_of_ones_own_judges_end_to_end(tmp_path, server, capsys):
 
 
 # -- what is refused, and why ---------------------------------------------------------------
+
 
 def test_rubric_errors_say_what_to_do(tmp_path, server, capsys, monkeypatch):
     bench = _style_bench(tmp_path / "bench")
@@ -426,9 +555,15 @@ def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, s
     rubric_file.write_text(TWO_DIMENSIONS)
     said = {"p0": ("both_bad", "1"), "p1": ("both_good", "2"), "p2": ("1", "2")}
     human = {"p0": "both_bad", "p1": "2", "p2": "2"}
-    bench = write_benchmark(tmp_path / "bench", [
-        PairSpec(id=pid, response_1=blueprint(f"{pid} one"), label={"answer": a, "delivery": d, "overall": human[pid]})
-        for pid, (a, d) in said.items()])
+    bench = write_benchmark(
+        tmp_path / "bench",
+        [
+            PairSpec(
+                id=pid, response_1=blueprint(f"{pid} one"), label={"answer": a, "delivery": d, "overall": human[pid]}
+            )
+            for pid, (a, d) in said.items()
+        ],
+    )
     answers = {f"{pid} one": scores_json(answer=a, delivery=d) for pid, (a, d) in said.items()}
     server.responder = lambda body: Reply(next(text for key, text in answers.items() if key in prompt_text(body)))
 
@@ -439,7 +574,8 @@ def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, s
     assert {pid: r["fused"] for pid, r in found.items()} == {
         "p0": {"cap": "both_bad", "vote": "both_bad"},  # a delivery winner capped by two unacceptable answers
         "p1": {"cap": "2", "vote": "both_good"},
-        "p2": {"cap": "1", "vote": "1"}}
+        "p2": {"cap": "1", "vote": "1"},
+    }
     assert {pid: r["overall"] for pid, r in found.items()} == {"p0": "both_bad", "p1": "2", "p2": "1"}
 
     assert main(["fuse", str(outcome.out), "--fusion", "vote", "--table"]) == 0
@@ -453,7 +589,11 @@ def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, s
     run = evaluate(outcome.out, capsys)["runs"][0]
     accuracy, agreement = run["metrics"]["accuracy"], run["metrics"]["agreement"]
     assert {key: slot["value"] for key, slot in accuracy.items()} == {
-        "answer": 1.0, "delivery": 1.0, "overall": 1 / 3, "all": 1.0}  # under vote, p1 both_good and p2 1: human 2
+        "answer": 1.0,
+        "delivery": 1.0,
+        "overall": 1 / 3,
+        "all": 1.0,
+    }  # under vote, p1 both_good and p2 1: human 2
     assert agreement["overall"]["value"] == (1 + 0.5 + 0) / 3  # a tie against a winner earns half
     assert run["coverage"]["overall"] == {"decided": 3, "of": 3, "value": 1.0}
     assert "overall" in run["intervals"]["accuracy"]

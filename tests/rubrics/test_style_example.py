@@ -1,5 +1,6 @@
 """The bundled style example (examples/mini-style): pointwise items that load, stay small, and
 whose scores follow from how each clip was made (measured on the audio where a cue allows)."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import jsonschema
 import numpy as np
 import pytest
 import soundfile as sf
-
 from script_modules import load_script
+
 from trace_eval.audio import load_audio
 from trace_eval.synth import have_tools
 
@@ -67,10 +68,20 @@ def test_scores_are_those_of_the_recipes_and_cover_the_scale(manifest, recipes):
         assert item["label"] == recipe.labels and item["model"] == recipe.model
         assert item["style_elements"] == list(recipe.style_elements)
     assert sorted(item["label"]["style_following"] for item in manifest if "style_following" in item["label"]) == [
-        1, 2, 3, 4, 5]
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     score = recipes["module"].style_following
     assert [score(False, 3, 3), score(True, 0, 3), score(True, 1, 3), score(True, 2, 3), score(True, 3, 3)] == [
-        1, 2, 3, 4, 5]
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
 
 def _words(text: str) -> list[str]:
@@ -81,19 +92,28 @@ def _measure(x: np.ndarray, sr: int, words: int) -> dict[str, float]:
     import parselmouth
     import pyloudnorm
 
-    pitch = parselmouth.Sound(x.astype(np.float64), sampling_frequency=sr).to_pitch_ac(pitch_floor=50, pitch_ceiling=500)
+    pitch = parselmouth.Sound(x.astype(np.float64), sampling_frequency=sr).to_pitch_ac(
+        pitch_floor=50, pitch_ceiling=500
+    )
     f0 = pitch.selected_array["frequency"]
     frame = sr // 50  # speech span: 20 ms frames within 30 dB of the loudest
     rms = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1))
     active = np.nonzero(rms > rms.max() * 10 ** (-30 / 20))[0]
-    return {"hz": float(np.median(f0[f0 > 0])), "lufs": float(pyloudnorm.Meter(sr).integrated_loudness(x)),
-            "wpm": words / ((active[-1] - active[0] + 1) * frame / sr) * 60}
+    return {
+        "hz": float(np.median(f0[f0 > 0])),
+        "lufs": float(pyloudnorm.Meter(sr).integrated_loudness(x)),
+        "wpm": words / ((active[-1] - active[0] + 1) * frame / sr) * 60,
+    }
 
 
 # What each requested element means, measured on the clip (the thresholds of examples/mini).
-ELEMENTS = {"slowly": lambda m: m["wpm"] < 130, "quickly": lambda m: m["wpm"] > 200,
-            "quietly": lambda m: m["lufs"] < -30, "in a high-pitched voice": lambda m: m["hz"] > 180,
-            "in a deep voice": lambda m: m["hz"] < 90}
+ELEMENTS = {
+    "slowly": lambda m: m["wpm"] < 130,
+    "quickly": lambda m: m["wpm"] > 200,
+    "quietly": lambda m: m["lufs"] < -30,
+    "in a high-pitched voice": lambda m: m["hz"] > 180,
+    "in a deep voice": lambda m: m["hz"] < 90,
+}
 
 
 def test_instruction_scores_follow_the_text_said_and_the_elements_measured(manifest, recipes):

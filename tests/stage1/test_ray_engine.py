@@ -1,5 +1,6 @@
 """The ray engine on a local Ray (2 CPUs, 2 logical GPUs): same blueprints as the local engine,
 worker faults, an interrupted driver, actor placement on GPUs."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,15 @@ def tone_bench(root: Path, count: int) -> Path:
         t = np.arange(int((0.4 + 0.1 * i) * SR)) / SR
         sf.write(audio / f"c{i}.wav", 0.2 * np.sin(2 * np.pi * (150 + 25 * i) * t), SR)
     names = [f"audio/c{i}.wav" for i in range(count)]
-    items = [{"index": f"p{i}", "instruction_path": names[i], "audio1_path": names[(i + 1) % count],
-              "audio2_path": names[(i + 2) % count]} for i in range(count)]
+    items = [
+        {
+            "index": f"p{i}",
+            "instruction_path": names[i],
+            "audio1_path": names[(i + 1) % count],
+            "audio2_path": names[(i + 2) % count],
+        }
+        for i in range(count)
+    ]
     (root / "manifest.json").write_text(json.dumps(items))
     return root
 
@@ -98,19 +106,31 @@ def comparable(blueprint: dict) -> dict:
 
 def test_ray_gives_the_blueprints_of_the_local_engine_and_a_second_run_computes_nothing(tmp_path):
     voices = [Voice(wpm=150), Voice(wpm=190, voice="en-gb", pitch=70), Voice(wpm=170, voice="en-us+f3", noise_db=-30)]
-    texts = ["The train leaves at half past seven.", "Please bring the signed forms tomorrow.",
-             "Water ice was found near the lunar pole."]
+    texts = [
+        "The train leaves at half past seven.",
+        "Please bring the signed forms tomorrow.",
+        "Water ice was found near the lunar pole.",
+    ]
     for i, (text, voice) in enumerate(zip(texts, voices)):
         speak(text, tmp_path / "local" / "audio" / f"s{i}.wav", voice)
-    items = [{"index": "p0", "instruction_path": "audio/s0.wav", "audio1_path": "audio/s1.wav",
-              "audio2_path": "audio/s2.wav"}]
+    items = [
+        {
+            "index": "p0",
+            "instruction_path": "audio/s0.wav",
+            "audio1_path": "audio/s1.wav",
+            "audio2_path": "audio/s2.wav",
+        }
+    ]
     (tmp_path / "local" / "manifest.json").write_text(json.dumps(items))
     shutil.copytree(tmp_path / "local", tmp_path / "ray")
     common = dict(device="cpu", profile="cpu")  # every extractor; emotion and accent have no weights offline
     local = run_blueprints(tmp_path / "local", BlueprintOptions(progress=False, **common))
     first = run_blueprints(tmp_path / "ray", options(**common))
     assert first.ok and first.computed == 3 and first.engine == "ray"
-    assert first.sections == local.sections and set(first.unavailable) == set(local.unavailable) == {"emotion", "accent"}
+    assert first.sections == local.sections and set(first.unavailable) == set(local.unavailable) == {
+        "emotion",
+        "accent",
+    }
     for i in range(3):
         a = BlueprintStore(tmp_path / "local").get_by_path(f"audio/s{i}.wav")
         b = BlueprintStore(tmp_path / "ray").get_by_path(f"audio/s{i}.wav")
@@ -138,21 +158,29 @@ SAME_AUDIO = [
     ("Call me when you arrive at the station.", Voice(wpm=120, voice="en-gb-scotland", gain_db=-20)),
     ("My favourite colour is green.", Voice(wpm=160, voice="en-us+f2", pad_s=1.0)),
 ]
-RECORDED = [Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav"),
-            Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0920.wav"),
-            Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0930.wav"),
-            Path("/usr/share/asterisk/sounds/en/agent-pass.wav"),
-            Path("/usr/share/asterisk/sounds/en/conf-onlyperson.wav"),
-            Path("/usr/share/asterisk/sounds/en/cannot-complete-as-dialed.wav")]
+RECORDED = [
+    Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav"),
+    Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0920.wav"),
+    Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0930.wav"),
+    Path("/usr/share/asterisk/sounds/en/agent-pass.wav"),
+    Path("/usr/share/asterisk/sounds/en/conf-onlyperson.wav"),
+    Path("/usr/share/asterisk/sounds/en/cannot-complete-as-dialed.wav"),
+]
 
 
 def _bench(root: Path, names: list[str], audio: Path, order: list[int]) -> Path:
     (root / "audio").mkdir(parents=True)
     for name in names:
         shutil.copy(audio / name, root / "audio" / name)
-    items = [{"index": f"p{k}", "instruction_path": f"audio/{names[order[k]]}",
-              "audio1_path": f"audio/{names[order[(k + 1) % len(order)]]}",
-              "audio2_path": f"audio/{names[order[(k + 2) % len(order)]]}"} for k in range(len(order))]
+    items = [
+        {
+            "index": f"p{k}",
+            "instruction_path": f"audio/{names[order[k]]}",
+            "audio1_path": f"audio/{names[order[(k + 1) % len(order)]]}",
+            "audio2_path": f"audio/{names[order[(k + 2) % len(order)]]}",
+        }
+        for k in range(len(order))
+    ]
     (root / "manifest.json").write_text(json.dumps(items))
     return root
 
@@ -198,8 +226,9 @@ def test_the_same_audio_gives_the_same_blueprint_alone_in_a_shuffled_batch_and_o
         run_blueprints(alone, BlueprintOptions(progress=False, **common))
         [(sha, blueprint)] = _by_sha(alone).items()
         assert blueprint == reference[sha], name
-    fell_back = [b for b in reference.values() if "after decoding at temperatures" in
-                 (b["transcript_quality"]["reason"] or "")]
+    fell_back = [
+        b for b in reference.values() if "after decoding at temperatures" in (b["transcript_quality"]["reason"] or "")
+    ]
     assert fell_back, "no clip exercised the sampled fallback"
     numerics = reference[next(iter(reference))]["provenance"]["extractors"]["asr"]["numerics"]
     assert numerics["compute_type"] == "float32" and numerics["kernels"]["pinned"], numerics

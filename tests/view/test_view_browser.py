@@ -5,6 +5,7 @@ The pages open from disk as a user opens them. Every test checks that nothing re
 that the page asked for nothing but files. Screenshots are saved under the pytest base temporary folder
 (screenshots/, or $TRACE_SCREENSHOTS): look at them.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,19 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from view_pages import (
+    browser_problem,
+    filter_and_step_ms,
+    open_page,
+    read_page_data,
+    start_chromium,
+    word_starts,
+    write_large_bench,
+    write_large_run,
+)
 
 from trace_eval.cli import main
 from trace_eval.view import write_view
-from view_pages import (browser_problem, filter_and_step_ms, open_page, read_page_data, start_chromium, word_starts,
-                        write_large_bench, write_large_run)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +57,21 @@ def example_page(example_with_blueprints, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("example-page")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TRACE_CACHE_DIR", str(root / "cache"))
-        assert main(["judge", "--bench", str(example_with_blueprints), "--model", "cues", "--out", str(root / "run"),
-                     "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "--bench",
+                    str(example_with_blueprints),
+                    "--model",
+                    "cues",
+                    "--out",
+                    str(root / "run"),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     write_view([root / "run"], root / "page")
     return root / "page"
 
@@ -120,8 +142,9 @@ def audio_of_the_pair(browser) -> list[dict]:
                                               duration: a.duration}))));""")
 
 
-def test_the_example_page_shows_every_pair_and_plays_audio_from_existing_files(browser, example_page, screenshots,
-                                                                              example_with_blueprints):
+def test_the_example_page_shows_every_pair_and_plays_audio_from_existing_files(
+    browser, example_page, screenshots, example_with_blueprints
+):
     open_page(browser, example_page)
     manifest = json.loads((example_with_blueprints / "manifest.json").read_text())
     ids = [item["index"] for item in manifest]
@@ -157,8 +180,9 @@ def test_the_word_being_spoken_is_highlighted_as_the_answer_plays(browser, examp
     spoken = max(i for i, start in enumerate(starts) if start <= at)
     assert browser.execute_script(lit) in (spoken, -1 if at > starts[spoken] + 1 else spoken)
     for word in (2, len(starts) - 2):  # seeking lights the word at the new time
-        browser.execute_script("document.querySelector('audio[data-role=\"1\"]').currentTime = arguments[0]",
-                               starts[word] + 0.02)
+        browser.execute_script(
+            "document.querySelector('audio[data-role=\"1\"]').currentTime = arguments[0]", starts[word] + 0.02
+        )
         time.sleep(0.3)
         assert browser.execute_script(lit) == word
     head = browser.execute_script("return document.querySelector('.response.r1 .playhead').style.left")
@@ -186,7 +210,7 @@ def test_filters_search_and_keys_narrow_and_walk_the_list(browser, large_page, s
     assert count(browser) == "1000 pairs"
     choose(browser, "outcome", "failed")
     failed = [p["id"] for p in pairs if p["results"][0]["status"] != "ok"]
-    assert list_ids(browser) == failed[:len(list_ids(browser))] and count(browser) == f"{len(failed)} of 1000 pairs"
+    assert list_ids(browser) == failed[: len(list_ids(browser))] and count(browser) == f"{len(failed)} of 1000 pairs"
     choose(browser, "outcome", "undetermined")
     assert count(browser) == f"{sum(bool(p['results'][0]['undetermined']) for p in pairs)} of 1000 pairs"
     choose(browser, "outcome", "")
@@ -208,8 +232,7 @@ def test_filters_search_and_keys_narrow_and_walk_the_list(browser, large_page, s
     assert_quiet_and_offline(browser, large_page)
 
 
-def test_a_run_of_1000_pairs_opens_in_seconds_draws_only_what_is_on_screen_and_reaches_every_id(browser,
-                                                                                               large_page):
+def test_a_run_of_1000_pairs_opens_in_seconds_draws_only_what_is_on_screen_and_reaches_every_id(browser, large_page):
     ready_ms = open_page(browser, large_page, "#pair=pair-0999")
     assert ready_ms < 5000
     assert len(list_ids(browser)) < 40
@@ -218,8 +241,11 @@ def test_a_run_of_1000_pairs_opens_in_seconds_draws_only_what_is_on_screen_and_r
     seen = []
     height = browser.execute_script("return document.getElementById('list').clientHeight")
     for top in range(0, 1000 * 60, height):
-        browser.execute_script("const l = document.getElementById('list'); l.scrollTop = arguments[0];"
-                               "l.dispatchEvent(new Event('scroll'))", top)
+        browser.execute_script(
+            "const l = document.getElementById('list'); l.scrollTop = arguments[0];"
+            "l.dispatchEvent(new Event('scroll'))",
+            top,
+        )
         browser.execute_script("return new Promise(ok => requestAnimationFrame(() => requestAnimationFrame(ok)))")
         seen += list_ids(browser)
     assert sorted(set(seen)) == [f"pair-{n:04d}" for n in range(1000)]
@@ -236,8 +262,9 @@ def test_two_runs_side_by_side_show_the_pairs_where_they_differ_first(browser, l
     open_page(browser, page)
     differ = [p["id"] for p in sorted(pairs, key=lambda p: -len(p["differ"])) if p["differ"]]  # the most first
     assert 0 < len(differ) < 1000 and list_ids(browser)[:10] == differ[:10]
-    heads = browser.execute_script("return [...document.querySelectorAll('.verdict-table thead th')]"
-                                   ".map(th => th.firstChild.textContent)")
+    heads = browser.execute_script(
+        "return [...document.querySelectorAll('.verdict-table thead th')].map(th => th.firstChild.textContent)"
+    )
     assert heads == ["", "People", "gemini", "gpt-4o"]
     browser.find_element("id", "filter-differ").click()
     assert count(browser) == f"{len(differ)} of 1000 pairs"
@@ -265,7 +292,8 @@ def board_tables(browser) -> tuple[list[list[str]], dict[str, list[list[str]]]]:
 
 
 def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_ranks_as_people_do(
-        browser, large_runs, tmp_path, screenshots):
+    browser, large_runs, tmp_path, screenshots
+):
     page = tmp_path / "page"
     write_view(list(large_runs), page)
     board = read_page_data(page)["leaderboard"]
@@ -273,9 +301,9 @@ def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_r
     browser.find_element("id", "tab-leaderboard").click()
     assert browser.find_element("id", "leaderboard").is_displayed()
     assert not browser.find_element("id", "sidebar").is_displayed()
-    assert browser.execute_script("return [...document.querySelectorAll('#leaderboard h3')]"
-                                  ".map(h => h.textContent)") == [
-        "Leaderboard: Overall", "Judge and people: rank agreement", "Scores"]
+    assert browser.execute_script(
+        "return [...document.querySelectorAll('#leaderboard h3')].map(h => h.textContent)"
+    ) == ["Leaderboard: Overall", "Judge and people: rank agreement", "Scores"]
     agreement, tables = board_tables(browser)
     assert list(tables) == ["People", "gemini", "gpt-4o"]
     for row, entry in zip(agreement, board["agreement"], strict=True):
@@ -290,15 +318,18 @@ def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_r
             assert row[0].startswith(str(s["rank"]["value"]))
             assert row[2] == fixed(s["score"]["value"], 1)
             assert row[3] == f"{fixed(s['score']['ci95'][0], 0)}–{fixed(s['score']['ci95'][1], 0)}"
-            assert row[5:10] == [str(n) for n in (s["pairs"], s["wins"], s["ties"]["both_good"], s["ties"]["both_bad"],
-                                                  s["losses"])]
+            assert row[5:10] == [
+                str(n) for n in (s["pairs"], s["wins"], s["ties"]["both_good"], s["ties"]["both_bad"], s["losses"])
+            ]
             assert row[10] == fixed(s["win_rate"]["value"] * 100, 0) + "%"
             assert row[11] == fixed(source["acceptability"][s["system"]]["overall"]["value"] * 100, 0) + "%"
     # every score a dot within its interval's bar, all on one scale
-    assert browser.execute_script("return [...document.querySelectorAll('#leaderboard .interval')].every(c => {"
-                                  "const p = c.querySelector('.point').getBoundingClientRect(), "
-                                  "r = c.querySelector('.range').getBoundingClientRect(), x = p.left + p.width / 2;"
-                                  "return r.left <= x && x <= r.right})")
+    assert browser.execute_script(
+        "return [...document.querySelectorAll('#leaderboard .interval')].every(c => {"
+        "const p = c.querySelector('.point').getBoundingClientRect(), "
+        "r = c.querySelector('.range').getBoundingClientRect(), x = p.left + p.width / 2;"
+        "return r.left <= x && x <= r.right})"
+    )
     browser.save_screenshot(str(screenshots / "leaderboard.png"))
     browser.find_element("id", "tab-pairs").click()
     assert browser.find_element("id", "detail").is_displayed()
@@ -307,18 +338,22 @@ def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_r
 
 def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, example_with_blueprints, tmp_path):
     open_page(browser, example_page, "#leaderboard")  # 8 pairs: scores, but too few for intervals
-    heads = browser.execute_script("return [...document.querySelectorAll('#leaderboard .source-head .facts')]"
-                                   ".map(p => p.textContent)")
+    heads = browser.execute_script(
+        "return [...document.querySelectorAll('#leaderboard .source-head .facts')].map(p => p.textContent)"
+    )
     assert len(heads) == 2 and all("no intervals: undefined in" in head for head in heads)
     assert all(row[3] == "–" for rows in board_tables(browser)[1].values() for row in rows)
 
     bench = tmp_path / "bench"
     shutil.copytree(example_with_blueprints, bench)
     items = json.loads((bench / "manifest.json").read_text())
-    (bench / "manifest.json").write_text(json.dumps([{k: v for k, v in item.items() if k not in ("model_a", "model_b")}
-                                                     for item in items]))
+    (bench / "manifest.json").write_text(
+        json.dumps([{k: v for k, v in item.items() if k not in ("model_a", "model_b")} for item in items])
+    )
     write_view([Path(read_page_data(example_page)["runs"][0]["path"])], tmp_path / "page", bench=bench)
     open_page(browser, tmp_path / "page", "#leaderboard")
-    assert browser.find_element("id", "leaderboard").text == \
-        "LEADERBOARD\nNo leaderboard: the items name no systems (model_a, model_b)."
+    assert (
+        browser.find_element("id", "leaderboard").text
+        == "LEADERBOARD\nNo leaderboard: the items name no systems (model_a, model_b)."
+    )
     assert_quiet_and_offline(browser, tmp_path / "page")

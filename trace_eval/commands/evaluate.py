@@ -3,6 +3,7 @@
 The rubric the runs were judged with says what is reported: the report of the
 metrics it lists (`trace` for TRACE's whole report; see trace_eval/evaluation/scores.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,17 +28,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items())
     )
     parser.add_argument("runs", nargs="*", metavar="RUNDIR", help="judge run folder(s) written by `judge`")
-    parser.add_argument("--labels", metavar="BENCH", help="benchmark folder with the human labels (default: the runs' bench)")
-    parser.add_argument("--rubric", metavar="NAME|PATH",
-                        help="the rubric the runs were judged with, for its metrics (default: the one each run records; "
-                             "trace for runs made before rubrics); a rubric file of the same name may list other metrics")
-    parser.add_argument("--fusion", metavar="POLICY", choices=sorted(fusion.POLICIES),
-                        help="fuse every run's verdicts with this policy (default: each run's own); one of: %(choices)s")
-    parser.add_argument("--out", metavar="DIR",
-                        help="where to write the report (default: RUNDIR/evaluation for one run; required for several)")
-    parser.add_argument("--oracle", metavar="BENCH",
-                        help="instead of runs: fuse the human dimension labels of BENCH with every policy and compare with the human overall label")
-    parser.add_argument("--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)")
+    parser.add_argument(
+        "--labels", metavar="BENCH", help="benchmark folder with the human labels (default: the runs' bench)"
+    )
+    parser.add_argument(
+        "--rubric",
+        metavar="NAME|PATH",
+        help="the rubric the runs were judged with, for its metrics (default: the one each run records; "
+        "trace for runs made before rubrics); a rubric file of the same name may list other metrics",
+    )
+    parser.add_argument(
+        "--fusion",
+        metavar="POLICY",
+        choices=sorted(fusion.POLICIES),
+        help="fuse every run's verdicts with this policy (default: each run's own); one of: %(choices)s",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write the report (default: RUNDIR/evaluation for one run; required for several)",
+    )
+    parser.add_argument(
+        "--oracle",
+        metavar="BENCH",
+        help="instead of runs: fuse the human dimension labels of BENCH with every policy and compare with the human overall label",
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
 
 
@@ -56,16 +74,25 @@ def run(args: argparse.Namespace) -> int:
                 print("error: give either --oracle BENCH or RUNDIR(s), not both", file=sys.stderr)
                 return 2
             if args.rubric and _load_rubric(args.rubric).fusion is None:
-                print(f"error: --oracle fuses the human dimension labels; the {args.rubric} rubric has no overall "
-                      "label", file=sys.stderr)
+                print(
+                    f"error: --oracle fuses the human dimension labels; the {args.rubric} rubric has no overall label",
+                    file=sys.stderr,
+                )
                 return 2
             return _oracle(args, settings)
         if not args.runs:
             print("error: give at least one RUNDIR, or --oracle BENCH", file=sys.stderr)
             return 2
         return _evaluate(args, settings)
-    except (EvaluationError, RunFolderError, ManifestError, FileNotFoundError, fusion.UnknownPolicy, RubricError,
-            UnknownMetric) as error:
+    except (
+        EvaluationError,
+        RunFolderError,
+        ManifestError,
+        FileNotFoundError,
+        fusion.UnknownPolicy,
+        RubricError,
+        UnknownMetric,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
@@ -87,8 +114,10 @@ def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
     rubric = _load_rubric(given) if given else rubric_of_run(configs[runs[0]])
     others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
     if others:
-        raise EvaluationError(f"the runs were judged with other rubrics than {rubric.name}: {', '.join(others)}; "
-                              "evaluate runs of one rubric together")
+        raise EvaluationError(
+            f"the runs were judged with other rubrics than {rubric.name}: {', '.join(others)}; "
+            "evaluate runs of one rubric together"
+        )
     return rubric
 
 

@@ -1,4 +1,5 @@
 """`python -m trace_eval fuse RUNDIR [--fusion POLICY]`: re-fuse a judge run without any call."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items())
     )
     p.add_argument("run_dir", metavar="RUNDIR", help="run folder written by `judge`")
-    p.add_argument("--fusion", choices=sorted(fusion.POLICIES),
-                   help="policy for `overall` (default: the run's own, as config.json records it)")
+    p.add_argument(
+        "--fusion",
+        choices=sorted(fusion.POLICIES),
+        help="policy for `overall` (default: the run's own, as config.json records it)",
+    )
     p.add_argument("--table", action="store_true", help="also print each pair's verdicts and fused label")
 
 
@@ -55,6 +59,9 @@ def print_table(run_dir: Path) -> None:
         blank = "?" if record.get("status") == "ok" else "-"
         cells = [str(verdicts.get(d) or blank) for d in short]
         missing = "; ".join(f"{short.get(d, d)}: {why}" for d, why in (record.get("undetermined") or {}).items())
-        print(f"{record['id'][:16]:16s} " + " ".join(f"{cell:>10s}" for cell in cells)
-              + f" {str(record.get('overall') or blank):>10s}  {record.get('status')}"
-              + (f"  undetermined: {missing}" if missing else ""))
+        print(
+            f"{record['id'][:16]:16s} "
+            + " ".join(f"{cell:>10s}" for cell in cells)
+            + f" {str(record.get('overall') or blank):>10s}  {record.get('status')}"
+            + (f"  undetermined: {missing}" if missing else "")
+        )

@@ -1,4 +1,5 @@
 """`python -m trace_eval judge`: Stage 2 over a benchmark whose blueprints exist."""
+
 from __future__ import annotations
 
 import argparse
@@ -54,55 +55,126 @@ def configure(p: argparse.ArgumentParser) -> None:
         + "\n\nenvironment: TRACE_JUDGE_MODEL (default --model), TRACE_JUDGE_API_KEY (API key sent to the backbone;"
         "\nproviders' own variables such as OPENAI_API_KEY work too), TRACE_CACHE_DIR (answer cache)."
     )
-    p.add_argument("--bench", metavar="DIR", type=Path, default=None,
-                   help=f"benchmark folder with blueprints (default: the bundled example, {EXAMPLE_BENCH.name})")
-    p.add_argument("--model", metavar="ID", default=None,
-                   help="litellm model id (openai/gpt-4o, gemini/gemini-2.5-flash, anthropic/..., openai/NAME with "
-                        "--api-base for vLLM or Ollama) or `cues` for the offline rules "
-                        "(default: $TRACE_JUDGE_MODEL, else cues)")
+    p.add_argument(
+        "--bench",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help=f"benchmark folder with blueprints (default: the bundled example, {EXAMPLE_BENCH.name})",
+    )
+    p.add_argument(
+        "--model",
+        metavar="ID",
+        default=None,
+        help="litellm model id (openai/gpt-4o, gemini/gemini-2.5-flash, anthropic/..., openai/NAME with "
+        "--api-base for vLLM or Ollama) or `cues` for the offline rules "
+        "(default: $TRACE_JUDGE_MODEL, else cues)",
+    )
     p.add_argument("--api-base", metavar="URL", default=None, help="base URL of an OpenAI-compatible server")
-    p.add_argument("--rubric", metavar="NAME|PATH", default=DEFAULT_RUBRIC,
-                   help="what the judge is asked: a bundled rubric (listed below) or a rubric file "
-                        "(default: %(default)s)")
-    p.add_argument("--judge", metavar="PROMPT", default=None,
-                   help="prompt of the rubric; for trace: trace (blueprints), transcript (transcripts only), "
-                        "audio (raw audio) (default: the rubric's first prompt)")
-    p.add_argument("--fusion", choices=sorted(fusion.POLICIES), default="cap",
-                   help="policy giving the overall label (every policy is stored too) (default: %(default)s)")
-    p.add_argument("--drop", metavar="GROUPS", type=_drop_list, default=(),
-                   help=f"hide blueprint groups from the judge, comma-separated: {','.join(DROP_GROUPS)}")
-    p.add_argument("--samples", metavar="N", type=_positive_int, default=1,
-                   help="answers per item; majority per dimension, ties to the earliest sample (default: 1)")
-    p.add_argument("--swap", action="store_true",
-                   help="pairwise rubrics: judge each pair in both orders; disagreements become ties (typed ties: "
-                        "both_bad if either order said both_bad, else both_good); reports position consistency")
+    p.add_argument(
+        "--rubric",
+        metavar="NAME|PATH",
+        default=DEFAULT_RUBRIC,
+        help="what the judge is asked: a bundled rubric (listed below) or a rubric file (default: %(default)s)",
+    )
+    p.add_argument(
+        "--judge",
+        metavar="PROMPT",
+        default=None,
+        help="prompt of the rubric; for trace: trace (blueprints), transcript (transcripts only), "
+        "audio (raw audio) (default: the rubric's first prompt)",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=sorted(fusion.POLICIES),
+        default="cap",
+        help="policy giving the overall label (every policy is stored too) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drop",
+        metavar="GROUPS",
+        type=_drop_list,
+        default=(),
+        help=f"hide blueprint groups from the judge, comma-separated: {','.join(DROP_GROUPS)}",
+    )
+    p.add_argument(
+        "--samples",
+        metavar="N",
+        type=_positive_int,
+        default=1,
+        help="answers per item; majority per dimension, ties to the earliest sample (default: 1)",
+    )
+    p.add_argument(
+        "--swap",
+        action="store_true",
+        help="pairwise rubrics: judge each pair in both orders; disagreements become ties (typed ties: "
+        "both_bad if either order said both_bad, else both_good); reports position consistency",
+    )
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="calls in flight (default: 8)")
     p.add_argument("--rpm", metavar="N", type=float, default=None, help="at most N calls started per minute")
     p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="sampling temperature (default: 0)")
     p.add_argument("--max-tokens", metavar="N", type=_positive_int, default=None, help="answer length limit")
     p.add_argument("--timeout", metavar="S", type=float, default=120.0, help="seconds per call (default: 120)")
-    p.add_argument("--retries", metavar="N", type=int, default=4,
-                   help="retries of a call after a server error or timeout (default: 4)")
-    p.add_argument("--repairs", metavar="N", type=int, default=1,
-                   help="times an unusable answer is sent back with a request to fix it (default: 1)")
-    p.add_argument("--structured", choices=("auto", "on", "off"), default="auto",
-                   help="JSON-schema structured output: auto uses it where litellm says the model supports it "
-                        "and on the server of --api-base, and judges without it if that server refuses it")
-    p.add_argument("--max-cost", metavar="USD", type=float, default=None,
-                   help="make no new calls once this much is spent; the pairs left are recorded as skipped")
-    p.add_argument("--price-in", metavar="USD", type=float, default=None,
-                   help="price per million prompt tokens, for models litellm has no price for")
+    p.add_argument(
+        "--retries",
+        metavar="N",
+        type=int,
+        default=4,
+        help="retries of a call after a server error or timeout (default: 4)",
+    )
+    p.add_argument(
+        "--repairs",
+        metavar="N",
+        type=int,
+        default=1,
+        help="times an unusable answer is sent back with a request to fix it (default: 1)",
+    )
+    p.add_argument(
+        "--structured",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="JSON-schema structured output: auto uses it where litellm says the model supports it "
+        "and on the server of --api-base, and judges without it if that server refuses it",
+    )
+    p.add_argument(
+        "--max-cost",
+        metavar="USD",
+        type=float,
+        default=None,
+        help="make no new calls once this much is spent; the pairs left are recorded as skipped",
+    )
+    p.add_argument(
+        "--price-in",
+        metavar="USD",
+        type=float,
+        default=None,
+        help="price per million prompt tokens, for models litellm has no price for",
+    )
     p.add_argument("--price-out", metavar="USD", type=float, default=None, help="price per million answer tokens")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=None, help="judge only the first N pairs")
-    p.add_argument("--skip-failed", action="store_true",
-                   help="judge the pairs whose clips have blueprints; record the others as skipped, with the reason")
-    p.add_argument("--out", metavar="RUNDIR", type=Path, default=None,
-                   help="run folder (default: runs/<time>_<model>); an existing one is resumed")
-    p.add_argument("--no-cache", action="store_true",
-                   help="ask the backbone even when an answer is cached (fresh answers replace cached ones)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the calls the run would make (after the cache), their prompt tokens and estimated "
-                        "cost; ask nothing and write nothing")
+    p.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="judge the pairs whose clips have blueprints; record the others as skipped, with the reason",
+    )
+    p.add_argument(
+        "--out",
+        metavar="RUNDIR",
+        type=Path,
+        default=None,
+        help="run folder (default: runs/<time>_<model>); an existing one is resumed",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ask the backbone even when an answer is cached (fresh answers replace cached ones)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the calls the run would make (after the cache), their prompt tokens and estimated "
+        "cost; ask nothing and write nothing",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -118,8 +190,11 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
     if not model:
         model = "cues"
-        print("notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
-              "(deterministic rules over the blueprints)", file=sys.stderr)
+        print(
+            "notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
+            "(deterministic rules over the blueprints)",
+            file=sys.stderr,
+        )
     options = JudgeOptions(
         bench=bench,
         model=model,
@@ -185,15 +260,20 @@ def why_empty(outcome) -> list[str]:
     if status == "invalid":
         refused = outcome.summary["run"].get("structured_refused")
         if refused:
-            lines.append("the backbone refused structured output and its answers were not verdicts without it: "
-                         "try a stronger --model, or a server that accepts a JSON-schema response_format")
+            lines.append(
+                "the backbone refused structured output and its answers were not verdicts without it: "
+                "try a stronger --model, or a server that accepts a JSON-schema response_format"
+            )
         elif outcome.summary["settings"].get("structured"):
-            lines.append("the answers were not verdicts even with structured output: try a stronger --model, "
-                         "or more --repairs")
+            lines.append(
+                "the answers were not verdicts even with structured output: try a stronger --model, or more --repairs"
+            )
         else:
-            lines.append("the answers were not verdicts in the JSON asked for: --structured on asks the backbone "
-                         "for JSON-schema output (vLLM, Ollama and llama.cpp's server accept it), or try a stronger "
-                         "--model")
+            lines.append(
+                "the answers were not verdicts in the JSON asked for: --structured on asks the backbone "
+                "for JSON-schema output (vLLM, Ollama and llama.cpp's server accept it), or try a stronger "
+                "--model"
+            )
     lines.append(f"every pair's reason is in {outcome.out}/results.jsonl")
     return lines
 
@@ -202,19 +282,27 @@ def print_dry_run(plan: dict) -> None:
     """The `--dry-run` report: one block for the backbone named by --model."""
     print(f"dry run of {plan['model']}: nothing asked, nothing written")
     extra = ", ".join(f"{n} {what}" for what, n in (("skipped", plan["skipped"]), ("unusable", plan["unusable"])) if n)
-    print(f"  pairs {plan['pairs']}" + (f" ({extra})" if extra else "")
-          + f"; calls {plan['calls']} (cached answers not counted: {plan['cached']}; repairs not foreseen)")
+    print(
+        f"  pairs {plan['pairs']}"
+        + (f" ({extra})" if extra else "")
+        + f"; calls {plan['calls']} (cached answers not counted: {plan['cached']}; repairs not foreseen)"
+    )
     if not plan["calls"] and isinstance(plan["price"], str) and plan["price"].startswith("no calls"):
         print(f"  {plan['price']}")
         return
-    how = ("exact" if plan["tokens_exact"] else
-           "estimate: counted with cl100k, litellm has no tokenizer of this model; audio parts not counted")
+    how = (
+        "exact"
+        if plan["tokens_exact"]
+        else "estimate: counted with cl100k, litellm has no tokenizer of this model; audio parts not counted"
+    )
     print(f"  prompt tokens {plan['prompt_tokens']:,} ({how})")
     print(f"  answer tokens at most {plan['answer_tokens_max']:,} (every answer at the token budget)")
     price = plan["price"]
     if isinstance(price, dict):
-        print(f"  cost at most ${plan['cost_usd_max']:.4f}: prompts ${plan['cost_usd_prompts']:.4f} at "
-              f"${price['input_per_mtok']:g}/M tokens, answers at ${price['output_per_mtok']:g}/M")
+        print(
+            f"  cost at most ${plan['cost_usd_max']:.4f}: prompts ${plan['cost_usd_prompts']:.4f} at "
+            f"${price['input_per_mtok']:g}/M tokens, answers at ${price['output_per_mtok']:g}/M"
+        )
     else:
         print(f"  cost: {price} (litellm's price map has none for {plan['model']}; --price-in/--price-out give one)")
 
@@ -226,8 +314,10 @@ def print_summary(outcome) -> None:
     cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
     settings = s["settings"]
     print(f"judged {s['pairs']} pairs with {settings['model']} ({settings['prompt_version']}): {counts or 'none'}")
-    print(f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
-          f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s")
+    print(
+        f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
+        f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s"
+    )
     if "overall" in s["labels"]:
         overall = s["labels"]["overall"]
         print(f"  overall ({s['fusion']}): " + ", ".join(f"{label} {n}" for label, n in overall.items()))
@@ -252,6 +342,8 @@ def print_summary(outcome) -> None:
             print(f"  {line}", file=sys.stderr)
     if outcome.stopped:
         print(f"  stopped: {outcome.stopped}", file=sys.stderr)
-        print(f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",
-              file=sys.stderr)
+        print(
+            f"  {len(run.get('not_run', []))} pair(s) not judged; fix the cause and re-run with --out {outcome.out}",
+            file=sys.stderr,
+        )
     print(f"  run folder: {outcome.out}")

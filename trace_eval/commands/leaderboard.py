@@ -3,6 +3,7 @@
 From run folders (`leaderboard RUNDIR ...`, with their benchmark's human labels when it has them), or from a
 benchmark's human labels alone (`leaderboard --bench DIR`; its audio need not exist).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,21 +20,37 @@ BY = ("overall", "content", "voice_quality", "paralinguistics", "all")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="*", metavar="RUNDIR", help="judge run folder(s) written by `judge`")
-    parser.add_argument("--bench", metavar="DIR",
-                        help="benchmark folder: its items name the systems and hold the human labels "
-                             "(default: the benchmark the runs judged); alone, the human leaderboard")
-    parser.add_argument("--by", default="overall", metavar="DIMENSION",
-                        help=f"what to rank on: {', '.join(BY)} (a rubric file's typed-tie dimensions too; "
-                             "default: %(default)s)")
-    parser.add_argument("--fusion", metavar="POLICY", choices=sorted(fusion.POLICIES),
-                        help="fuse every run's overall label with this policy (default: each run's own); "
-                             "one of: %(choices)s")
+    parser.add_argument(
+        "--bench",
+        metavar="DIR",
+        help="benchmark folder: its items name the systems and hold the human labels "
+        "(default: the benchmark the runs judged); alone, the human leaderboard",
+    )
+    parser.add_argument(
+        "--by",
+        default="overall",
+        metavar="DIMENSION",
+        help=f"what to rank on: {', '.join(BY)} (a rubric file's typed-tie dimensions too; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fusion",
+        metavar="POLICY",
+        choices=sorted(fusion.POLICIES),
+        help="fuse every run's overall label with this policy (default: each run's own); one of: %(choices)s",
+    )
     parser.add_argument("--baseline", metavar="SYSTEM", help="add each system's win rate against this one")
-    parser.add_argument("--out", metavar="DIR",
-                        help="write leaderboard.json, leaderboard.md, CSV files and pictures here "
-                             "(default: RUNDIR/leaderboard for one run; otherwise only printed)")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help=f"bootstrap resamples (at least {MIN_RESAMPLES}; default: %(default)s)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write leaderboard.json, leaderboard.md, CSV files and pictures here "
+        "(default: RUNDIR/leaderboard for one run; otherwise only printed)",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=2000,
+        help=f"bootstrap resamples (at least {MIN_RESAMPLES}; default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
 
 
@@ -50,10 +67,22 @@ def run(args: argparse.Namespace) -> int:
         print("error: give judge run folder(s) RUNDIR, or --bench DIR for the human leaderboard", file=sys.stderr)
         return 2
     try:
-        board = leaderboard(args.runs, args.bench, args.by, args.fusion, args.baseline,
-                            BootstrapSettings(resamples=args.resamples, seed=args.seed))
-    except (EvaluationError, RunFolderError, ManifestError, FileNotFoundError, fusion.UnknownPolicy,
-            RubricError) as error:
+        board = leaderboard(
+            args.runs,
+            args.bench,
+            args.by,
+            args.fusion,
+            args.baseline,
+            BootstrapSettings(resamples=args.resamples, seed=args.seed),
+        )
+    except (
+        EvaluationError,
+        RunFolderError,
+        ManifestError,
+        FileNotFoundError,
+        fusion.UnknownPolicy,
+        RubricError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for line in leaderboard_lines(board):
@@ -63,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         print("(pass --out DIR to write leaderboard.json, leaderboard.md, the CSV files and the pictures)")
         return 0
     files = write_leaderboard(board, out)
-    print(f"wrote {files.json}, {files.markdown}, {files.tables_csv}, {files.matrix_csv}, "
-          f"{', '.join(str(p) for p in files.pictures.values())}")
+    print(
+        f"wrote {files.json}, {files.markdown}, {files.tables_csv}, {files.matrix_csv}, "
+        f"{', '.join(str(p) for p in files.pictures.values())}"
+    )
     return 0
-

@@ -1,4 +1,5 @@
 """`python -m trace_eval show AUDIO_FILE`: print the stored blueprint of one file."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,8 +12,12 @@ HELP = "print the stored blueprint of one audio file as JSON (computes nothing)"
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("audio", metavar="AUDIO_FILE")
-    p.add_argument("--bench", metavar="DIR", help="benchmark folder holding the blueprints (default: the nearest "
-                   "folder above the file with a manifest or a blueprints/ store)")
+    p.add_argument(
+        "--bench",
+        metavar="DIR",
+        help="benchmark folder holding the blueprints (default: the nearest "
+        "folder above the file with a manifest or a blueprints/ store)",
+    )
 
 
 def _find_bench(audio: Path) -> Path | None:
@@ -45,12 +50,16 @@ def run(args: argparse.Namespace) -> int:
     if blueprint is None:
         failure = store.recorded_failures().get(relative) if relative else None
         if failure:  # making blueprints again fails the same way
-            print(f"error: no blueprint for {audio}: it failed when blueprints were made ({failure}); repair or "
-                  "replace the file, or remove its item from the manifest (judge --skip-failed judges the rest)",
-                  file=sys.stderr)
+            print(
+                f"error: no blueprint for {audio}: it failed when blueprints were made ({failure}); repair or "
+                "replace the file, or remove its item from the manifest (judge --skip-failed judges the rest)",
+                file=sys.stderr,
+            )
         else:
-            print(f"error: no blueprint stored for {audio} in {store.dir}; run: make blueprints BENCH={bench}",
-                  file=sys.stderr)
+            print(
+                f"error: no blueprint stored for {audio} in {store.dir}; run: make blueprints BENCH={bench}",
+                file=sys.stderr,
+            )
         return 1
     print(json.dumps(blueprint, indent=2, ensure_ascii=False))
     return 0

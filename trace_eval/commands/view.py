@@ -1,4 +1,5 @@
 """`python -m trace_eval view RUNDIR [RUNDIR ...]`: the audit page of judge runs, opened from disk."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,15 +10,26 @@ HELP = "write a page to audit every pair: audio, cues, verdicts, reasons, human 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUNDIR",
-                        help="judge run folder(s) written by `judge`; several are shown side by side")
-    parser.add_argument("--bench", metavar="DIR",
-                        help="benchmark folder with the audio, blueprints and human labels (default: the runs' bench)")
-    parser.add_argument("--out", metavar="DIR",
-                        help="where to write the page (default: RUNDIR/view for one run; required for several)")
-    parser.add_argument("--copy-audio", action="store_true",
-                        help="copy the audio into DIR/audio, so the folder can be sent as it is (default: the page "
-                             "plays the benchmark's files through relative paths)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUNDIR",
+        help="judge run folder(s) written by `judge`; several are shown side by side",
+    )
+    parser.add_argument(
+        "--bench",
+        metavar="DIR",
+        help="benchmark folder with the audio, blueprints and human labels (default: the runs' bench)",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="where to write the page (default: RUNDIR/view for one run; required for several)"
+    )
+    parser.add_argument(
+        "--copy-audio",
+        action="store_true",
+        help="copy the audio into DIR/audio, so the folder can be sent as it is (default: the page "
+        "plays the benchmark's files through relative paths)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

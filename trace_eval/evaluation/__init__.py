@@ -4,6 +4,7 @@ pictures. `evaluate_folders` is what `python -m trace_eval evaluate` runs: the r
 report has; TRACE's report is the metric `trace` (analysis). Where the items name their
 systems, the report adds their leaderboards (leaderboard.py, whose `leaderboard` function
 is what `python -m trace_eval leaderboard` writes)."""
+
 from __future__ import annotations
 
 import os
@@ -83,15 +84,22 @@ def audit_paragraph(run_dirs: list[str | Path], out: Path) -> Paragraph:
     pages = [default_page(run) for run in run_dirs if default_page(run).is_file()]
     if len(run_dirs) == 1 and pages:
         link = Path(os.path.relpath(pages[0].resolve(), out.resolve())).as_posix()
-        return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: [the audit page]({link}).")
+        return Paragraph(
+            f"Every pair, with its audio, cues, verdicts, reasons and human labels: [the audit page]({link})."
+        )
     runs = " ".join(shlex.quote(str(run)) for run in run_dirs)
     more = " --out DIR" if len(run_dirs) > 1 else ""
-    return Paragraph(f"Every pair, with its audio, cues, verdicts, reasons and human labels: "
-                     f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk.")
+    return Paragraph(
+        f"Every pair, with its audio, cues, verdicts, reasons and human labels: "
+        f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk."
+    )
 
 
 def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
     """`oracle` on the human labels of a benchmark folder (only the manifest is read)."""
     human = load_human_labels(bench, rubric)
-    return {"bench": str(Path(bench).resolve()), "labels_manifest": str(human.manifest),
-            **oracle(human.labels, rubric, settings)}
+    return {
+        "bench": str(Path(bench).resolve()),
+        "labels_manifest": str(human.manifest),
+        **oracle(human.labels, rubric, settings),
+    }

@@ -6,6 +6,7 @@ Every statistic with a confidence interval is registered with the one metrics en
 (engine.Estimates) over the evaluated items, so every interval comes from the same resamples:
 intervals of different runs and policies are paired.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,21 @@ from . import metrics, positions, probes, scores
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .engine import Estimates, compare
 from .records import OVERALL, UNSCORED, EvaluationError, HumanLabels, JudgeRun
-from .report import (FAILED_SHOWN, Block, EvaluationFiles, Heading, Image, Paragraph, Table, coverage, cue_blocks,
-                     excluded, no_verdict_blocks, number, percent)
+from .report import (
+    FAILED_SHOWN,
+    Block,
+    EvaluationFiles,
+    Heading,
+    Image,
+    Paragraph,
+    Table,
+    coverage,
+    cue_blocks,
+    excluded,
+    no_verdict_blocks,
+    number,
+    percent,
+)
 
 FORMAT_VERSION = 1
 
@@ -81,26 +95,47 @@ def _coverage(said: list[str | None], truth: list[str | None], undetermined: np.
     decided = int((_present(said) & labelled).sum())
     left = int((undetermined & labelled).sum())
     n = int(labelled.sum())
-    return {"decided": decided, "of": n, "value": decided / n if n else None,
-            "undetermined": left, "no_verdict": n - decided - left}
+    return {
+        "decided": decided,
+        "of": n,
+        "value": decided / n if n else None,
+        "undetermined": left,
+        "no_verdict": n - decided - left,
+    }
 
 
-def _agreement(pending: Estimates, key: tuple, predicted: list[str | None], human_overall: list[str | None], valid: np.ndarray) -> dict[str, Any]:
+def _agreement(
+    pending: Estimates, key: tuple, predicted: list[str | None], human_overall: list[str | None], valid: np.ndarray
+) -> dict[str, Any]:
     """4-, 3- and 2-way accuracy and kappa of `predicted` against the human overall labels."""
     scored = valid & _present(human_overall)
     collapsed_p = [metrics.collapse_ties(p) if p else None for p in predicted]
     collapsed_h = [metrics.collapse_ties(h) if h else None for h in human_overall]
     paired = [(h, p) if s else (None, None) for h, p, s in zip(human_overall, predicted, scored)]
     return {
-        "4way": pending.proportion((*key, "4way"), _equal(predicted, human_overall), scored, "no item has a verdict and a human overall label"),
-        "3way": pending.proportion((*key, "3way"), _equal(collapsed_p, collapsed_h), scored, "no item has a verdict and a human overall label"),
-        "2way": pending.proportion((*key, "2way"), _equal(predicted, human_overall), scored & _is(human_overall, WINNERS), "no item with a verdict has a human winner label"),
+        "4way": pending.proportion(
+            (*key, "4way"), _equal(predicted, human_overall), scored, "no item has a verdict and a human overall label"
+        ),
+        "3way": pending.proportion(
+            (*key, "3way"), _equal(collapsed_p, collapsed_h), scored, "no item has a verdict and a human overall label"
+        ),
+        "2way": pending.proportion(
+            (*key, "2way"),
+            _equal(predicted, human_overall),
+            scored & _is(human_overall, WINNERS),
+            "no item with a verdict has a human winner label",
+        ),
         "kappa": pending.kappa((*key, "kappa"), [h for h, _ in paired], [p for _, p in paired], LABELS),
     }
 
 
 def _run_metrics(
-    pending: Estimates, index: int, run: JudgeRun, rubric: Rubric, policy: str, ids: list[str],
+    pending: Estimates,
+    index: int,
+    run: JudgeRun,
+    rubric: Rubric,
+    policy: str,
+    ids: list[str],
     human: dict[str, dict[str, str]],
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     """The run's block of metrics.json, and its item-wise (4-way correct, scored) masks for comparisons."""
@@ -124,10 +159,18 @@ def _run_metrics(
         said = [v[d] if v else None for v in answered]
         truth = [human[i].get(d) for i in ids]
         both = _present(said) & _present(truth)  # decided on this dimension, whatever the others
-        coverage[d] = _coverage(said, truth, np.array([r is not None and d in r.undetermined for r in records], dtype=bool))
-        per_dimension[d] = pending.proportion((*key, "dim", d), _equal(said, truth), both, f"no item has a verdict and a human {d} label")
-        dimension_kappa[d] = pending.kappa((*key, "dim-kappa", d), [t if b else None for t, b in zip(truth, both)], [s if b else None for s, b in zip(said, both)],
-                                        rubric.dimension(d).labels.values)
+        coverage[d] = _coverage(
+            said, truth, np.array([r is not None and d in r.undetermined for r in records], dtype=bool)
+        )
+        per_dimension[d] = pending.proportion(
+            (*key, "dim", d), _equal(said, truth), both, f"no item has a verdict and a human {d} label"
+        )
+        dimension_kappa[d] = pending.kappa(
+            (*key, "dim-kappa", d),
+            [t if b else None for t, b in zip(truth, both)],
+            [s if b else None for s, b in zip(said, both)],
+            rubric.dimension(d).labels.values,
+        )
 
     fusion_table = {}
     for name in rubric.fusion.policies:
@@ -143,36 +186,63 @@ def _run_metrics(
         decided = _is(cf_deciders, [decider])
         deciders[decider] = {
             "share": pending.proportion((*key, "cf-share", decider), decided, valid, "no scored item"),
-            "accuracy": pending.proportion((*key, "cf-acc", decider), _equal(cf_labels, human_overall), scored & decided, f"no labelled item decided by {decider}"),
+            "accuracy": pending.proportion(
+                (*key, "cf-acc", decider),
+                _equal(cf_labels, human_overall),
+                scored & decided,
+                f"no labelled item decided by {decider}",
+            ),
         }
     flipped = [probes.flips(rubric, policy, v) if v else None for v in verdicts]
     flip_rates = {}
     for d in rubric.names:
         after = [f[d] if f else None for f in flipped]
         flip_rates[d] = {
-            "flipped": pending.proportion((*key, "flip", d), ~_equal(after, predicted) & valid, valid, "no scored item"),
-            "accuracy_after": pending.proportion((*key, "flip-acc", d), _equal(after, human_overall), scored, "no labelled scored item"),
+            "flipped": pending.proportion(
+                (*key, "flip", d), ~_equal(after, predicted) & valid, valid, "no scored item"
+            ),
+            "accuracy_after": pending.proportion(
+                (*key, "flip-acc", d), _equal(after, human_overall), scored, "no labelled scored item"
+            ),
         }
     probe_block = {
         "content_counterfactual": {
-            "accuracy": pending.proportion((*key, "cf-acc"), _equal(cf_labels, human_overall), scored, "no labelled scored item"),
-            "changed": pending.proportion((*key, "cf-changed"), ~_equal(cf_labels, predicted) & valid, valid, "no scored item"),
+            "accuracy": pending.proportion(
+                (*key, "cf-acc"), _equal(cf_labels, human_overall), scored, "no labelled scored item"
+            ),
+            "changed": pending.proportion(
+                (*key, "cf-changed"), ~_equal(cf_labels, predicted) & valid, valid, "no scored item"
+            ),
             "deciders": deciders,
         },
         "flip_rates": flip_rates,
-        "winner_on_bad": pending.proportion((*key, "winner-on-bad"), _is(predicted, WINNERS), valid & _is(human_overall, ["both_bad"]), "no scored item that humans rated both_bad"),
-        "winner_slice_accuracy": pending.proportion((*key, "winner-slice"), _equal(predicted, human_overall), scored & _is(predicted, WINNERS), "the run names a winner on no labelled item"),
+        "winner_on_bad": pending.proportion(
+            (*key, "winner-on-bad"),
+            _is(predicted, WINNERS),
+            valid & _is(human_overall, ["both_bad"]),
+            "no scored item that humans rated both_bad",
+        ),
+        "winner_slice_accuracy": pending.proportion(
+            (*key, "winner-slice"),
+            _equal(predicted, human_overall),
+            scored & _is(predicted, WINNERS),
+            "the run names a winner on no labelled item",
+        ),
     }
 
-    no_verdict = [{"id": run_id, "status": r.unscored, "reason": r.reason}
-                  for run_id, r in run_records.items() if r.verdicts is None]
+    no_verdict = [
+        {"id": run_id, "status": r.unscored, "reason": r.reason}
+        for run_id, r in run_records.items()
+        if r.verdicts is None
+    ]
     by_status: dict[str, int] = {}
     for r in run_records.values():
         by_status[r.status] = by_status.get(r.status, 0) + 1
     unscored = Counter(r.unscored for r in records if r is not None)  # the manifest's items in this run
     in_bench = set(human)
     mismatched = [
-        i for i, r, p in zip(ids, records, predicted)
+        i
+        for i, r, p in zip(ids, records, predicted)
         if policy == run.policy and p is not None and r is not None and r.overall is not None and r.overall != p
     ]
     block = {
@@ -207,11 +277,18 @@ def _run_metrics(
         "fusion_table": fusion_table,
         "probes": probe_block,
         "no_verdict": no_verdict,
-        "undetermined": [{"id": run_id, "dimensions": dict(r.undetermined)}
-                         for run_id, r in run_records.items() if r.undetermined],
+        "undetermined": [
+            {"id": run_id, "dimensions": dict(r.undetermined)} for run_id, r in run_records.items() if r.undetermined
+        ],
         "cues": run.summary.get("cues"),
         "problems": list(run.problems)
-        + ([f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"] if mismatched else []),
+        + (
+            [
+                f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"
+            ]
+            if mismatched
+            else []
+        ),
     }
     correct = _equal(predicted, human_overall) & scored
     return block, (correct, scored)
@@ -244,8 +321,10 @@ def evaluate_runs(
         block, correct = _run_metrics(pending, index, run, rubric, name, ids, human)
         blocks.append(block)
         correctness.append(correct)
-    comparisons = [compare(pending, ("diff", a, b), (run_a.name, run_b.name), correctness[a], correctness[b])
-                   for (a, run_a), (b, run_b) in itertools.combinations(enumerate(runs), 2)]
+    comparisons = [
+        compare(pending, ("diff", a, b), (run_a.name, run_b.name), correctness[a], correctness[b])
+        for (a, run_a), (b, run_b) in itertools.combinations(enumerate(runs), 2)
+    ]
     pending.fill(settings)
     human_positions = positions.human_split([human[i][OVERALL] for i in ids if OVERALL in human[i]])
     lopsided = positions.warning(human_positions, "human overall winners", "4-way")
@@ -257,9 +336,7 @@ def evaluate_runs(
             "with_human_overall": sum(OVERALL in human[i] for i in ids),
         },
         "bootstrap": settings.describe(),
-        "human_distribution": {
-            key: _distribution(human[i].get(key) for i in ids) for key in (OVERALL, *rubric.names)
-        },
+        "human_distribution": {key: _distribution(human[i].get(key) for i in ids) for key in (OVERALL, *rubric.names)},
         "positions": {"human": {OVERALL: human_positions}, "warnings": [lopsided] if lopsided else []},
         "runs": blocks,
         "comparisons": comparisons,
@@ -269,11 +346,13 @@ def evaluate_runs(
 
 # -- the report -------------------------------------------------------------------------
 
+
 class TraceReport:
     """TRACE's whole report, for the rubrics whose metrics are `[trace]`."""
 
-    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
-                 settings: BootstrapSettings) -> dict[str, Any]:
+    def evaluate(
+        self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None, settings: BootstrapSettings
+    ) -> dict[str, Any]:
         return {"fusion_override": policy, **evaluate_runs(runs, rubric, human.labels, policy, settings)}
 
     def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
@@ -288,21 +367,37 @@ class TraceReport:
         """What `evaluate` prints: each run's headline, what was left out, and the run comparisons."""
         lines = []
         for run in files.metrics["runs"]:
-            lines.append(f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
-                         f"coverage {coverage(run['coverage']['overall'])} ({run['fusion']})")
-            lines.append("  " + excluded(run["items"], files.metrics["items"]["in_benchmark"],
-                                         "scored_with_overall_label", "without a human overall label"))
+            lines.append(
+                f"{run['name']}: 4-way {percent(run['accuracy']['4way'])} on the decided items, "
+                f"coverage {coverage(run['coverage']['overall'])} ({run['fusion']})"
+            )
+            lines.append(
+                "  "
+                + excluded(
+                    run["items"],
+                    files.metrics["items"]["in_benchmark"],
+                    "scored_with_overall_label",
+                    "without a human overall label",
+                )
+            )
             judge, people = run["positions"][OVERALL], files.metrics["positions"]["human"][OVERALL]
-            lines.append(f"  overall winners in position 1 / 2: this run {judge['1']} / {judge['2']}, "
-                         f"humans {people['1']} / {people['2']}")
-        lines += [f"{c['a']} vs {c['b']}: McNemar p = {c['p_value']:.3g} (n={c['n']})"
-                  for c in files.metrics["comparisons"]]
+            lines.append(
+                f"  overall winners in position 1 / 2: this run {judge['1']} / {judge['2']}, "
+                f"humans {people['1']} / {people['2']}"
+            )
+        lines += [
+            f"{c['a']} vs {c['b']}: McNemar p = {c['p_value']:.3g} (n={c['n']})" for c in files.metrics["comparisons"]
+        ]
         return lines + [f"warning: {w}" for w in files.metrics["positions"]["warnings"]]
 
 
-scores.register_report("trace", "TRACE's report: 4-, 3- and 2-way agreement of the fused label, per-dimension "
-                                "agreement, Cohen's kappa, the fusion policies compared, McNemar between runs and "
-                                "the TRACE probes", TraceReport())
+scores.register_report(
+    "trace",
+    "TRACE's report: 4-, 3- and 2-way agreement of the fused label, per-dimension "
+    "agreement, Cohen's kappa, the fusion policies compared, McNemar between runs and "
+    "the TRACE probes",
+    TraceReport(),
+)
 
 
 def build_blocks(metrics: dict[str, Any]) -> list[Block]:
@@ -321,29 +416,58 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
         ),
         Table(
             ["run", "model", "fusion", "in run", "scored", *UNSCORED, "not in benchmark"],
-            [[r["name"], str(r.get("model") or "—"), r["fusion"], str(r["items"]["in_run"]), str(r["items"]["scored"]),
-              *[str(r["items"][kind]) for kind in UNSCORED], str(r["items"]["not_in_benchmark"])]
-             for r in runs],
+            [
+                [
+                    r["name"],
+                    str(r.get("model") or "—"),
+                    r["fusion"],
+                    str(r["items"]["in_run"]),
+                    str(r["items"]["scored"]),
+                    *[str(r["items"][kind]) for kind in UNSCORED],
+                    str(r["items"]["not_in_benchmark"]),
+                ]
+                for r in runs
+            ],
         ),
         Heading(2, "Overall agreement with humans"),
         Table(
             ["run", "coverage", "4-way (primary)", "3-way", "2-way", "Cohen's κ"],
-            [[r["name"], coverage(r["coverage"]["overall"]), percent(r["accuracy"]["4way"]),
-              percent(r["accuracy"]["3way"]), percent(r["accuracy"]["2way"]), number(r["kappa"]["overall"])]
-             for r in runs],
+            [
+                [
+                    r["name"],
+                    coverage(r["coverage"]["overall"]),
+                    percent(r["accuracy"]["4way"]),
+                    percent(r["accuracy"]["3way"]),
+                    percent(r["accuracy"]["2way"]),
+                    number(r["kappa"]["overall"]),
+                ]
+                for r in runs
+            ],
         ),
-        Paragraph("Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
-                  "on the decided items only; an item left undetermined (a deciding cue missing) or without a "
-                  "verdict (invalid, failed, skipped) is counted in coverage, never scored. 3-way collapses "
-                  "both_good and both_bad into one tie; 2-way is over items whose human label is a winner."),
+        Paragraph(
+            "Coverage: decided items over items with the human label. Accuracy, κ and the probes are computed "
+            "on the decided items only; an item left undetermined (a deciding cue missing) or without a "
+            "verdict (invalid, failed, skipped) is counted in coverage, never scored. 3-way collapses "
+            "both_good and both_bad into one tie; 2-way is over items whose human label is a winner."
+        ),
         Image("accuracy.png", "Accuracy with 95% intervals"),
         Heading(2, "Per-dimension agreement"),
         Table(
-            ["run", *[f"{d} coverage" for d in dimensions], *[f"{d} acc." for d in dimensions],
-             *[f"{d} κ" for d in dimensions]],
-            [[r["name"], *[coverage(r["coverage"][d]) for d in dimensions],
-              *[percent(r["per_dimension"][d]) for d in dimensions], *[number(r["kappa"][d]) for d in dimensions]]
-             for r in runs],
+            [
+                "run",
+                *[f"{d} coverage" for d in dimensions],
+                *[f"{d} acc." for d in dimensions],
+                *[f"{d} κ" for d in dimensions],
+            ],
+            [
+                [
+                    r["name"],
+                    *[coverage(r["coverage"][d]) for d in dimensions],
+                    *[percent(r["per_dimension"][d]) for d in dimensions],
+                    *[number(r["kappa"][d]) for d in dimensions],
+                ]
+                for r in runs
+            ],
         ),
     ]
     blocks += positions.blocks(metrics["positions"]["human"], runs, metrics["positions"]["warnings"])
@@ -353,9 +477,20 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
             Heading(2, "Run comparisons (McNemar, two-sided)"),
             Table(
                 ["A", "B", "n", "only A right", "only B right", "test", "statistic", "p", "accuracy A − B"],
-                [[c["a"], c["b"], str(c["n"]), str(c["only_a_correct"]), str(c["only_b_correct"]), c["method"],
-                  f"{c['statistic']:.3f}", _p_value(c["p_value"]), _signed(c["accuracy_difference"])]
-                 for c in metrics["comparisons"]],
+                [
+                    [
+                        c["a"],
+                        c["b"],
+                        str(c["n"]),
+                        str(c["only_a_correct"]),
+                        str(c["only_b_correct"]),
+                        c["method"],
+                        f"{c['statistic']:.3f}",
+                        _p_value(c["p_value"]),
+                        _signed(c["accuracy_difference"]),
+                    ]
+                    for c in metrics["comparisons"]
+                ],
             ),
         ]
     policies = list(runs[0]["fusion_table"])
@@ -366,8 +501,16 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
             Heading(3, r["name"]),
             Table(
                 ["policy", "4-way", "3-way", "2-way", "κ"],
-                [[name + (" (used)" if name == r["fusion"] else ""), percent(row["4way"]), percent(row["3way"]),
-                  percent(row["2way"]), number(row["kappa"])] for name, row in r["fusion_table"].items()],
+                [
+                    [
+                        name + (" (used)" if name == r["fusion"] else ""),
+                        percent(row["4way"]),
+                        percent(row["3way"]),
+                        percent(row["2way"]),
+                        number(row["kappa"]),
+                    ]
+                    for name, row in r["fusion_table"].items()
+                ],
             ),
         ]
     blocks += [Image("fusion.png", "4-way accuracy by fusion policy"), Heading(2, "TRACE probes")]
@@ -378,17 +521,36 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
             "the run names a winner. Winner-slice: of items where the run names a winner, share humans agree with."
         ),
         Table(
-            ["run", "counterfactual acc.", "label changed", *[_decided_by(d) for d in deciders], "winner-on-bad",
-             "winner-slice acc."],
-            [[r["name"], percent(r["probes"]["content_counterfactual"]["accuracy"]),
-              percent(r["probes"]["content_counterfactual"]["changed"]),
-              *[_decider(r["probes"]["content_counterfactual"]["deciders"][d]) for d in deciders],
-              percent(r["probes"]["winner_on_bad"]), percent(r["probes"]["winner_slice_accuracy"])] for r in runs],
+            [
+                "run",
+                "counterfactual acc.",
+                "label changed",
+                *[_decided_by(d) for d in deciders],
+                "winner-on-bad",
+                "winner-slice acc.",
+            ],
+            [
+                [
+                    r["name"],
+                    percent(r["probes"]["content_counterfactual"]["accuracy"]),
+                    percent(r["probes"]["content_counterfactual"]["changed"]),
+                    *[_decider(r["probes"]["content_counterfactual"]["deciders"][d]) for d in deciders],
+                    percent(r["probes"]["winner_on_bad"]),
+                    percent(r["probes"]["winner_slice_accuracy"]),
+                ]
+                for r in runs
+            ],
         ),
         Table(
             ["run", *[f"flip {d}" for d in dimensions], *[f"acc. with {d} neutral" for d in dimensions]],
-            [[r["name"], *[percent(r["probes"]["flip_rates"][d]["flipped"]) for d in dimensions],
-              *[percent(r["probes"]["flip_rates"][d]["accuracy_after"]) for d in dimensions]] for r in runs],
+            [
+                [
+                    r["name"],
+                    *[percent(r["probes"]["flip_rates"][d]["flipped"]) for d in dimensions],
+                    *[percent(r["probes"]["flip_rates"][d]["accuracy_after"]) for d in dimensions],
+                ]
+                for r in runs
+            ],
         ),
         Heading(2, "Confusion matrices"),
         Image("confusion.png", "Confusion matrices, human rows against predicted columns"),
@@ -400,14 +562,17 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-
-
 def _undetermined_blocks(runs: list[dict[str, Any]]) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Undetermined verdicts")]
     for r in runs:
         items = r.get("undetermined") or []
-        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} item(s) with a dimension left undetermined."
-                                if items else f"**{r['name']}**: none undetermined."))
+        blocks.append(
+            Paragraph(
+                f"**{r['name']}**: {len(items)} item(s) with a dimension left undetermined."
+                if items
+                else f"**{r['name']}**: none undetermined."
+            )
+        )
         if items:
             rows = [[u["id"], dim, why] for u in items[:FAILED_SHOWN] for dim, why in u["dimensions"].items()]
             blocks.append(Table(["id", "dimension", "missing evidence"], rows))
@@ -434,7 +599,7 @@ def _decider(entry: dict[str, Any]) -> str:
 
 
 def _decided_by(decider: str) -> str:
-    """"decided by VQ" (the initials of a dimension), or "tie"."""
+    """ "decided by VQ" (the initials of a dimension), or "tie"."""
     return decider if decider == probes.TIE else "decided by " + "".join(w[0] for w in decider.split("_")).upper()
 
 

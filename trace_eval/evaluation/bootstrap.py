@@ -5,6 +5,7 @@ Statistics are registered with their item-level columns; one set of resamples
 intervals of different runs and policies are paired, and a difference between
 two runs gets its own interval from the same draws.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
@@ -69,7 +70,9 @@ class PairedBootstrap:
         """Paired difference of two proportions over the same eligible items."""
         self.add(key, [correct_a, correct_b, eligible], metrics.difference_of_ratios)
 
-    def add_kappa(self, key: Hashable, rows: Sequence[str | None], cols: Sequence[str | None], labels: Sequence[str]) -> None:
+    def add_kappa(
+        self, key: Hashable, rows: Sequence[str | None], cols: Sequence[str | None], labels: Sequence[str]
+    ) -> None:
         """Cohen's kappa between two raters; items where either label is None are left out."""
         index = {label: i for i, label in enumerate(labels)}
         k = len(labels)

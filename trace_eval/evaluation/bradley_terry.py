@@ -14,6 +14,7 @@ met), the scores would be infinite: they are NaN here, never a made-up number.
 Every function takes arrays with leading batch axes (one fit per resample) and is
 vectorised over them: Newton's method with one batched linear solve per step.
 """
+
 from __future__ import annotations
 
 import math

@@ -7,11 +7,12 @@ Cohen's kappa and paired accuracy differences get their value and interval here;
 a metric that computes its own values (scores.py) gets the intervals of the slots
 its columns describe. McNemar's test compares two runs item by item.
 """
+
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,9 @@ class Estimates:
         self._fills[key] = lambda estimate: _fill_value(slot, estimate)
         return slot
 
-    def kappa(self, key: Hashable, human: Sequence[Any], predicted: Sequence[Any], labels: Sequence[Any]) -> dict[str, Any]:
+    def kappa(
+        self, key: Hashable, human: Sequence[Any], predicted: Sequence[Any], labels: Sequence[Any]
+    ) -> dict[str, Any]:
         """Cohen's kappa over the items where both labels are given (None elsewhere)."""
         n = sum(h is not None and p is not None for h, p in zip(human, predicted))
         slot: dict[str, Any] = {"n": n}
@@ -93,7 +96,9 @@ class Estimates:
         self._fills[key] = lambda estimate: _fill_value(slot, estimate)
         return slot
 
-    def difference(self, key: Hashable, correct_a: np.ndarray, correct_b: np.ndarray, eligible: np.ndarray) -> dict[str, Any]:
+    def difference(
+        self, key: Hashable, correct_a: np.ndarray, correct_b: np.ndarray, eligible: np.ndarray
+    ) -> dict[str, Any]:
         """The paired difference of two proportions over the same eligible items."""
         slot: dict[str, Any] = {}
         if not eligible.any():
@@ -179,8 +184,13 @@ def _put(tree: dict[str, Any], path: SlotPath, leaf: dict[str, Any]) -> None:
     tree[path[-1]] = leaf
 
 
-def compare(estimates: Estimates, key: Hashable, names: tuple[str, str],
-            a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+def compare(
+    estimates: Estimates,
+    key: Hashable,
+    names: tuple[str, str],
+    a: tuple[np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray],
+) -> dict[str, Any]:
     """Two runs item by item: two-sided McNemar on their correctness over the items both scored, and the
     paired accuracy difference with its interval. `a` and `b` are each run's (correct, scored) masks."""
     (correct_a, scored_a), (correct_b, scored_b) = a, b

@@ -1,5 +1,6 @@
 """Pictures of an evaluation (PNG, matplotlib's Agg renderer; pyplot is not used,
 so nothing depends on a display or on global figure state)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,12 +21,12 @@ def _dimensions(metrics: dict[str, Any]) -> list[str]:
 
 
 def _title(key: str) -> str:
-    """"voice_quality" -> "Voice quality"."""
+    """ "voice_quality" -> "Voice quality"."""
     return key.replace("_", " ").capitalize()
 
 
 def _short(name: str, width: int = 28) -> str:
-    return name if len(name) <= width else "…" + name[-(width - 1):]
+    return name if len(name) <= width else "…" + name[-(width - 1) :]
 
 
 def _save(figure: Figure, path: Path) -> Path:
@@ -46,8 +47,15 @@ def confusion_figure(metrics: dict[str, Any], path: Path) -> Path:
         shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
         axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
         for (r, c), count in np.ndenumerate(counts):
-            axes.text(c, r, f"{int(count)}", ha="center", va="center", fontsize=10,
-                      color="white" if shares[r, c] > 0.55 else "black")
+            axes.text(
+                c,
+                r,
+                f"{int(count)}",
+                ha="center",
+                va="center",
+                fontsize=10,
+                color="white" if shares[r, c] > 0.55 else "black",
+            )
         ticks = range(len(LABELS))
         axes.set_xticks(ticks, LABELS, rotation=30, ha="right")
         axes.set_yticks(ticks, LABELS)
@@ -72,8 +80,13 @@ def distribution_figure(metrics: dict[str, Any], path: Path) -> Path:
         axes = figure.add_subplot(2, 2, index + 1)
         for s, (name, distribution) in enumerate(sources):
             counts = [distribution[key][label] for label in LABELS]
-            axes.bar(positions + (s - (len(sources) - 1) / 2) * width, counts, width, label=name,
-                     color="0.35" if s == 0 else f"C{s - 1}")
+            axes.bar(
+                positions + (s - (len(sources) - 1) / 2) * width,
+                counts,
+                width,
+                label=name,
+                color="0.35" if s == 0 else f"C{s - 1}",
+            )
         axes.set_xticks(positions, LABELS)
         axes.set_title(_title(key), fontsize=10)
         axes.set_ylabel("items")
@@ -112,14 +125,18 @@ def accuracy_figure(metrics: dict[str, Any], path: Path) -> Path:
     runs = metrics["runs"]
     figure = Figure(layout="constrained", figsize=(11, 1.2 + 1.1 * max(3, len(runs) * 1.2)))
     left = figure.add_subplot(1, 2, 1)
-    _interval_bars(left, ["4-way", "3-way", "2-way"],
-                   [(r["name"], [r["accuracy"][k] for k in ("4way", "3way", "2way")]) for r in runs])
+    _interval_bars(
+        left,
+        ["4-way", "3-way", "2-way"],
+        [(r["name"], [r["accuracy"][k] for k in ("4way", "3way", "2way")]) for r in runs],
+    )
     left.set_title("Overall accuracy (95% CI)", fontsize=10)
     left.legend(fontsize=8, loc="lower right")
     right = figure.add_subplot(1, 2, 2)
     dimensions = _dimensions(metrics)
-    _interval_bars(right, [_title(d) for d in dimensions],
-                   [(r["name"], [r["per_dimension"][d] for d in dimensions]) for r in runs])
+    _interval_bars(
+        right, [_title(d) for d in dimensions], [(r["name"], [r["per_dimension"][d] for d in dimensions]) for r in runs]
+    )
     right.set_title("Per-dimension accuracy (95% CI)", fontsize=10)
     return _save(figure, path)
 
@@ -149,6 +166,7 @@ def write_figures(metrics: dict[str, Any], out: Path) -> dict[str, Path]:
 
 # -- leaderboards (trace_eval/evaluation/leaderboard.py) -------------------------------------
 
+
 def _source_name(source: dict[str, Any]) -> str:
     return "human" if source["kind"] == "human" else _short(source["name"], 24)
 
@@ -169,8 +187,16 @@ def system_scores_figure(board: dict[str, Any], path: Path) -> Path:
             values = np.array([rows[name]["value"] if rows[name]["value"] is not None else np.nan for name in order])
             low = [v - rows[name]["ci95"][0] if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
             high = [rows[name]["ci95"][1] - v if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
-            axes.errorbar(values, y, xerr=[low, high], fmt="o", markersize=4, capsize=2, color="0.25" if
-                          source["kind"] == "human" else f"C{s}", label=_source_name(source))
+            axes.errorbar(
+                values,
+                y,
+                xerr=[low, high],
+                fmt="o",
+                markersize=4,
+                capsize=2,
+                color="0.25" if source["kind"] == "human" else f"C{s}",
+                label=_source_name(source),
+            )
         axes.axvline(1000.0, color="0.7", linewidth=0.8, zorder=0)
         axes.set_yticks(range(len(order)), [_short(name, 26) for name in order], fontsize=8)
         axes.set_xlabel("Bradley-Terry score (95% CI)")
@@ -194,15 +220,24 @@ def win_matrix_figure(board: dict[str, Any], path: Path) -> Path:
         axes = figure.add_subplot(1, len(sources), s + 1)
         m = source["tables"][key]["matrix"]
         order = [m["systems"].index(r["system"]) for r in source["tables"][key]["systems"]]
-        rates = np.array([[np.nan if m["win_rate"][i][j] is None else m["win_rate"][i][j] for j in order]
-                          for i in order], dtype=float)
+        rates = np.array(
+            [[np.nan if m["win_rate"][i][j] is None else m["win_rate"][i][j] for j in order] for i in order],
+            dtype=float,
+        )
         colours = axes.imshow(np.ma.masked_invalid(rates), cmap="RdBu", vmin=0.0, vmax=1.0)
         axes.set_facecolor("0.92")
         if size <= 15:  # the numbers stay legible
             for (r, c), value in np.ndenumerate(rates):
                 if not np.isnan(value):
-                    axes.text(c, r, f"{value:.0%}", ha="center", va="center", fontsize=6.5,
-                              color="white" if abs(value - 0.5) > 0.3 else "black")
+                    axes.text(
+                        c,
+                        r,
+                        f"{value:.0%}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white" if abs(value - 0.5) > 0.3 else "black",
+                    )
         names = [_short(m["systems"][i], 18) for i in order]
         axes.set_xticks(range(size), names, rotation=60, ha="right", fontsize=7)
         axes.set_yticks(range(size), names, fontsize=7)
@@ -215,5 +250,7 @@ def win_matrix_figure(board: dict[str, Any], path: Path) -> Path:
 
 def write_leaderboard_figures(board: dict[str, Any], out: Path) -> dict[str, Path]:
     """The pictures of a leaderboard, by file name."""
-    return {"system_scores.png": system_scores_figure(board, out / "system_scores.png"),
-            "win_matrix.png": win_matrix_figure(board, out / "win_matrix.png")}
+    return {
+        "system_scores.png": system_scores_figure(board, out / "system_scores.png"),
+        "win_matrix.png": win_matrix_figure(board, out / "win_matrix.png"),
+    }

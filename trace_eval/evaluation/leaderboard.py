@@ -15,6 +15,7 @@ resamples are solved together, with no Python loop over resamples.
 `leaderboard(...)` returns exactly what leaderboard.json holds; `write_leaderboard`
 writes it with leaderboard.md, the CSV files and the pictures.
 """
+
 from __future__ import annotations
 
 import csv
@@ -36,8 +37,17 @@ from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun, bench_of, load_human_labels, load_runs
 from .report import Block, Heading, Image, Paragraph, Table, render_markdown
 
-__all__ = ["VERSION", "LeaderboardFiles", "build_leaderboard", "dimensions_of", "leaderboard", "leaderboard_blocks",
-           "leaderboard_lines", "systems_section", "write_leaderboard"]
+__all__ = [
+    "VERSION",
+    "LeaderboardFiles",
+    "build_leaderboard",
+    "dimensions_of",
+    "leaderboard",
+    "leaderboard_blocks",
+    "leaderboard_lines",
+    "systems_section",
+    "write_leaderboard",
+]
 
 VERSION = 1
 HUMAN = "human"
@@ -51,28 +61,29 @@ LISTED = 50  # item ids listed in leaderboard.json for items left out of every t
 
 CONVENTION = {
     "outcome": "model_a made response 1 and model_b response 2: label 1 is a win of model_a, 2 a win of model_b, "
-               "both_good and both_bad ties (counted apart)",
+    "both_good and both_bad ties (counted apart)",
     "bradley_terry": "P(i beats j) = s_i / (s_i + s_j); a tie counts half a win to each side; the strengths maximise "
-                     "the likelihood of the scored pairs, with their geometric mean 1 over the systems of the table",
+    "the likelihood of the scored pairs, with their geometric mean 1 over the systems of the table",
     "score": "400 * log10(s) + 1000; the mean score of a table is 1000, and a lead of 400 points means 10-to-1 odds",
     "undefined": "where the systems split into two groups one of which scored nothing (no win, no tie) against "
-                 "the other, the maximum-likelihood scores are infinite: they are null, and a bootstrap resample "
-                 "where this happens is left out of the intervals, which are null when more than "
-                 "(1 - confidence) of the resamples are left out",
+    "the other, the maximum-likelihood scores are infinite: they are null, and a bootstrap resample "
+    "where this happens is left out of the intervals, which are null when more than "
+    "(1 - confidence) of the resamples are left out",
     "win_rate": "(wins + ties / 2) / pairs",
     "acceptability": "share of a system's scored answers the label accepts (its own number or both_good; the "
-                     "RatingMin reading of the labels, so the losing answer of a named winner counts as not "
-                     "acceptable)",
+    "RatingMin reading of the labels, so the losing answer of a named winner counts as not "
+    "acceptable)",
     "rank": "1 + the number of systems with a higher score; its interval is the percentile interval of the ranks "
-            "over the resamples, rounded outwards to whole ranks",
+    "over the resamples, rounded outwards to whole ranks",
     "interval": "95% percentile interval of a bootstrap over the pairs (pairs resampled jointly for every "
-                "source and dimension)",
+    "source and dimension)",
     "rank_agreement": "Kendall's tau-b and Spearman's rho between a run's scores and the human scores, over the "
-                      "systems scored by both, with intervals from the same resamples",
+    "systems scored by both, with intervals from the same resamples",
 }
 
 
 # -- what is ranked -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Matchups:
@@ -118,12 +129,18 @@ class Source:
 def human_source(human: HumanLabels, games: Matchups, keys: list[str]) -> Source:
     labels = {k: [human.labels.get(i, {}).get(k) for i in games.ids] for k in keys}
     why = {k: [None if label else "no_label" for label in labels[k]] for k in keys}
-    return Source(HUMAN, HUMAN, labels, why, {"name": HUMAN, "kind": HUMAN, "manifest": str(human.manifest),
-                                              "problems": list(human.problems)})
+    return Source(
+        HUMAN,
+        HUMAN,
+        labels,
+        why,
+        {"name": HUMAN, "kind": HUMAN, "manifest": str(human.manifest), "problems": list(human.problems)},
+    )
 
 
-def run_source(run: JudgeRun, rubric: Rubric, policy: str | None, games: Matchups, keys: list[str],
-               bench_ids: set[str]) -> Source:
+def run_source(
+    run: JudgeRun, rubric: Rubric, policy: str | None, games: Matchups, keys: list[str], bench_ids: set[str]
+) -> Source:
     """A run's verdicts (after swap-back, as the judge records them) and its overall label fused under `policy`."""
     records = run.records(rubric)
     labels: dict[str, list[str | None]] = {k: [] for k in keys}
@@ -147,10 +164,17 @@ def run_source(run: JudgeRun, rubric: Rubric, policy: str | None, games: Matchup
     statuses: dict[str, int] = {}
     for record in records.values():
         statuses[record.status] = statuses.get(record.status, 0) + 1
-    about = {**run.describe(), "kind": "run", "fusion": policy,
-             "items": {"in_run": len(records), "by_status": dict(sorted(statuses.items())),
-                       "not_in_benchmark": sum(i not in bench_ids for i in records)},
-             "problems": list(run.problems)}
+    about = {
+        **run.describe(),
+        "kind": "run",
+        "fusion": policy,
+        "items": {
+            "in_run": len(records),
+            "by_status": dict(sorted(statuses.items())),
+            "not_in_benchmark": sum(i not in bench_ids for i in records),
+        },
+        "problems": list(run.problems),
+    }
     return Source(run.name, "run", labels, why, about)
 
 
@@ -163,8 +187,10 @@ def dimensions_of(rubric: Rubric) -> list[str]:
 def _keys(by: str | Sequence[str], rubric: Rubric) -> list[str]:
     available = dimensions_of(rubric)
     if not available:
-        raise EvaluationError(f"the {rubric.name} rubric has no typed-tie dimension: leaderboards rank pairs labelled "
-                              f"1, 2, both_good or both_bad")
+        raise EvaluationError(
+            f"the {rubric.name} rubric has no typed-tie dimension: leaderboards rank pairs labelled "
+            f"1, 2, both_good or both_bad"
+        )
     wanted = [by] if isinstance(by, str) else list(by)
     if "all" in wanted:
         return available
@@ -175,6 +201,7 @@ def _keys(by: str | Sequence[str], rubric: Rubric) -> list[str]:
 
 
 # -- the resampled counts -----------------------------------------------------------------
+
 
 class _Columns:
     """Per-item values placed in named columns of one sparse (items x columns) matrix."""
@@ -198,8 +225,10 @@ class _Columns:
         return slice(start, self.width)
 
     def matrix(self) -> sparse.csr_array:
-        return sparse.csr_array((np.concatenate(self.data), (np.concatenate(self.rows), np.concatenate(self.cols))),
-                                shape=(self.n_items, self.width))
+        return sparse.csr_array(
+            (np.concatenate(self.data), (np.concatenate(self.rows), np.concatenate(self.cols))),
+            shape=(self.n_items, self.width),
+        )
 
 
 @dataclass
@@ -213,8 +242,9 @@ class _Slots:
     points: slice | None = None  # per cell: what the lower-numbered system scored
 
 
-def _register(columns: _Columns, games: Matchups, cells: np.ndarray, n_cells: int, source: Source, key: str,
-              table: bool) -> _Slots:
+def _register(
+    columns: _Columns, games: Matchups, cells: np.ndarray, n_cells: int, source: Source, key: str, table: bool
+) -> _Slots:
     """The columns of one source on one key: per system its scored and accepted answers, and for a table,
     per pair of systems the scored pairs and the points of the lower-numbered system."""
     codes = np.array([_CODES.get(label, _NONE) for label in source.labels[key]], dtype=int)
@@ -223,8 +253,11 @@ def _register(columns: _Columns, games: Matchups, cells: np.ndarray, n_cells: in
     ones = np.ones(len(codes))
     a, b = np.where(scored, games.a, -1), np.where(scored, games.b, -1)
     n = len(games.systems)
-    slots = _Slots(codes, acceptable=columns.add(n, (a, accept[:, 0]), (b, accept[:, 1])),
-                   scored=columns.add(n, (a, ones), (b, ones)))
+    slots = _Slots(
+        codes,
+        acceptable=columns.add(n, (a, accept[:, 0]), (b, accept[:, 1])),
+        scored=columns.add(n, (a, ones), (b, ones)),
+    )
     if table:
         won = np.select([codes == 0, codes == 1], [1.0, 0.0], 0.5)  # what response 1 scored
         cell = np.where(scored, cells, -1)
@@ -249,8 +282,9 @@ def _interval(samples: np.ndarray, settings: BootstrapSettings, why: str = "") -
     return (list(interval) if interval else None), None
 
 
-def _slot(point: float, samples: np.ndarray, settings: BootstrapSettings, empty: str, why: str = "",
-          **counts: Any) -> dict[str, Any]:
+def _slot(
+    point: float, samples: np.ndarray, settings: BootstrapSettings, empty: str, why: str = "", **counts: Any
+) -> dict[str, Any]:
     """{"value", "ci95"} of a statistic from its value on the data and its resamples; a null with the reason."""
     if np.isnan(point):
         return {"value": None, "ci95": None, "reason": empty, **counts}
@@ -277,8 +311,16 @@ def _no_fit_reason(points: np.ndarray, names: list[str]) -> str:
     return "the systems split into groups that never scored against each other: the scores would be infinite"
 
 
-def _table(games: Matchups, cells: tuple[np.ndarray, np.ndarray], totals: np.ndarray, slots: _Slots,
-           source: Source, key: str, baseline: int | None, settings: BootstrapSettings) -> tuple[dict, np.ndarray]:
+def _table(
+    games: Matchups,
+    cells: tuple[np.ndarray, np.ndarray],
+    totals: np.ndarray,
+    slots: _Slots,
+    source: Source,
+    key: str,
+    baseline: int | None,
+    settings: BootstrapSettings,
+) -> tuple[dict, np.ndarray]:
     """One source's leaderboard on one key, and the score of every system per row of `totals` (row 0: the data)."""
     n = len(games.systems)
     low, high = cells
@@ -326,17 +368,23 @@ def _table(games: Matchups, cells: tuple[np.ndarray, np.ndarray], totals: np.nda
         row["win_rate"] = _slot(win_rate[0, i], win_rate[1:, i], settings, "no scored pair")
         if baseline is not None and baseline != i:
             against = _ratio(scored[:, i, baseline], played[:, i, baseline])
-            row["vs_baseline"] = _slot(against[0], against[1:], settings, "never met the baseline",
-                                       pairs=int(played[0, i, baseline]))
+            row["vs_baseline"] = _slot(
+                against[0], against[1:], settings, "never met the baseline", pairs=int(played[0, i, baseline])
+            )
         row["left_out"] = left_out[i]
         rows_out.append(row)
-    rows_out.sort(key=lambda r: (r["score"]["value"] is None, -(r["score"]["value"] or 0.0),
-                                 -(r["win_rate"]["value"] or 0.0), r["system"]))
+    rows_out.sort(
+        key=lambda r: (
+            r["score"]["value"] is None,
+            -(r["score"]["value"] or 0.0),
+            -(r["win_rate"]["value"] or 0.0),
+            r["system"],
+        )
+    )
     table = {
         "pairs": int(played[0].sum() / 2),
         "left_out": {reason: sum(why == reason for why in source.why[key]) for reason in LEFT_OUT},
-        "fit": {"defined": fitted, "reason": fit_reason, "systems": len(present),
-                "undefined_resamples": undefined},
+        "fit": {"defined": fitted, "reason": fit_reason, "systems": len(present), "undefined_resamples": undefined},
         "systems": rows_out,
         "matrix": _matrix(games, slots.codes, played[0], scored[0]),
     }
@@ -351,8 +399,10 @@ def _outcome_counts(games: Matchups, codes: np.ndarray) -> list[dict[str, Any]]:
         own_wins = 1 - other_wins
         for column, code in ((0, own_wins), (1, 2), (2, 3), (3, other_wins)):
             np.add.at(tally[:, column], side[codes == code], 1)
-    return [{"wins": int(w), "ties": {"both_good": int(g), "both_bad": int(b)}, "losses": int(lost)}
-            for w, g, b, lost in tally]
+    return [
+        {"wins": int(w), "ties": {"both_good": int(g), "both_bad": int(b)}, "losses": int(lost)}
+        for w, g, b, lost in tally
+    ]
 
 
 def _left_out(games: Matchups, why: list[str | None]) -> list[dict[str, int]]:
@@ -389,26 +439,38 @@ def _matrix(games: Matchups, codes: np.ndarray, played: np.ndarray, scored: np.n
 
 def _acceptability(games: Matchups, totals: np.ndarray, slots: _Slots, settings: BootstrapSettings) -> list[dict]:
     rate = _ratio(totals[:, slots.acceptable], totals[:, slots.scored])
-    return [_slot(rate[0, i], rate[1:, i], settings, "no scored answer",
-                  acceptable=int(totals[0, slots.acceptable][i]), n=int(totals[0, slots.scored][i]))
-            for i in range(len(games.systems))]
+    return [
+        _slot(
+            rate[0, i],
+            rate[1:, i],
+            settings,
+            "no scored answer",
+            acceptable=int(totals[0, slots.acceptable][i]),
+            n=int(totals[0, slots.scored][i]),
+        )
+        for i in range(len(games.systems))
+    ]
 
 
-def _agreement(run: str, key: str, names: list[str], judge: np.ndarray, human: np.ndarray,
-               settings: BootstrapSettings) -> dict[str, Any]:
+def _agreement(
+    run: str, key: str, names: list[str], judge: np.ndarray, human: np.ndarray, settings: BootstrapSettings
+) -> dict[str, Any]:
     """Kendall's tau-b and Spearman's rho between a run's scores and the human scores on `key`."""
     common = [i for i in range(len(names)) if not np.isnan(judge[0, i]) and not np.isnan(human[0, i])]
     entry: dict[str, Any] = {"run": run, "dimension": key, "systems": [names[i] for i in common]}
     if len(common) < 3:
         reason = f"{len(common)} system(s) scored by both: a rank correlation needs at least 3"
-        entry.update(kendall_tau={"value": None, "ci95": None, "reason": reason},
-                     spearman_rho={"value": None, "ci95": None, "reason": reason})
+        entry.update(
+            kendall_tau={"value": None, "ci95": None, "reason": reason},
+            spearman_rho={"value": None, "ci95": None, "reason": reason},
+        )
     else:
         j, h = judge[:, common], human[:, common]
         for name, statistic in (("kendall_tau", metrics.kendall_tau_b), ("spearman_rho", metrics.spearman_rho)):
             values = statistic(j, h)
-            entry[name] = _slot(values[0], values[1:], settings, "undefined: one side gives every system one score",
-                                NO_SCORES_DRAWN)
+            entry[name] = _slot(
+                values[0], values[1:], settings, "undefined: one side gives every system one score", NO_SCORES_DRAWN
+            )
     if common:
         top_judge = names[common[int(np.argmax(judge[0, common]))]]
         top_human = names[common[int(np.argmax(human[0, common]))]]
@@ -421,16 +483,25 @@ def _agreement(run: str, key: str, names: list[str], judge: np.ndarray, human: n
 
 # -- the leaderboard ------------------------------------------------------------------------
 
-def build_leaderboard(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubric, by: str | Sequence[str] = OVERALL,
-                      policy: str | None = None, baseline: str | None = None,
-                      settings: BootstrapSettings = DEFAULT_BOOTSTRAP, bench: str | Path | None = None) -> dict[str, Any]:
+
+def build_leaderboard(
+    runs: Sequence[JudgeRun],
+    human: HumanLabels,
+    rubric: Rubric,
+    by: str | Sequence[str] = OVERALL,
+    policy: str | None = None,
+    baseline: str | None = None,
+    settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    bench: str | Path | None = None,
+) -> dict[str, Any]:
     """The leaderboard of runs already read and of a benchmark's human labels (what `leaderboard` returns)."""
     keys = _keys(by, rubric)
     all_keys = dimensions_of(rubric)
     games = matchups(human.pair_systems)
     if not games.ids:
-        raise EvaluationError(f"{human.manifest}: no item names two different systems (model_a, model_b): "
-                              "there is nothing to rank")
+        raise EvaluationError(
+            f"{human.manifest}: no item names two different systems (model_a, model_b): there is nothing to rank"
+        )
     if baseline is not None and baseline not in games.systems:
         raise EvaluationError(f"--baseline {baseline}: no such system; the items name: {', '.join(games.systems)}")
     base = games.systems.index(baseline) if baseline is not None else None
@@ -442,8 +513,10 @@ def build_leaderboard(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubr
     bench_ids = set(human.labels)
     sources += [run_source(run, rubric, p, games, all_keys, bench_ids) for run, p in zip(runs, policies)]
     if not sources:
-        raise EvaluationError(f"{human.manifest}: no human label on the items that name their systems, and no run: "
-                              "there is nothing to rank")
+        raise EvaluationError(
+            f"{human.manifest}: no human label on the items that name their systems, and no run: "
+            "there is nothing to rank"
+        )
 
     n = len(games.systems)
     low, high = np.triu_indices(n, 1)
@@ -451,28 +524,42 @@ def build_leaderboard(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubr
     cell_index[low, high] = np.arange(len(low))
     cells = cell_index[np.minimum(games.a, games.b), np.maximum(games.a, games.b)]
     columns = _Columns(len(games.ids))
-    slots = {(index, k): _register(columns, games, cells, len(low), source, k, k in keys)
-             for index, source in enumerate(sources) for k in all_keys}
+    slots = {
+        (index, k): _register(columns, games, cells, len(low), source, k, k in keys)
+        for index, source in enumerate(sources)
+        for k in all_keys
+    }
     matrix = columns.matrix()
     # Row 0: the pairs as they are; rows 1..: the resamples (the same draws for every column).
-    totals = np.vstack([matrix.sum(axis=0)[None, :],
-                        metrics.bootstrap_totals(matrix, settings.resamples, settings.seed)])
+    totals = np.vstack(
+        [matrix.sum(axis=0)[None, :], metrics.bootstrap_totals(matrix, settings.resamples, settings.seed)]
+    )
 
     described, scores = [], {}
     for index, source in enumerate(sources):
         tables = {}
         for key in keys:
-            tables[key], scores[(index, key)] = _table(games, (low, high), totals, slots[(index, key)], source, key,
-                                                       base, settings)
+            tables[key], scores[(index, key)] = _table(
+                games, (low, high), totals, slots[(index, key)], source, key, base, settings
+            )
         acceptability = {key: _acceptability(games, totals, slots[(index, key)], settings) for key in all_keys}
-        described.append({**source.about,
-                          "acceptability": {system: {key: acceptability[key][i] for key in all_keys}
-                                            for i, system in enumerate(games.systems)},
-                          "tables": tables})
+        described.append(
+            {
+                **source.about,
+                "acceptability": {
+                    system: {key: acceptability[key][i] for key in all_keys} for i, system in enumerate(games.systems)
+                },
+                "tables": tables,
+            }
+        )
     agreement = []
     if sources[0].kind == HUMAN:  # every run against the human labels, on the same resampled pairs
-        agreement = [_agreement(source.name, key, games.systems, scores[(index, key)], scores[(0, key)], settings)
-                     for index, source in enumerate(sources) if index for key in keys]
+        agreement = [
+            _agreement(source.name, key, games.systems, scores[(index, key)], scores[(0, key)], settings)
+            for index, source in enumerate(sources)
+            if index
+            for key in keys
+        ]
     return {
         "version": VERSION,
         "bench": str(Path(bench).resolve()) if bench is not None else None,
@@ -491,17 +578,25 @@ def build_leaderboard(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubr
             "same_system_ids": games.same_system[:LISTED],
         },
         "human_labels": sources[0].kind == HUMAN,
-        "bootstrap": {**settings.describe(), "method": "non-parametric bootstrap over the pairs (resampled jointly "
-                                                      "for every source and dimension), percentile interval"},
+        "bootstrap": {
+            **settings.describe(),
+            "method": "non-parametric bootstrap over the pairs (resampled jointly "
+            "for every source and dimension), percentile interval",
+        },
         "convention": CONVENTION,
         "sources": described,
         "agreement": agreement,
     }
 
 
-def leaderboard(runs: Sequence[str | Path] = (), bench: str | Path | None = None, by: str | Sequence[str] = OVERALL,
-                policy: str | None = None, baseline: str | None = None,
-                settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
+def leaderboard(
+    runs: Sequence[str | Path] = (),
+    bench: str | Path | None = None,
+    by: str | Sequence[str] = OVERALL,
+    policy: str | None = None,
+    baseline: str | None = None,
+    settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+) -> dict[str, Any]:
     """The leaderboard of judge run folders and of their benchmark's human labels, or of a benchmark's human
     labels alone (`bench` without runs; its audio need not exist): exactly what leaderboard.json holds.
 
@@ -518,9 +613,15 @@ def leaderboard(runs: Sequence[str | Path] = (), bench: str | Path | None = None
     return build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
 
 
-def systems_section(runs: Sequence[JudgeRun], human: HumanLabels, rubric: Rubric, policy: str | None,
-                    settings: BootstrapSettings, bench: str | Path | None = None,
-                    by: str | Sequence[str] = "all") -> dict[str, Any] | None:
+def systems_section(
+    runs: Sequence[JudgeRun],
+    human: HumanLabels,
+    rubric: Rubric,
+    policy: str | None,
+    settings: BootstrapSettings,
+    bench: str | Path | None = None,
+    by: str | Sequence[str] = "all",
+) -> dict[str, Any] | None:
     """The leaderboard of runs already read, on `by` (`evaluate`'s report: every dimension; the audit page:
     the first), or None where there is none to make: no item names two systems, or the rubric has no
     typed-tie dimension."""
@@ -536,12 +637,15 @@ def _rubric(runs: list[JudgeRun]) -> Rubric:
     rubrics = [rubric_of_run(run.config) for run in runs]
     names = {r.name for r in rubrics}
     if len(names) > 1:
-        raise EvaluationError(f"the runs were judged with different rubrics ({', '.join(sorted(names))}); "
-                              "rank runs of one rubric together")
+        raise EvaluationError(
+            f"the runs were judged with different rubrics ({', '.join(sorted(names))}); "
+            "rank runs of one rubric together"
+        )
     return rubrics[0]
 
 
 # -- files ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class LeaderboardFiles:
@@ -561,8 +665,13 @@ def write_leaderboard(board: dict[str, Any], out: str | Path) -> LeaderboardFile
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    files = LeaderboardFiles(out / "leaderboard.json", out / "leaderboard.md", out / "leaderboard.csv",
-                             out / "win_matrix.csv", figures.write_leaderboard_figures(board, out))
+    files = LeaderboardFiles(
+        out / "leaderboard.json",
+        out / "leaderboard.md",
+        out / "leaderboard.csv",
+        out / "win_matrix.csv",
+        figures.write_leaderboard_figures(board, out),
+    )
     write_json(files.json, board)
     atomic_write_text(files.markdown, render_markdown(leaderboard_blocks(board)))
     atomic_write_text(files.tables_csv, _csv(_table_rows(board)))
@@ -592,19 +701,40 @@ def _table_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
         for key, table in source["tables"].items():
             for r in table["systems"]:
                 accept = source["acceptability"][r["system"]][key]
-                rows.append({
-                    "source": source["name"], "kind": source["kind"], "dimension": key, "system": r["system"],
-                    "rank": r["rank"]["value"], "rank_low": _low(r["rank"]), "rank_high": _high(r["rank"]),
-                    "score": r["score"]["value"], "score_low": _low(r["score"]), "score_high": _high(r["score"]),
-                    "pairs": r["pairs"], "wins": r["wins"], "both_good": r["ties"]["both_good"],
-                    "both_bad": r["ties"]["both_bad"], "losses": r["losses"],
-                    "win_rate": r["win_rate"]["value"], "win_rate_low": _low(r["win_rate"]),
-                    "win_rate_high": _high(r["win_rate"]),
-                    "acceptability": accept["value"], "acceptable": accept["acceptable"], "answers": accept["n"],
-                    **({"vs_baseline": (r.get("vs_baseline") or {}).get("value"),
-                        "vs_baseline_pairs": (r.get("vs_baseline") or {}).get("pairs")} if board["baseline"] else {}),
-                    **{f"left_out_{reason}": n for reason, n in r["left_out"].items()},
-                })
+                rows.append(
+                    {
+                        "source": source["name"],
+                        "kind": source["kind"],
+                        "dimension": key,
+                        "system": r["system"],
+                        "rank": r["rank"]["value"],
+                        "rank_low": _low(r["rank"]),
+                        "rank_high": _high(r["rank"]),
+                        "score": r["score"]["value"],
+                        "score_low": _low(r["score"]),
+                        "score_high": _high(r["score"]),
+                        "pairs": r["pairs"],
+                        "wins": r["wins"],
+                        "both_good": r["ties"]["both_good"],
+                        "both_bad": r["ties"]["both_bad"],
+                        "losses": r["losses"],
+                        "win_rate": r["win_rate"]["value"],
+                        "win_rate_low": _low(r["win_rate"]),
+                        "win_rate_high": _high(r["win_rate"]),
+                        "acceptability": accept["value"],
+                        "acceptable": accept["acceptable"],
+                        "answers": accept["n"],
+                        **(
+                            {
+                                "vs_baseline": (r.get("vs_baseline") or {}).get("value"),
+                                "vs_baseline_pairs": (r.get("vs_baseline") or {}).get("pairs"),
+                            }
+                            if board["baseline"]
+                            else {}
+                        ),
+                        **{f"left_out_{reason}": n for reason, n in r["left_out"].items()},
+                    }
+                )
     return rows
 
 
@@ -616,15 +746,26 @@ def _matrix_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
             for i, system in enumerate(m["systems"]):
                 for j, opponent in enumerate(m["systems"]):
                     if i != j and m["pairs"][i][j]:
-                        rows.append({"source": source["name"], "kind": source["kind"], "dimension": key,
-                                     "system": system, "opponent": opponent, "pairs": m["pairs"][i][j],
-                                     "wins": m["wins"][i][j], "both_good": m["both_good"][i][j],
-                                     "both_bad": m["both_bad"][i][j], "losses": m["wins"][j][i],
-                                     "win_rate": m["win_rate"][i][j]})
+                        rows.append(
+                            {
+                                "source": source["name"],
+                                "kind": source["kind"],
+                                "dimension": key,
+                                "system": system,
+                                "opponent": opponent,
+                                "pairs": m["pairs"][i][j],
+                                "wins": m["wins"][i][j],
+                                "both_good": m["both_good"][i][j],
+                                "both_bad": m["both_bad"][i][j],
+                                "losses": m["wins"][j][i],
+                                "win_rate": m["win_rate"][i][j],
+                            }
+                        )
     return rows
 
 
 # -- the report and what the commands print -----------------------------------------------------------------------------
+
 
 def _title(key: str) -> str:
     return key.replace("_", " ").capitalize()
@@ -633,7 +774,9 @@ def _title(key: str) -> str:
 def _source_title(source: dict[str, Any]) -> str:
     if source["kind"] == HUMAN:
         return "Human labels"
-    details = ", ".join(str(v) for v in (source.get("model"), source.get("fusion") and f"fusion {source['fusion']}") if v)
+    details = ", ".join(
+        str(v) for v in (source.get("model"), source.get("fusion") and f"fusion {source['fusion']}") if v
+    )
     return f"Run {source['name']}" + (f" ({details})" if details else "")
 
 
@@ -675,73 +818,174 @@ def _left(counts: dict[str, int]) -> str:
 def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
     """The leaderboard as report blocks (leaderboard.md, and the Systems section of `evaluate`'s report)."""
     items, boot = board["items"], board["bootstrap"]
-    unnamed = (f" {items['without_systems']} item(s) do not name both systems and are left out"
-               + (f" ({', '.join(items['without_systems_ids'][:10])}{', …' if items['without_systems'] > 10 else ''})"
-                  if items["without_systems"] else "") + ".") if items["without_systems"] else ""
-    same = f" {items['same_system']} item(s) pit a system against itself and are left out." if items["same_system"] else ""
+    unnamed = (
+        (
+            f" {items['without_systems']} item(s) do not name both systems and are left out"
+            + (
+                f" ({', '.join(items['without_systems_ids'][:10])}{', …' if items['without_systems'] > 10 else ''})"
+                if items["without_systems"]
+                else ""
+            )
+            + "."
+        )
+        if items["without_systems"]
+        else ""
+    )
+    same = (
+        f" {items['same_system']} item(s) pit a system against itself and are left out." if items["same_system"] else ""
+    )
     blocks: list[Block] = [
         Heading(level, "Leaderboard"),
-        Paragraph(f"{items['ranked']} of {items['in_benchmark']} items of `{board['labels_manifest']}` name two "
-                  f"systems; {len(board['systems'])} systems.{unnamed}{same} Intervals: 95% percentile, "
-                  f"{boot['resamples']} bootstrap resamples of the pairs (seed {boot['seed']}), the same pairs drawn "
-                  "for every source and dimension."),
-        Paragraph("Score: Bradley-Terry, 400·log10(strength) + 1000 with the geometric mean of the strengths 1 "
-                  "(mean score 1000); a tie counts half a win to each side. Win rate: (wins + ties/2) / pairs. "
-                  "Undetermined, failed and skipped verdicts are left out (counted under \"left out\"), never "
-                  "scored as ties."),
+        Paragraph(
+            f"{items['ranked']} of {items['in_benchmark']} items of `{board['labels_manifest']}` name two "
+            f"systems; {len(board['systems'])} systems.{unnamed}{same} Intervals: 95% percentile, "
+            f"{boot['resamples']} bootstrap resamples of the pairs (seed {boot['seed']}), the same pairs drawn "
+            "for every source and dimension."
+        ),
+        Paragraph(
+            "Score: Bradley-Terry, 400·log10(strength) + 1000 with the geometric mean of the strengths 1 "
+            "(mean score 1000); a tie counts half a win to each side. Win rate: (wins + ties/2) / pairs. "
+            'Undetermined, failed and skipped verdicts are left out (counted under "left out"), never '
+            "scored as ties."
+        ),
     ]
     baseline = board["baseline"]
     for key in board["by"]:
         blocks.append(Heading(level + 1, _title(key)))
         for source in board["sources"]:
             table = source["tables"][key]
-            header = ["rank", "system", "score [95% CI]", "pairs", "wins", "both_good", "both_bad", "losses",
-                      "win rate", *([f"vs {baseline}"] if baseline else []), "left out"]
-            rows = [[_rank(r["rank"]), r["system"], _score(r["score"]), str(r["pairs"]), str(r["wins"]),
-                     str(r["ties"]["both_good"]), str(r["ties"]["both_bad"]), str(r["losses"]), _rate(r["win_rate"]),
-                     *([_rate(r.get("vs_baseline"), f" ({r['vs_baseline']['pairs']})") if r.get("vs_baseline")
-                        else "—"] if baseline else []),
-                     _left(r["left_out"])] for r in table["systems"]]
+            header = [
+                "rank",
+                "system",
+                "score [95% CI]",
+                "pairs",
+                "wins",
+                "both_good",
+                "both_bad",
+                "losses",
+                "win rate",
+                *([f"vs {baseline}"] if baseline else []),
+                "left out",
+            ]
+            rows = [
+                [
+                    _rank(r["rank"]),
+                    r["system"],
+                    _score(r["score"]),
+                    str(r["pairs"]),
+                    str(r["wins"]),
+                    str(r["ties"]["both_good"]),
+                    str(r["ties"]["both_bad"]),
+                    str(r["losses"]),
+                    _rate(r["win_rate"]),
+                    *(
+                        [
+                            _rate(r.get("vs_baseline"), f" ({r['vs_baseline']['pairs']})")
+                            if r.get("vs_baseline")
+                            else "—"
+                        ]
+                        if baseline
+                        else []
+                    ),
+                    _left(r["left_out"]),
+                ]
+                for r in table["systems"]
+            ]
             blocks += [Heading(level + 2, _source_title(source)), Table(header, rows)]
             if table["fit"]["reason"]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
                 blocks.append(Paragraph(f"No intervals: {_reasons(table)}."))
     blocks.append(Image("system_scores.png", "Scores with 95% intervals"))
-    blocks += [Heading(level + 1, "Acceptability"),
-               Paragraph("Share of each system's scored answers that the label accepts (its own number or "
-                         "both_good), per dimension, with 95% intervals and (acceptable/scored).")]
+    blocks += [
+        Heading(level + 1, "Acceptability"),
+        Paragraph(
+            "Share of each system's scored answers that the label accepts (its own number or "
+            "both_good), per dimension, with 95% intervals and (acceptable/scored)."
+        ),
+    ]
     for source in board["sources"]:
         order = [r["system"] for r in source["tables"][board["by"][0]]["systems"]]
-        rows = [[system, *[_rate(source["acceptability"][system][key],
-                                 f" ({source['acceptability'][system][key]['acceptable']}/"
-                                 f"{source['acceptability'][system][key]['n']})") for key in board["dimensions"]]]
-                for system in order]
-        blocks += [Heading(level + 2, _source_title(source)),
-                   Table(["system", *[_title(k) for k in board["dimensions"]]], rows)]
+        rows = [
+            [
+                system,
+                *[
+                    _rate(
+                        source["acceptability"][system][key],
+                        f" ({source['acceptability'][system][key]['acceptable']}/"
+                        f"{source['acceptability'][system][key]['n']})",
+                    )
+                    for key in board["dimensions"]
+                ],
+            ]
+            for system in order
+        ]
+        blocks += [
+            Heading(level + 2, _source_title(source)),
+            Table(["system", *[_title(k) for k in board["dimensions"]]], rows),
+        ]
     if board["agreement"]:
-        blocks += [Heading(level + 1, "Rank agreement with the human labels"),
-                   Paragraph("Kendall's tau-b and Spearman's rho between each run's scores and the human scores, "
-                             "over the systems both score, with 95% intervals (pairs resampled jointly)."),
-                   Table(["run", "dimension", "systems", "Kendall τ", "Spearman ρ", "top system (run / human)"],
-                         [[a["run"], a["dimension"], str(len(a["systems"])), _correlation(a["kendall_tau"]),
-                           _correlation(a["spearman_rho"]),
-                           (f"{a['top']['judge']} / {a['top']['human']}" + (" (same)" if a["same_top"] else ""))
-                           if a["top"] else "—"] for a in board["agreement"]])]
-        missing = next((a["kendall_tau"]["reason"] for a in board["agreement"]
-                        if a["kendall_tau"]["value"] is not None and not a["kendall_tau"]["ci95"]), None)
+        blocks += [
+            Heading(level + 1, "Rank agreement with the human labels"),
+            Paragraph(
+                "Kendall's tau-b and Spearman's rho between each run's scores and the human scores, "
+                "over the systems both score, with 95% intervals (pairs resampled jointly)."
+            ),
+            Table(
+                ["run", "dimension", "systems", "Kendall τ", "Spearman ρ", "top system (run / human)"],
+                [
+                    [
+                        a["run"],
+                        a["dimension"],
+                        str(len(a["systems"])),
+                        _correlation(a["kendall_tau"]),
+                        _correlation(a["spearman_rho"]),
+                        (f"{a['top']['judge']} / {a['top']['human']}" + (" (same)" if a["same_top"] else ""))
+                        if a["top"]
+                        else "—",
+                    ]
+                    for a in board["agreement"]
+                ],
+            ),
+        ]
+        missing = next(
+            (
+                a["kendall_tau"]["reason"]
+                for a in board["agreement"]
+                if a["kendall_tau"]["value"] is not None and not a["kendall_tau"]["ci95"]
+            ),
+            None,
+        )
         if missing:
             blocks.append(Paragraph(f"No interval: {missing}."))
-    blocks += [Heading(level + 1, "Win matrices"),
-               Paragraph("Row system against column system: win rate (ties half) and pairs.")]
+    blocks += [
+        Heading(level + 1, "Win matrices"),
+        Paragraph("Row system against column system: win rate (ties half) and pairs."),
+    ]
     for key in board["by"]:
         for source in board["sources"]:
             m = source["tables"][key]["matrix"]
             order = [m["systems"].index(r["system"]) for r in source["tables"][key]["systems"]]
-            rows = [[m["systems"][i], *[("—" if i == j else f"{m['win_rate'][i][j]:.0%} ({m['pairs'][i][j]})"
-                                         if m["win_rate"][i][j] is not None else "") for j in order]] for i in order]
-            blocks += [Heading(level + 2, f"{_title(key)}: {_source_title(source)}"),
-                       Table(["", *[m["systems"][j] for j in order]], rows)]
+            rows = [
+                [
+                    m["systems"][i],
+                    *[
+                        (
+                            "—"
+                            if i == j
+                            else f"{m['win_rate'][i][j]:.0%} ({m['pairs'][i][j]})"
+                            if m["win_rate"][i][j] is not None
+                            else ""
+                        )
+                        for j in order
+                    ],
+                ]
+                for i in order
+            ]
+            blocks += [
+                Heading(level + 2, f"{_title(key)}: {_source_title(source)}"),
+                Table(["", *[m["systems"][j] for j in order]], rows),
+            ]
     blocks.append(Image("win_matrix.png", f"Win matrix, {_title(board['by'][0]).lower()}"))
     return blocks
 
@@ -751,8 +995,9 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
     agreement of every run with the human labels."""
     lines = []
     items = board["items"]
-    lines.append(f"{items['ranked']} of {items['in_benchmark']} items name two systems; "
-                 f"{len(board['systems'])} systems")
+    lines.append(
+        f"{items['ranked']} of {items['in_benchmark']} items name two systems; {len(board['systems'])} systems"
+    )
     if items["without_systems"]:
         lines.append(f"  {items['without_systems']} item(s) without both system names, left out")
     if items["same_system"]:
@@ -763,8 +1008,10 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
             title = "human labels" if source["kind"] == "human" else f"run {source['name']}"
             left = {reason: n for reason, n in table["left_out"].items() if n}
             lines.append("")
-            lines.append(f"{key}, {title}: {table['pairs']} pairs"
-                         + (f"; left out: {', '.join(f'{n} {r}' for r, n in left.items())}" if left else ""))
+            lines.append(
+                f"{key}, {title}: {table['pairs']} pairs"
+                + (f"; left out: {', '.join(f'{n} {r}' for r, n in left.items())}" if left else "")
+            )
             if table["fit"]["reason"]:
                 lines.append(f"  no scores: {table['fit']['reason']}")
             elif not any(r["score"]["ci95"] for r in table["systems"]):
@@ -775,16 +1022,20 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
                 interval = f"[{score['ci95'][0]:7.1f}, {score['ci95'][1]:7.1f}]" if score.get("ci95") else " " * 18
                 value = f"{score['value']:7.1f}" if score["value"] is not None else "    n/a"
                 rate = f"{r['win_rate']['value']:6.1%}" if r["win_rate"]["value"] is not None else "   n/a"
-                lines.append(f"  {r['rank']['value'] or '-':>3}  {r['system']:{width}}  {value} {interval}  "
-                             f"{r['wins']:>4}W {r['ties']['both_good']:>3}G {r['ties']['both_bad']:>3}B "
-                             f"{r['losses']:>4}L  win rate {rate}")
+                lines.append(
+                    f"  {r['rank']['value'] or '-':>3}  {r['system']:{width}}  {value} {interval}  "
+                    f"{r['wins']:>4}W {r['ties']['both_good']:>3}G {r['ties']['both_bad']:>3}B "
+                    f"{r['losses']:>4}L  win rate {rate}"
+                )
     for a in board["agreement"]:
         tau, rho = a["kendall_tau"], a["spearman_rho"]
         if tau["value"] is None:
             lines.append(f"{a['run']} vs human, {a['dimension']}: {tau['reason']}")
             continue
-        interval = (lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else "")
-        lines.append(f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
-                     f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "
-                     + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)"))
+        interval = lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else ""
+        lines.append(
+            f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
+            f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "
+            + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)")
+        )
     return lines

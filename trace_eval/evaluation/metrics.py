@@ -3,6 +3,7 @@
 Every function returns None (never NaN) where a value is undefined, so the
 caller can write JSON with the reason beside it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -108,7 +109,9 @@ def mcnemar(only_a: int, only_b: int, exact_below: int = MCNEMAR_EXACT_BELOW, co
     return McNemarResult(only_a, only_b, statistic, float(stats.chi2.sf(statistic, df=1)), "chi2")
 
 
-def bootstrap_totals(item_values: np.ndarray | sparse.sparray, resamples: int, seed: int, chunk: int = 250) -> np.ndarray:
+def bootstrap_totals(
+    item_values: np.ndarray | sparse.sparray, resamples: int, seed: int, chunk: int = 250
+) -> np.ndarray:
     """Column sums of `item_values` (items x columns) over `resamples` bootstrap resamples of the items.
 
     Every resample draws the items with replacement once and applies the same

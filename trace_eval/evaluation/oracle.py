@@ -1,5 +1,6 @@
 """Oracle check of the fusion policies: fuse the human dimension labels and
 compare with the human overall label. Needs only the manifest."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,8 +15,9 @@ from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings, PairedBootstrap
 from .records import OVERALL
 
 
-def oracle(human: dict[str, dict[str, str]], rubric: Rubric,
-           settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:
+def oracle(
+    human: dict[str, dict[str, str]], rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP
+) -> dict[str, Any]:
     """Per fusion policy of the rubric: how often fusing the human dimension labels (TRACE: C, VQ, P)
     reproduces the human overall label.
 

@@ -4,6 +4,7 @@ Each function takes a rubric that fuses, a fusion policy and one item's dimensio
 verdicts and returns labels; the rates and accuracies over a run are computed in
 analysis. The first dimension of the rubric's fusion order plays Content's part.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

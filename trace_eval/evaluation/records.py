@@ -1,5 +1,6 @@
 """What an evaluation reads: judge runs (through the one run-folder reader,
 trace_eval.judge.runfolder) and the human labels of a benchmark, in a rubric's label spaces."""
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,11 @@ def read_record(raw: dict[str, Any], rubric: Rubric) -> RunRecord:
         return RunRecord(item_id, "invalid", "status ok but no verdicts object", None, overall)
     reasons = raw.get("undetermined") if isinstance(raw.get("undetermined"), dict) else {}
     # A null label is undetermined when the record says why; a missing key or any other value is invalid.
-    bad = [f"{d}={verdicts.get(d)!r}" for d, space in spaces.items()
-           if verdicts.get(d) not in space.values and not (verdicts.get(d) is None and reasons.get(d))]
+    bad = [
+        f"{d}={verdicts.get(d)!r}"
+        for d, space in spaces.items()
+        if verdicts.get(d) not in space.values and not (verdicts.get(d) is None and reasons.get(d))
+    ]
     if bad:
         return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, overall)
     undetermined = {d: str(reasons[d]) for d in spaces if verdicts[d] is None}
@@ -132,12 +136,15 @@ class JudgeRun:
         """The policy this run's overall labels are fused under: `override` (--fusion), else the run's own."""
         name = override or self.policy
         if name is None:
-            raise EvaluationError(f"run {self.name}: config.json names no fusion policy; pass --fusion, one of: "
-                                  f"{', '.join(sorted(rubric.fusion.policies))}")
+            raise EvaluationError(
+                f"run {self.name}: config.json names no fusion policy; pass --fusion, one of: "
+                f"{', '.join(sorted(rubric.fusion.policies))}"
+            )
         get_policy(name)  # UnknownPolicy lists the choices
         if name not in rubric.fusion.policies:
-            raise EvaluationError(f"--fusion {name}: the {rubric.name} rubric fuses under "
-                                  f"{', '.join(rubric.fusion.policies)}")
+            raise EvaluationError(
+                f"--fusion {name}: the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}"
+            )
         return name
 
     @property
@@ -151,7 +158,9 @@ class JudgeRun:
             "name": self.name,
             "path": str(self.path),
             "model": self.config.get("model"),
-            "judge": judge if isinstance(judge, (str, int, float)) or judge is None else json.dumps(judge, sort_keys=True),
+            "judge": judge
+            if isinstance(judge, (str, int, float)) or judge is None
+            else json.dumps(judge, sort_keys=True),
             "run_fusion": self.policy,
         }
 
@@ -191,7 +200,9 @@ def bench_of(runs: list[JudgeRun], labels: str | Path | None) -> Path:
         missing = [run.name for run in runs if run.bench is None]
         raise EvaluationError(f"run(s) {', '.join(missing)}: config.json names no bench; pass --labels BENCH")
     if len(benches) > 1:
-        raise EvaluationError(f"the runs judged different benchmarks ({', '.join(sorted(benches))}); pass --labels BENCH")
+        raise EvaluationError(
+            f"the runs judged different benchmarks ({', '.join(sorted(benches))}); pass --labels BENCH"
+        )
     return Path(benches.pop())
 
 
@@ -228,8 +239,10 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
                 continue
             label = space.normalise_human(value)
             if label is None:
-                problems.append(f"item {pair.id}: label.{key} = {value!r} is not in the "
-                                f"{space.kind} space ({space.describe()}); left out")
+                problems.append(
+                    f"item {pair.id}: label.{key} = {value!r} is not in the "
+                    f"{space.kind} space ({space.describe()}); left out"
+                )
             else:
                 item[key] = label
         labels[pair.id] = item

@@ -4,6 +4,7 @@ sections a rubric's metrics give), with the pictures they show.
 The HTML is self-contained (pictures embedded as base64) so it can be mailed or
 attached as it is.
 """
+
 from __future__ import annotations
 
 import base64
@@ -59,7 +60,7 @@ Block = Heading | Paragraph | Table | Image
 
 
 def percent(slot: dict[str, Any] | None, with_n: bool = True) -> str:
-    """"71.2% [65.0–77.1] (83/117)", or "n/a" with the reason."""
+    """ "71.2% [65.0–77.1] (83/117)", or "n/a" with the reason."""
     if not slot or slot.get("value") is None:
         reason = (slot or {}).get("reason")
         return f"n/a ({reason})" if reason and with_n else "n/a"
@@ -83,7 +84,7 @@ def number(slot: dict[str, Any] | None) -> str:
 
 
 def coverage(slot: dict[str, Any] | None) -> str:
-    """"87.5% (7/8)": decided items over items with the human label."""
+    """ "87.5% (7/8)": decided items over items with the human label."""
     if not slot or slot.get("value") is None:
         return "n/a"
     return f"{slot['value']:.1%} ({slot['decided']}/{slot['of']})"
@@ -113,11 +114,20 @@ def no_verdict_blocks(runs: list[dict[str, Any]]) -> list[Block]:
     for r in runs:
         items = r["no_verdict"]
         kinds = ", ".join(f"{n} {kind}" for kind, n in Counter(f["status"] for f in items).items())
-        blocks.append(Paragraph(f"**{r['name']}**: {len(items)} without a verdict ({kinds})." if items
-                                else f"**{r['name']}**: every item has a verdict."))
+        blocks.append(
+            Paragraph(
+                f"**{r['name']}**: {len(items)} without a verdict ({kinds})."
+                if items
+                else f"**{r['name']}**: every item has a verdict."
+            )
+        )
         if items:
-            blocks.append(Table(["id", "why", "reason"],
-                                [[f["id"], str(f["status"]), str(f["reason"] or "")] for f in items[:FAILED_SHOWN]]))
+            blocks.append(
+                Table(
+                    ["id", "why", "reason"],
+                    [[f["id"], str(f["status"]), str(f["reason"] or "")] for f in items[:FAILED_SHOWN]],
+                )
+            )
             if len(items) > FAILED_SHOWN:
                 blocks.append(Paragraph(f"… and {len(items) - FAILED_SHOWN} more, listed in metrics.json."))
         blocks += [Paragraph(f"Note: {problem}") for problem in r["problems"]]
@@ -131,10 +141,14 @@ def cue_blocks(runs: list[dict[str, Any]]) -> list[Block]:
     shown = [r for r in runs if r.get("cues")]
     if not shown:
         return []
-    blocks: list[Block] = [Heading(2, "Cues measured"), Paragraph(
-        "Per cue group, how many of the judged response clips had it measured, and why not (from the blueprints' "
-        "provenance). A judge cannot use a missing cue: the cues backbone leaves the dimensions it decides "
-        "undetermined.")]
+    blocks: list[Block] = [
+        Heading(2, "Cues measured"),
+        Paragraph(
+            "Per cue group, how many of the judged response clips had it measured, and why not (from the blueprints' "
+            "provenance). A judge cannot use a missing cue: the cues backbone leaves the dimensions it decides "
+            "undetermined."
+        ),
+    ]
     for r in shown:
         cues = r["cues"]
         table = Table(["cue group", "measured"], [list(row) for row in rows(cues)])
@@ -206,8 +220,9 @@ def render_html(blocks: list[Block], images: dict[str, Path]) -> str:
     )
 
 
-def write_report(out: Path, metrics: dict[str, Any], blocks: list[Block],
-                 pictures: dict[str, Path] | None = None) -> EvaluationFiles:
+def write_report(
+    out: Path, metrics: dict[str, Any], blocks: list[Block], pictures: dict[str, Path] | None = None
+) -> EvaluationFiles:
     """Write metrics.json, report.md and report.html (with `pictures`, already written into `out`)."""
     files = EvaluationFiles(metrics, out / "metrics.json", out / "report.md", out / "report.html", pictures or {})
     write_json(files.metrics_path, metrics)
@@ -220,11 +235,20 @@ def render_oracle_markdown(result: dict[str, Any], bench: str) -> str:
     """The oracle table, as printed by `evaluate --oracle`."""
     items = result["items"]
     rows = [
-        [name, str(p["correct"]), str(p["n"]), percent({"value": p.get("accuracy"), "ci95": p.get("ci95")}, with_n=False)]
+        [
+            name,
+            str(p["correct"]),
+            str(p["n"]),
+            percent({"value": p.get("accuracy"), "ci95": p.get("ci95")}, with_n=False),
+        ]
         for name, p in result["policies"].items()
     ]
-    return render_markdown([
-        Paragraph(f"Oracle fusion on `{bench}`: human (C, VQ, P) fused and compared with the human overall label; "
-                  f"{items['complete']} items with all four labels, {items['skipped']} skipped."),
-        Table(["policy", "correct", "N", "accuracy [95% CI]"], rows),
-    ])
+    return render_markdown(
+        [
+            Paragraph(
+                f"Oracle fusion on `{bench}`: human (C, VQ, P) fused and compared with the human overall label; "
+                f"{items['complete']} items with all four labels, {items['skipped']} skipped."
+            ),
+            Table(["policy", "correct", "N", "accuracy [95% CI]"], rows),
+        ]
+    )

@@ -5,6 +5,7 @@ Every slot a metric gives columns for gets a bootstrap interval from the metrics
 the metrics in the run's "intervals" (same keys): one set of resamples over the evaluated items
 serves every run, so the intervals of different runs are paired, as in TRACE's report.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,9 +26,14 @@ _SHARES = {"accuracy", "agreement", "position_consistency", "self_consistency"}
 
 
 def _samples(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s["verdicts"] for s in raw.get("samples") or []
-            if isinstance(s, dict) and s.get("status") == "ok" and s.get("order", "original") == "original"
-            and isinstance(s.get("verdicts"), dict)]
+    return [
+        s["verdicts"]
+        for s in raw.get("samples") or []
+        if isinstance(s, dict)
+        and s.get("status") == "ok"
+        and s.get("order", "original") == "original"
+        and isinstance(s.get("verdicts"), dict)
+    ]
 
 
 def _labelled(rubric: Rubric) -> tuple[str, ...]:
@@ -47,8 +53,15 @@ def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict
     return {**record.verdicts, OVERALL: rubric.fusion.fuse(policy, record.verdicts)}
 
 
-def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str], index: int,
-               estimates: Estimates, override: str | None) -> dict[str, Any]:
+def _run_block(
+    run: JudgeRun,
+    rubric: Rubric,
+    human: HumanLabels,
+    ids: list[str],
+    index: int,
+    estimates: Estimates,
+    override: str | None,
+) -> dict[str, Any]:
     policy = run.fusion_policy(override, rubric) if rubric.fusion else None
     items, no_verdict = [], []
     by_status: dict[str, int] = {}
@@ -66,8 +79,11 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
             no_verdict.append({"id": item_id, "status": record.unscored, "reason": record.reason})
             unscored[record.unscored] += 1
         orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
-        items.append(scores.ItemScores(item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}),
-                                       _samples(raw), orders))
+        items.append(
+            scores.ItemScores(
+                item_id, human.systems.get(item_id), judged, human.labels.get(item_id, {}), _samples(raw), orders
+            )
+        )
     metrics = scores.compute(rubric, items)
     columns = scores.compute_columns(rubric, items)
     judged_by_id = {item.id: item.judged or {} for item in items}
@@ -93,8 +109,9 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
             "not_judged": sum(i not in run.raws for i in ids),
         },
         "coverage": coverage,
-        "positions": {key: positions.split((item.judged or {}).get(key) for item in items)
-                      for key in _pairwise(rubric)},
+        "positions": {
+            key: positions.split((item.judged or {}).get(key) for item in items) for key in _pairwise(rubric)
+        },
         "metrics": metrics,
         "intervals": {name: estimates.intervals((index, name), metrics[name], columns[name]) for name in columns},
         "no_verdict": no_verdict,
@@ -103,8 +120,13 @@ def _run_block(run: JudgeRun, rubric: Rubric, human: HumanLabels, ids: list[str]
     }
 
 
-def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabels,
-                         settings: BootstrapSettings = DEFAULT_BOOTSTRAP, policy: str | None = None) -> dict[str, Any]:
+def evaluate_rubric_runs(
+    runs: list[JudgeRun],
+    rubric: Rubric,
+    human: HumanLabels,
+    settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    policy: str | None = None,
+) -> dict[str, Any]:
     """metrics.json of runs judged with `rubric` against the human labels; `policy` re-fuses the overall
     label of a rubric that fuses (default: the label each run recorded)."""
     if not runs:
@@ -112,19 +134,27 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
     judged = set().union(*(run.raws for run in runs))
     ids = [i for i in human.labels if i in judged]
     if not ids:
-        raise EvaluationError("no id of the judge run(s) is in the benchmark's manifest; "
-                              "check --labels points at the benchmark that was judged")
+        raise EvaluationError(
+            "no id of the judge run(s) is in the benchmark's manifest; "
+            "check --labels points at the benchmark that was judged"
+        )
     estimates = Estimates(ids)
     blocks = [_run_block(run, rubric, human, ids, index, estimates, policy) for index, run in enumerate(runs)]
     estimates.fill(settings)
-    human_positions = {key: positions.human_split([human.labels[i][key] for i in ids if key in human.labels[i]])
-                       for key in _pairwise(rubric)}
+    human_positions = {
+        key: positions.human_split([human.labels[i][key] for i in ids if key in human.labels[i]])
+        for key in _pairwise(rubric)
+    }
     lopsided = [positions.warning(found, f"human {key} winners") for key, found in human_positions.items()]
     return {
         "format_version": FORMAT_VERSION,
-        "rubric": {"name": rubric.name, "version": rubric.id, "file": str(rubric.path) if rubric.path else None,
-                   "reference": rubric.reference,
-                   "dimensions": {d.name: d.labels.kind for d in rubric.dimensions}},
+        "rubric": {
+            "name": rubric.name,
+            "version": rubric.id,
+            "file": str(rubric.path) if rubric.path else None,
+            "reference": rubric.reference,
+            "dimensions": {d.name: d.labels.kind for d in rubric.dimensions},
+        },
         "items": {
             "evaluated": len(ids),
             "in_benchmark": len(human.labels),
@@ -140,8 +170,9 @@ def evaluate_rubric_runs(runs: list[JudgeRun], rubric: Rubric, human: HumanLabel
 
 # -- report -----------------------------------------------------------------------------
 
+
 def _bounds(interval: dict[str, Any] | None, share: bool = False, digits: int = 3) -> str:
-    """" [65.0–77.1]" for a share, " [0.412, 0.730]" otherwise; "" without an interval."""
+    """ " [65.0–77.1]" for a share, " [0.412, 0.730]" otherwise; "" without an interval."""
     ci95 = (interval or {}).get("ci95")
     if not ci95:
         return ""
@@ -176,23 +207,41 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
     boot = metrics["bootstrap"]
     blocks: list[report.Block] = [
         report.Heading(1, f"trace-eval evaluation: {rubric['name']} rubric"),
-        report.Paragraph(f"Benchmark `{metrics['bench']}` (labels from `{metrics['labels_manifest']}`): "
-                         f"{metrics['items']['evaluated']} items judged by at least one run. Rubric "
-                         f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}. Intervals are "
-                         f"{boot['confidence']:.0%} {boot['method']}, {boot['resamples']} resamples, "
-                         f"seed {boot['seed']}."),
-        report.Table(["run", "model", "prompt", "in run", "scored", *UNSCORED, "not in benchmark"],
-                     [[r["name"], str(r.get("model") or "—"), str(r.get("prompt_version") or "—"),
-                       str(r["items"]["in_run"]), str(r["items"]["scored"]),
-                       *[str(r["items"][kind]) for kind in UNSCORED], str(r["items"]["not_in_benchmark"])]
-                      for r in runs]),
+        report.Paragraph(
+            f"Benchmark `{metrics['bench']}` (labels from `{metrics['labels_manifest']}`): "
+            f"{metrics['items']['evaluated']} items judged by at least one run. Rubric "
+            f"`{rubric['version']}`: {rubric['reference'] or 'no reference given'}. Intervals are "
+            f"{boot['confidence']:.0%} {boot['method']}, {boot['resamples']} resamples, "
+            f"seed {boot['seed']}."
+        ),
+        report.Table(
+            ["run", "model", "prompt", "in run", "scored", *UNSCORED, "not in benchmark"],
+            [
+                [
+                    r["name"],
+                    str(r.get("model") or "—"),
+                    str(r.get("prompt_version") or "—"),
+                    str(r["items"]["in_run"]),
+                    str(r["items"]["scored"]),
+                    *[str(r["items"][kind]) for kind in UNSCORED],
+                    str(r["items"]["not_in_benchmark"]),
+                ]
+                for r in runs
+            ],
+        ),
         report.Heading(2, "Coverage"),
-        report.Paragraph("Decided items over items with the human label, per dimension. Every metric below is "
-                         "computed on the decided items only; items without a verdict lower coverage and are never "
-                         "scored."),
-        report.Table(["run", *metrics["rubric"]["dimensions"]],
-                     [[r["name"], *[report.coverage(r["coverage"].get(d)) for d in metrics["rubric"]["dimensions"]]]
-                      for r in runs]),
+        report.Paragraph(
+            "Decided items over items with the human label, per dimension. Every metric below is "
+            "computed on the decided items only; items without a verdict lower coverage and are never "
+            "scored."
+        ),
+        report.Table(
+            ["run", *metrics["rubric"]["dimensions"]],
+            [
+                [r["name"], *[report.coverage(r["coverage"].get(d)) for d in metrics["rubric"]["dimensions"]]]
+                for r in runs
+            ],
+        ),
     ]
     if metrics["positions"]["human"]:
         blocks += positions.blocks(metrics["positions"]["human"], runs, metrics["positions"]["warnings"])
@@ -203,10 +252,18 @@ def build_blocks(metrics: dict[str, Any]) -> list[report.Block]:
             blocks += _system_blocks(runs)
             continue
         columns = list(dict.fromkeys(key for r in runs for key in r["metrics"][name]))
-        blocks.append(report.Table(["run", *columns],
-                                   [[r["name"], *[_cell(name, r["metrics"][name].get(c),
-                                                        r["intervals"].get(name, {}).get(c)) for c in columns]]
-                                    for r in runs]))
+        blocks.append(
+            report.Table(
+                ["run", *columns],
+                [
+                    [
+                        r["name"],
+                        *[_cell(name, r["metrics"][name].get(c), r["intervals"].get(name, {}).get(c)) for c in columns],
+                    ]
+                    for r in runs
+                ],
+            )
+        )
     if metrics["label_problems"]:
         blocks += [report.Heading(2, "Human labels left out")]
         blocks += [report.Paragraph(problem) for problem in metrics["label_problems"][:FAILED_SHOWN]]
@@ -218,21 +275,31 @@ def _system_blocks(runs: list[dict[str, Any]]) -> list[report.Block]:
     for r in runs:
         for dimension, slot in r["metrics"]["system_means"].items():
             intervals = r["intervals"].get("system_means", {}).get(dimension, {}).get("systems", {})
-            rows = [[system, _mean(v["judge"]), str(v["judge_n"]), _mean(v["human"]), str(v["human_n"]),
-                     _mean_interval(intervals.get(system, {}).get("judge")),
-                     _mean_interval(intervals.get(system, {}).get("human"))]
-                    for system, v in slot["systems"].items()]
-            blocks += [report.Paragraph(f"**{r['name']}**, {dimension}:"),
-                       report.Table(["system", "judge mean", "n", "human mean", "n", "judge 95% CI", "human 95% CI"],
-                                    rows)]
+            rows = [
+                [
+                    system,
+                    _mean(v["judge"]),
+                    str(v["judge_n"]),
+                    _mean(v["human"]),
+                    str(v["human_n"]),
+                    _mean_interval(intervals.get(system, {}).get("judge")),
+                    _mean_interval(intervals.get(system, {}).get("human")),
+                ]
+                for system, v in slot["systems"].items()
+            ]
+            blocks += [
+                report.Paragraph(f"**{r['name']}**, {dimension}:"),
+                report.Table(["system", "judge mean", "n", "human mean", "n", "judge 95% CI", "human 95% CI"], rows),
+            ]
     return blocks
 
 
 class MetricsReport:
     """The report of the metrics a rubric lists."""
 
-    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
-                 settings: BootstrapSettings) -> dict[str, Any]:
+    def evaluate(
+        self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None, settings: BootstrapSettings
+    ) -> dict[str, Any]:
         return evaluate_rubric_runs(runs, rubric, human, settings, policy)
 
     def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
@@ -252,11 +319,15 @@ class MetricsReport:
             lines.append(f"  {report.excluded(run['items'], items['in_benchmark'])}")
         labelled = items.get("with_human_label", {})
         if any(n < items["evaluated"] for n in labelled.values()):  # a dimension's metrics use its labelled items
-            lines.append(f"  human labels among the {items['evaluated']} judged manifest item(s): "
-                         + ", ".join(f"{dim} {n}" for dim, n in labelled.items()))
+            lines.append(
+                f"  human labels among the {items['evaluated']} judged manifest item(s): "
+                + ", ".join(f"{dim} {n}" for dim, n in labelled.items())
+            )
         if metrics.get("label_problems"):
-            lines.append(f"  {len(metrics['label_problems'])} human label(s) outside their label space, left out "
-                         f"(listed in {files.markdown_path})")
+            lines.append(
+                f"  {len(metrics['label_problems'])} human label(s) outside their label space, left out "
+                f"(listed in {files.markdown_path})"
+            )
         return lines + [f"warning: {w}" for w in metrics["positions"]["warnings"]]
 
 

@@ -17,6 +17,7 @@ every run together. The report of such metrics is rubric_report.
 A metric may instead be a whole report of its own, registered with `register_report`:
 TRACE's (analysis.py), which a rubric asks for with `metrics: [trace]`.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,19 @@ if TYPE_CHECKING:
     from .records import HumanLabels, JudgeRun
     from .report import Block, EvaluationFiles
 
-__all__ = ["METRICS", "ItemScores", "Metric", "Report", "UnknownMetric", "agreement_credit", "compute",
-           "compute_columns", "register", "register_report", "report_of"]
+__all__ = [
+    "METRICS",
+    "ItemScores",
+    "Metric",
+    "Report",
+    "UnknownMetric",
+    "agreement_credit",
+    "compute",
+    "compute_columns",
+    "register",
+    "register_report",
+    "report_of",
+]
 
 
 @dataclass(frozen=True)
@@ -61,8 +73,9 @@ ColumnsOf = Callable[[Rubric, list[ItemScores]], dict[SlotPath, Columns]]
 class Report(Protocol):
     """A whole evaluation report: what it adds to metrics.json, its pictures, its sections, its printed lines."""
 
-    def evaluate(self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None,
-                 settings: BootstrapSettings) -> dict[str, Any]: ...
+    def evaluate(
+        self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None, settings: BootstrapSettings
+    ) -> dict[str, Any]: ...
 
     def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]: ...
 
@@ -108,8 +121,9 @@ def register_report(name: str, description: str, report: Report) -> None:
 def _check(rubric: Rubric) -> None:
     unknown = [name for name in rubric.metrics if name not in METRICS]
     if unknown:
-        raise UnknownMetric(f"rubric {rubric.name} lists unknown metric(s) {', '.join(unknown)}; "
-                            f"expected among: {', '.join(METRICS)}")
+        raise UnknownMetric(
+            f"rubric {rubric.name} lists unknown metric(s) {', '.join(unknown)}; expected among: {', '.join(METRICS)}"
+        )
 
 
 def report_of(rubric: Rubric) -> Report:
@@ -129,8 +143,11 @@ def compute(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict
 
 def compute_columns(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[SlotPath, Columns]]:
     """The bootstrap columns of every metric the rubric lists that has them, by name."""
-    return {name: columns(rubric, items) for name in rubric.metrics
-            if name in METRICS and (columns := METRICS[name].columns)}
+    return {
+        name: columns(rubric, items)
+        for name in rubric.metrics
+        if name in METRICS and (columns := METRICS[name].columns)
+    }
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -140,8 +157,11 @@ PerItem = dict[str, float]  # item id -> the item's value on one dimension
 
 def _both_by_id(items: list[ItemScores], dim: str) -> dict[str, tuple[Any, Any]]:
     """(judge, human) labels of the items that have both on `dim`, by item id."""
-    return {i.id: (i.judged[dim], i.human[dim]) for i in items
-            if i.judged is not None and i.judged.get(dim) is not None and i.human.get(dim) is not None}
+    return {
+        i.id: (i.judged[dim], i.human[dim])
+        for i in items
+        if i.judged is not None and i.judged.get(dim) is not None and i.human.get(dim) is not None
+    }
 
 
 def _both(items: list[ItemScores], dim: str) -> list[tuple[Any, Any]]:
@@ -157,10 +177,12 @@ def _mean_slot(values: list[float], empty: str, **extra: Any) -> dict[str, Any]:
 
 def _resampled_means(values_of: Callable[[Rubric, list[ItemScores]], dict[str, PerItem]]) -> ColumnsOf:
     """Columns of a metric whose slots are means of `values_of`: one slot per dimension, and "all" pooled."""
+
     def columns(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
         per_dim = values_of(rubric, items)
         result: dict[SlotPath, Columns] = {
-            (dim,): MeanColumns(values, dict.fromkeys(values, 1)) for dim, values in per_dim.items()}
+            (dim,): MeanColumns(values, dict.fromkeys(values, 1)) for dim, values in per_dim.items()
+        }
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
         for dim, values in per_dim.items():
@@ -198,13 +220,18 @@ NO_LABELS = "no item has both a judge label and a human label on this dimension"
 
 # -- metrics ----------------------------------------------------------------------------
 
+
 def _hits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()}
-            for dim in _dims(rubric, overall=True)}
+    return {
+        dim: {i: float(j == h) for i, (j, h) in _both_by_id(items, dim).items()} for dim in _dims(rubric, overall=True)
+    }
 
 
-@register("accuracy", "judge label equals the human label (exact match; human means such as 3.5 never match)",
-          columns=_resampled_means(_hits))
+@register(
+    "accuracy",
+    "judge label equals the human label (exact match; human means such as 3.5 never match)",
+    columns=_resampled_means(_hits),
+)
 def accuracy(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots, pooled = {}, []
     for dim, by_item in _hits(rubric, items).items():
@@ -225,13 +252,18 @@ def agreement_credit(judge: Any, human: Any, ties: frozenset) -> float:
 
 
 def _credits(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: agreement_credit(j, h, _space(rubric, dim).ties)
-                  for i, (j, h) in _both_by_id(items, dim).items()}
-            for dim in _dims(rubric, numeric=False, overall=True)}
+    return {
+        dim: {i: agreement_credit(j, h, _space(rubric, dim).ties) for i, (j, h) in _both_by_id(items, dim).items()}
+        for dim in _dims(rubric, numeric=False, overall=True)
+    }
 
 
-@register("agreement", "pairwise agreement with humans: 1 for the same label, 0.5 when one side says tie "
-                       "(the other names a winner), 0 for opposite winners", columns=_resampled_means(_credits))
+@register(
+    "agreement",
+    "pairwise agreement with humans: 1 for the same label, 0.5 when one side says tie "
+    "(the other names a winner), 0 for opposite winners",
+    columns=_resampled_means(_credits),
+)
 def agreement(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots, pooled = {}, []
     for dim, by_item in _credits(rubric, items).items():
@@ -242,12 +274,15 @@ def agreement(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, An
 
 
 def _label_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
-    return {(dim,): KappaColumns(_both_by_id(items, dim), tuple(_space(rubric, dim).values))
-            for dim in _dims(rubric, numeric=False, overall=True)}
+    return {
+        (dim,): KappaColumns(_both_by_id(items, dim), tuple(_space(rubric, dim).values))
+        for dim in _dims(rubric, numeric=False, overall=True)
+    }
 
 
-@register("kappa", "Cohen's kappa between the judge's and the human labels (chance-corrected agreement)",
-          columns=_label_pairs)
+@register(
+    "kappa", "Cohen's kappa between the judge's and the human labels (chance-corrected agreement)", columns=_label_pairs
+)
 def kappa(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from .metrics import cohen_kappa
 
@@ -258,9 +293,15 @@ def kappa(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
             slots[dim] = {"value": None, "n": 0, "reason": NO_LABELS}
             continue
         value = cohen_kappa([j for j, _ in pairs], [h for _, h in pairs], _space(rubric, dim).values)
-        slots[dim] = ({"value": value, "n": len(pairs)} if value is not None else
-                      {"value": None, "n": len(pairs), "reason": "undefined: chance agreement is total "
-                                                                 "(both raters use one label)"})
+        slots[dim] = (
+            {"value": value, "n": len(pairs)}
+            if value is not None
+            else {
+                "value": None,
+                "n": len(pairs),
+                "reason": "undefined: chance agreement is total (both raters use one label)",
+            }
+        )
     return slots
 
 
@@ -269,8 +310,11 @@ def _same_in_both_orders(rubric: Rubric, items: list[ItemScores]) -> dict[str, P
     return {dim: {item: float(agree) for item, agree in by_item.items()} for dim, by_item in same.items()}
 
 
-@register("position_consistency", "share of items whose label stays the same when the two responses are shown "
-                                  "in the other order (judge --swap)", columns=_resampled_means(_same_in_both_orders))
+@register(
+    "position_consistency",
+    "share of items whose label stays the same when the two responses are shown in the other order (judge --swap)",
+    columns=_resampled_means(_same_in_both_orders),
+)
 def position_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     empty = "judged without --swap: run the judge with --swap to measure it"
     slots, pooled = {}, []
@@ -282,8 +326,10 @@ def position_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, d
 
 
 def _errors(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {i: abs(float(j) - float(h)) for i, (j, h) in _both_by_id(items, dim).items()}
-            for dim in _dims(rubric, numeric=True)}
+    return {
+        dim: {i: abs(float(j) - float(h)) for i, (j, h) in _both_by_id(items, dim).items()}
+        for dim in _dims(rubric, numeric=True)
+    }
 
 
 @register("mae", "mean absolute difference between the judge's and the human score", columns=_resampled_means(_errors))
@@ -298,12 +344,17 @@ def mae(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
 
 
 def _score_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
-    return {(dim,): PairColumns({i: (float(j), float(h)) for i, (j, h) in _both_by_id(items, dim).items()})
-            for dim in _dims(rubric, numeric=True)}
+    return {
+        (dim,): PairColumns({i: (float(j), float(h)) for i, (j, h) in _both_by_id(items, dim).items()})
+        for dim in _dims(rubric, numeric=True)
+    }
 
 
-@register("pearson", "Pearson correlation between the judge's and the human scores over the items "
-                     f"(at least {PEARSON_MIN_ITEMS})", columns=_score_pairs)
+@register(
+    "pearson",
+    f"Pearson correlation between the judge's and the human scores over the items (at least {PEARSON_MIN_ITEMS})",
+    columns=_score_pairs,
+)
 def pearson(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from scipy import stats
 
@@ -311,14 +362,20 @@ def pearson(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]
     for dim in _dims(rubric, numeric=True):
         pairs = _both(items, dim)
         if len(pairs) < PEARSON_MIN_ITEMS:
-            slots[dim] = {"value": None, "n": len(pairs),
-                          "reason": f"needs at least {PEARSON_MIN_ITEMS} items with both scores"}
+            slots[dim] = {
+                "value": None,
+                "n": len(pairs),
+                "reason": f"needs at least {PEARSON_MIN_ITEMS} items with both scores",
+            }
             continue
         judge, human = [float(j) for j, _ in pairs], [float(h) for _, h in pairs]
         constant = [who for who, xs in (("the judge", judge), ("humans", human)) if len(set(xs)) == 1]
         if constant:
-            slots[dim] = {"value": None, "n": len(pairs),
-                          "reason": f"undefined: {' and '.join(constant)} gave every item the same score"}
+            slots[dim] = {
+                "value": None,
+                "n": len(pairs),
+                "reason": f"undefined: {' and '.join(constant)} gave every item the same score",
+            }
             continue
         result = stats.pearsonr(judge, human)
         slots[dim] = {"value": float(result.statistic), "n": len(pairs), "p_value": float(result.pvalue)}
@@ -341,22 +398,34 @@ def _system_scores(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[st
 
 
 def _system_columns(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Columns]:
-    return {(dim, "systems", system, side): MeanColumns(by_item, dict.fromkeys(by_item, 1))
-            for dim, systems in _system_scores(rubric, items).items()
-            for system, sides in sorted(systems.items()) for side, by_item in sides.items()}
+    return {
+        (dim, "systems", system, side): MeanColumns(by_item, dict.fromkeys(by_item, 1))
+        for dim, systems in _system_scores(rubric, items).items()
+        for system, sides in sorted(systems.items())
+        for side, by_item in sides.items()
+    }
 
 
-@register("system_means", "mean judge score and mean human score of each system's answers "
-                          "(system: the manifest item's `model`)", columns=_system_columns)
+@register(
+    "system_means",
+    "mean judge score and mean human score of each system's answers (system: the manifest item's `model`)",
+    columns=_system_columns,
+)
 def system_means(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     slots = {}
     for dim, scored in _system_scores(rubric, items).items():
-        systems = {name: {side: list(by_item.values()) for side, by_item in sides.items()}
-                   for name, sides in scored.items()}
+        systems = {
+            name: {side: list(by_item.values()) for side, by_item in sides.items()} for name, sides in scored.items()
+        }
         table = {
-            name: {"judge": sum(v["judge"]) / len(v["judge"]) if v["judge"] else None, "judge_n": len(v["judge"]),
-                   "human": sum(v["human"]) / len(v["human"]) if v["human"] else None, "human_n": len(v["human"])}
-            for name, v in sorted(systems.items()) if v["judge"] or v["human"]
+            name: {
+                "judge": sum(v["judge"]) / len(v["judge"]) if v["judge"] else None,
+                "judge_n": len(v["judge"]),
+                "human": sum(v["human"]) / len(v["human"]) if v["human"] else None,
+                "human_n": len(v["human"]),
+            }
+            for name, v in sorted(systems.items())
+            if v["judge"] or v["human"]
         }
         slots[dim] = {"systems": table, "n": sum(s["judge_n"] for s in table.values())}
     return slots
@@ -379,14 +448,19 @@ def _spread(answers: list[float]) -> float:
 
 
 def _modal_shares(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]:
-    return {dim: {item: _modal_share(answers) for item, answers in _repeated_answers(items, dim).items()}
-            for dim in _dims(rubric)}
+    return {
+        dim: {item: _modal_share(answers) for item, answers in _repeated_answers(items, dim).items()}
+        for dim in _dims(rubric)
+    }
 
 
-@register("self_consistency", "over items answered several times (judge --samples N): the share of answers "
-                              "equal to the item's most frequent answer, averaged over items; numeric scales "
-                              "also give the mean standard deviation of an item's answers",
-          columns=_resampled_means(_modal_shares))
+@register(
+    "self_consistency",
+    "over items answered several times (judge --samples N): the share of answers "
+    "equal to the item's most frequent answer, averaged over items; numeric scales "
+    "also give the mean standard deviation of an item's answers",
+    columns=_resampled_means(_modal_shares),
+)
 def self_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     empty = "one answer per item: run the judge with --samples N (N >= 2) and a temperature above 0"
     slots = {}
@@ -397,4 +471,3 @@ def self_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[
         extra = {"mean_std": sum(spreads) / len(spreads)} if spreads else {}
         slots[dim] = _mean_slot(shares, empty, **extra)
     return slots
-

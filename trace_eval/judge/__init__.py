@@ -14,8 +14,9 @@ offline, TRACE only), parse (answer -> verdict in the rubric's label spaces), ca
 judging (the loop: repairs, swapped orders, records), combine (samples, swapped
 orders), runfolder (files of a run), runner (options, cases, the run).
 """
-from trace_eval.judge.parse import ParsedVerdict, parse_verdict
+
 from trace_eval.judge.caller import RetryPolicy
+from trace_eval.judge.parse import ParsedVerdict, parse_verdict
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt
 from trace_eval.judge.runfolder import RunFolderError, refuse
 from trace_eval.judge.runner import JudgeError, JudgeOptions, MissingBlueprintsError, RunOutcome, run_judge

@@ -17,11 +17,13 @@ Failures of a call are three exceptions the runner acts on: retry
 whole run (FatalBackboneError; also raised when a backbone cannot judge what the
 run asks, e.g. a rubric it has no rules for).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from trace_eval.judge.prompts import Case, Prompt
 
@@ -141,8 +143,9 @@ class Backbone:
         self.settings = settings
         self.name = settings.model  # part of every cache key
 
-    async def complete(self, messages: list[dict], case: Case, response_format: dict | None,
-                       max_tokens: int | None) -> Completion:
+    async def complete(
+        self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
+    ) -> Completion:
         raise NotImplementedError
 
     def token_budget(self, dimensions: int) -> int | None:
@@ -206,6 +209,7 @@ def make_backbone(name: str, settings: BackboneSettings) -> Backbone:
     try:
         factory: BackboneFactory = found[name].load()
     except ImportError as e:
-        raise FatalBackboneError(f"backbone {name!r} ({found[name].value}) cannot be imported: {e}; "
-                                 "install the package that provides it") from e
+        raise FatalBackboneError(
+            f"backbone {name!r} ({found[name].value}) cannot be imported: {e}; install the package that provides it"
+        ) from e
     return factory(settings)

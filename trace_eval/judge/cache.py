@@ -6,6 +6,7 @@ sample index) and nothing that does not (concurrency, timeouts, retries, the run
 folder). The raw answer text is cached rather than the parsed verdict, so a
 better parser applies to old answers without a single call.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ server that cannot be connected to at all (a host name that does not resolve, a
 refused connection, a failed TLS handshake) before any call got through stops the
 run, since every pair would fail the same way.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,7 @@ from trace_eval.judge.backbones import NO_CONNECTION, Backbone, Completion, Fata
 from trace_eval.judge.cache import AnswerCache, request_key
 from trace_eval.judge.prompts import Case
 
-__all__ = ["BudgetReached", "CallFailed", "Caller", "RateLimiter", "RetryPolicy", "RunStopped",
-           "without_credentials"]
+__all__ = ["BudgetReached", "CallFailed", "Caller", "RateLimiter", "RetryPolicy", "RunStopped", "without_credentials"]
 
 
 class BudgetReached(Exception):
@@ -45,7 +45,7 @@ class RetryPolicy:
     max_retry_after_s: float = 600.0
 
     def backoff(self, attempt: int) -> float:
-        delay = min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        delay = min(self.max_delay_s, self.base_delay_s * (2**attempt))
         return delay * (0.5 + random.random() / 2)
 
 
@@ -85,9 +85,19 @@ def without_credentials(url: str | None) -> str | None:
 class Caller:
     """Calls of one run: counts calls, cache hits, retries and money spent, and why the run stopped."""
 
-    def __init__(self, backbone: Backbone, cache: AnswerCache, prompt_version: str, *, api_base: str | None,
-                 temperature: float, retry: RetryPolicy, concurrency: int, rpm: float | None,
-                 max_cost: float | None):
+    def __init__(
+        self,
+        backbone: Backbone,
+        cache: AnswerCache,
+        prompt_version: str,
+        *,
+        api_base: str | None,
+        temperature: float,
+        retry: RetryPolicy,
+        concurrency: int,
+        rpm: float | None,
+        max_cost: float | None,
+    ):
         self.backbone = backbone
         self.cache = cache
         self.prompt_version = prompt_version
@@ -106,15 +116,17 @@ class Caller:
     def key(self, messages: list[dict], sample: int, response_format: dict | None, max_tokens: int | None) -> str:
         """The cache key of a request: everything that changes its answer, nothing else."""
         # max_tokens is the budget sent (it changes answers): with --max-tokens, the value given as before.
-        return request_key({
-            "backbone": self.backbone.name,
-            "api_base": without_credentials(self.api_base),
-            "prompt_version": self.prompt_version,
-            "messages": messages,
-            "sampling": {"temperature": self.temperature, "max_tokens": max_tokens},
-            "response_format": response_format,
-            "sample_index": sample,
-        })
+        return request_key(
+            {
+                "backbone": self.backbone.name,
+                "api_base": without_credentials(self.api_base),
+                "prompt_version": self.prompt_version,
+                "messages": messages,
+                "sampling": {"temperature": self.temperature, "max_tokens": max_tokens},
+                "response_format": response_format,
+                "sample_index": sample,
+            }
+        )
 
     def budget_reached(self) -> bool:
         return self.max_cost is not None and self.spent_usd >= self.max_cost
@@ -123,35 +135,46 @@ class Caller:
         self.stop_reason = self.stop_reason or reason
         return FatalBackboneError(self.stop_reason)
 
-    async def call(self, messages: list[dict], case: Case, sample: int, response_format: dict | None,
-                   max_tokens: int | None) -> tuple[Completion, bool]:
+    async def call(
+        self, messages: list[dict], case: Case, sample: int, response_format: dict | None, max_tokens: int | None
+    ) -> tuple[Completion, bool]:
         """(the answer, whether it came from the cache)."""
         key = self.key(messages, sample, response_format, max_tokens) if self.backbone.cacheable else None
         if key is not None:
             entry = self.cache.get(key)
             if entry is not None:
                 self.cache_hits += 1
-                return Completion(entry["text"], entry.get("prompt_tokens"), entry.get("completion_tokens"),
-                                  entry.get("cost_usd"), 0.0, entry.get("finish_reason")), True
+                return Completion(
+                    entry["text"],
+                    entry.get("prompt_tokens"),
+                    entry.get("completion_tokens"),
+                    entry.get("cost_usd"),
+                    0.0,
+                    entry.get("finish_reason"),
+                ), True
         completion = await self._call_with_retries(messages, case, response_format, max_tokens)
         self.calls += 1
         if completion.cost_usd:
             self.spent_usd += completion.cost_usd
         if key is not None:
-            self.cache.put(key, {
-                "model": self.backbone.name,
-                "text": completion.text,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "cost_usd": completion.cost_usd,
-                "finish_reason": completion.finish_reason,
-                "latency_s": round(completion.latency_s, 4),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            })
+            self.cache.put(
+                key,
+                {
+                    "model": self.backbone.name,
+                    "text": completion.text,
+                    "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens,
+                    "cost_usd": completion.cost_usd,
+                    "finish_reason": completion.finish_reason,
+                    "latency_s": round(completion.latency_s, 4),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                },
+            )
         return completion, False
 
-    async def _call_with_retries(self, messages: list[dict], case: Case, response_format: dict | None,
-                                 max_tokens: int | None) -> Completion:
+    async def _call_with_retries(
+        self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
+    ) -> Completion:
         policy = self.retry
         transient = rate_limited = 0
         while True:
@@ -179,8 +202,11 @@ class Caller:
                 rate_limited += 1
                 if rate_limited > policy.max_rate_limit_retries:
                     raise CallFailed(f"rate limited {rate_limited} times in a row: {error}")
-                delay = (policy.backoff(rate_limited - 1) if error.retry_after_s is None
-                         else min(error.retry_after_s, policy.max_retry_after_s))
+                delay = (
+                    policy.backoff(rate_limited - 1)
+                    if error.retry_after_s is None
+                    else min(error.retry_after_s, policy.max_retry_after_s)
+                )
                 self.limiter.pause(delay)  # every call waits, not only this one
             else:
                 transient += 1

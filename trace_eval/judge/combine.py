@@ -14,6 +14,7 @@
 Label spaces are given per dimension (`spaces`, from the rubric). Fused labels
 come from the rubric's fusion (`rubric.fusion.fuse_all`).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -48,6 +49,9 @@ def majority(samples: list[dict[str, Any]]) -> dict[str, Any]:
 def resolve_orders(original: dict[str, Any], swapped_back: dict[str, Any], spaces: Spaces) -> dict[str, Any]:
     """One label per dimension from both presentation orders (see the module docstring)."""
     # An undetermined label in either order leaves the dimension undetermined.
-    return {dim: None if label is None or swapped_back[dim] is None
-            else spaces[dim].resolve_orders(label, swapped_back[dim]) for dim, label in original.items()}
-
+    return {
+        dim: None
+        if label is None or swapped_back[dim] is None
+        else spaces[dim].resolve_orders(label, swapped_back[dim])
+        for dim, label in original.items()
+    }

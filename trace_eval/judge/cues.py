@@ -79,22 +79,30 @@ Rules, per dimension:
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
-from typing import Callable
 
 import fusion
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
 from trace_eval.rubrics import Rubric, load_rubric
 
-__all__ = ["CUES_VERSION", "CuesBackbone", "Instruction", "Thresholds", "judge_case", "read_instruction",
-           "transcript_doubt"]
+__all__ = [
+    "CUES_VERSION",
+    "CuesBackbone",
+    "Instruction",
+    "Thresholds",
+    "judge_case",
+    "read_instruction",
+    "transcript_doubt",
+]
 
 # 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
 # 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
@@ -143,14 +151,37 @@ FAST_WORDS = {"fast", "quick", "quickly", "faster", "rapid", "rapidly", "hurried
 QUIET_WORDS = {"quiet", "quietly", "softly", "soft", "whisper", "whispering", "whispered", "hushed", "gently"}
 LOUD_WORDS = {"loud", "loudly", "louder", "shout", "shouting", "yell", "yelling", "booming"}
 EMOTION_WORDS = {
-    "happy": "happy", "happily": "happy", "cheerful": "happy", "cheerfully": "happy", "joyful": "happy",
-    "joyfully": "happy", "excited": "happy", "excitedly": "happy",
-    "sad": "sad", "sadly": "sad", "sorrowful": "sad", "melancholy": "sad", "gloomy": "sad",
-    "angry": "angry", "angrily": "angry", "furious": "angry", "furiously": "angry", "annoyed": "angry",
-    "surprised": "surprised", "astonished": "surprised", "amazed": "surprised",
-    "scared": "fearful", "afraid": "fearful", "fearful": "fearful", "frightened": "fearful", "nervous": "fearful",
-    "disgusted": "disgusted", "disgust": "disgusted",
-    "calm": "neutral", "calmly": "neutral", "neutral": "neutral",
+    "happy": "happy",
+    "happily": "happy",
+    "cheerful": "happy",
+    "cheerfully": "happy",
+    "joyful": "happy",
+    "joyfully": "happy",
+    "excited": "happy",
+    "excitedly": "happy",
+    "sad": "sad",
+    "sadly": "sad",
+    "sorrowful": "sad",
+    "melancholy": "sad",
+    "gloomy": "sad",
+    "angry": "angry",
+    "angrily": "angry",
+    "furious": "angry",
+    "furiously": "angry",
+    "annoyed": "angry",
+    "surprised": "surprised",
+    "astonished": "surprised",
+    "amazed": "surprised",
+    "scared": "fearful",
+    "afraid": "fearful",
+    "fearful": "fearful",
+    "frightened": "fearful",
+    "nervous": "fearful",
+    "disgusted": "disgusted",
+    "disgust": "disgusted",
+    "calm": "neutral",
+    "calmly": "neutral",
+    "neutral": "neutral",
 }
 _HIGH_PITCH = re.compile(r"\bhigh[- ]?pitch(?:ed)?\b|\bhigh(?:er)? voice\b|\bsqueaky\b")
 _LOW_PITCH = re.compile(r"\bdeep\b|\blow[- ]?pitch(?:ed)?\b|\blow(?:er)?,? voice\b|\bdeeper\b")
@@ -170,16 +201,42 @@ UNMEASURED_MANNERS = {
     "sarcasm": re.compile(r"\bsarcas\w*|\bironic\w*|\bmocking\w*"),
     "warmth": re.compile(r"\bwarm(?:ly|th)?\b|\bfriendly\b|\bkind(?:ly)?\b|\btender(?:ly)?\b|\bcold(?:ly)?\b"),
     "excitement": re.compile(r"\benthusias\w*|\benergetic\w*|\bexcitement\b"),
-    "other tone": re.compile(r"\b(?:confident|serious|dramatic|playful|mysterious|sincere|formal|casual|"
-                             r"firm|authoritative|sultry|seductive|bored|shy|proud|persuasive|apologetic|"
-                             r"gentle|soothing|childlike|elderly)(?:ly)?\b"),
+    "other tone": re.compile(
+        r"\b(?:confident|serious|dramatic|playful|mysterious|sincere|formal|casual|"
+        r"firm|authoritative|sultry|seductive|bored|shy|proud|persuasive|apologetic|"
+        r"gentle|soothing|childlike|elderly)(?:ly)?\b"
+    ),
 }
 # A manner asked for in words no rule knows: "in a <word> tone", or an adverb on a speaking verb.
-_ASKED_MANNER = re.compile(r"\bin an? ([a-z-]+) (?:tone|voice|manner|way|style)\b|"
-                           r"\b(?:say|speak|read|repeat|tell|talk|answer|respond|reply)\b[^.?!:\"]{0,40}?\b([a-z]+ly)\b")
-_NOT_A_MANNER = {"only", "really", "exactly", "just", "simply", "actually", "directly", "immediately", "briefly",
-                 "early", "finally", "fully", "normally", "naturally", "clearly", "daily", "usually", "correctly",
-                 "normal", "natural", "clear", "different", "same"}
+_ASKED_MANNER = re.compile(
+    r"\bin an? ([a-z-]+) (?:tone|voice|manner|way|style)\b|"
+    r"\b(?:say|speak|read|repeat|tell|talk|answer|respond|reply)\b[^.?!:\"]{0,40}?\b([a-z]+ly)\b"
+)
+_NOT_A_MANNER = {
+    "only",
+    "really",
+    "exactly",
+    "just",
+    "simply",
+    "actually",
+    "directly",
+    "immediately",
+    "briefly",
+    "early",
+    "finally",
+    "fully",
+    "normally",
+    "naturally",
+    "clearly",
+    "daily",
+    "usually",
+    "correctly",
+    "normal",
+    "natural",
+    "clear",
+    "different",
+    "same",
+}
 
 
 def _words(text: str) -> list[str]:
@@ -237,12 +294,17 @@ def _fmt(value: float | None, unit: str = "") -> str:
 
 # -- Content ---------------------------------------------------------------------------
 
+
 def _letters(words: list[str]) -> str:
     return "".join(words).replace("'", "")
 
 
-_NUMBERS = dict(zip("0 1 2 3 4 5 6 7 8 9 10 11 12".split(),
-                    "zero one two three four five six seven eight nine ten eleven twelve".split()))
+_NUMBERS = dict(
+    zip(
+        "0 1 2 3 4 5 6 7 8 9 10 11 12".split(),
+        "zero one two three four five six seven eight nine ten eleven twelve".split(),
+    )
+)
 _NUMBERS |= {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint"}  # said in full, written short
 
 
@@ -270,9 +332,9 @@ def _recall(quoted: list[str], said: list[str], t: Thresholds | None = None) -> 
     best = 0
     for start in range(max(1, len(said) - size + 1)):
         # Heard words that are spelt nearly like a quoted word are read as that word, then aligned in order.
-        window = [next((q for q in quoted if _same_word(w, q, t)), f"\0{w}") for w in said[start:start + size]]
+        window = [next((q for q in quoted if _same_word(w, q, t)), f"\0{w}") for w in said[start : start + size]]
         matcher = SequenceMatcher(None, quoted, window, autojunk=False)
-        found = sum(len(_letters(quoted[m.a:m.a + m.size])) for m in matcher.get_matching_blocks())
+        found = sum(len(_letters(quoted[m.a : m.a + m.size])) for m in matcher.get_matching_blocks())
         best = max(best, found)
     return best / total
 
@@ -287,8 +349,13 @@ def decide(oks: list[bool | None], missing: list[str]) -> tuple[str | None, str 
 Judgement = tuple[str | None, str, str | None]  # (label or None, what was read, why undetermined)
 
 
-def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds,
-                  doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
+def judge_content(
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None] = (None, None),
+) -> Judgement:
     quoted_words = _words(read_instruction(instruction).quoted)
     oks: list[bool | None] = []
     notes, missing = [], []
@@ -314,8 +381,10 @@ def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thres
             missing.append("no quoted words in the instruction: nothing to check what is said against")
     rule = "no quoted words: only speech presence is evidence"
     if quoted_words:
-        rule = (f"quoted words: {t.content_min_recall:.0%} of the words (by letters) and "
-                f"{t.content_min_length:.0%} of the length needed")
+        rule = (
+            f"quoted words: {t.content_min_recall:.0%} of the words (by letters) and "
+            f"{t.content_min_length:.0%} of the length needed"
+        )
     label, why = decide(oks, missing)
     return label, f"{rule}; " + ", ".join(notes), why
 
@@ -325,9 +394,11 @@ def judge_content(instruction: str, bp1: dict | None, bp2: dict | None, t: Thres
 # What a response needs on each quality cue: (section, key, name, Thresholds field). P.808 follows how a
 # listener rates the whole clip; the background score (BAK) is the one made for noise; the integrated
 # loudness says whether the answer can be heard at all (DNSMOS scores a quiet clip like a loud one).
-QUALITY_CUES = (("agent_audio_quality", "P808_Overall_Quality", "P.808", "quality_min_p808"),
-                ("agent_audio_quality", "DNSMOS_Personalized_Background_Quality", "BAK", "quality_min_background"),
-                ("agent_audio_properties", "Integrated_Loudness_LUFS", "loudness", "quality_min_lufs"))
+QUALITY_CUES = (
+    ("agent_audio_quality", "P808_Overall_Quality", "P.808", "quality_min_p808"),
+    ("agent_audio_quality", "DNSMOS_Personalized_Background_Quality", "BAK", "quality_min_background"),
+    ("agent_audio_properties", "Integrated_Loudness_LUFS", "loudness", "quality_min_lufs"),
+)
 
 
 def _quality_ok(bp: dict | None, t: Thresholds) -> tuple[bool | None, str, list[str]]:
@@ -394,8 +465,9 @@ def no_speech(bp: dict | None, doubt: str | None = None) -> bool:
     return not doubt and isinstance(transcript, str) and not transcript.strip()
 
 
-def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds,
-                        doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
+def judge_voice_quality(
+    bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None] = (None, None)
+) -> Judgement:
     oks: list[bool | None] = []
     notes, missing = [], []
     for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
@@ -413,14 +485,17 @@ def judge_voice_quality(bp1: dict | None, bp2: dict | None, t: Thresholds,
         better, reading = clearly_better(bp1, bp2, t)
         label = better or label
         notes.append(reading)
-    rule = (f"acceptable at P.808 {t.quality_min_p808:g}, BAK {t.quality_min_background:g} and "
-            f"{t.quality_min_lufs:g} LUFS or more; a winner by P.808 {t.quality_noise_margin_p808:g} with BAK "
-            f"{t.quality_noise_margin_background:g} at one pace and voice, or by P.808 {t.quality_clear_margin:g} "
-            f"at one pace")
+    rule = (
+        f"acceptable at P.808 {t.quality_min_p808:g}, BAK {t.quality_min_background:g} and "
+        f"{t.quality_min_lufs:g} LUFS or more; a winner by P.808 {t.quality_noise_margin_p808:g} with BAK "
+        f"{t.quality_noise_margin_background:g} at one pace and voice, or by P.808 {t.quality_clear_margin:g} "
+        f"at one pace"
+    )
     return label, f"{rule}; " + ", ".join(notes), why
 
 
 # -- Paralinguistics ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Cue:
@@ -441,6 +516,7 @@ def _rate_check(slow: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool
             ok = syllables <= t.slow_max_syllables_per_s if slow else syllables >= t.fast_min_syllables_per_s
             return ok, f"{syllables:.2f} syllables/s"
         return None, "rate unmeasured"
+
     return check
 
 
@@ -450,6 +526,7 @@ def _loudness_check(quiet: bool, t: Thresholds) -> Callable[[dict | None], tuple
         if lufs is None:
             return None, "loudness unmeasured"
         return (lufs <= t.quiet_max_lufs if quiet else lufs >= t.loud_min_lufs), f"{lufs:.1f} LUFS"
+
     return check
 
 
@@ -459,6 +536,7 @@ def _pitch_check(high: bool, t: Thresholds) -> Callable[[dict | None], tuple[boo
         if hz is None:
             return None, "pitch unmeasured"
         return (hz >= t.high_min_hz if high else hz <= t.low_max_hz), f"{hz:.0f} Hz"
+
     return check
 
 
@@ -478,6 +556,7 @@ def _emotion_check(target: str, t: Thresholds) -> Callable[[dict | None], tuple[
         top = max(by_label, key=by_label.get)
         score = by_label.get(target, 0.0)
         return (top == target or score >= t.emotion_min_score), f"{target} {score:.2f} (top {top})"
+
     return check
 
 
@@ -506,7 +585,7 @@ def _pace_halves(bp: dict | None) -> tuple[float, float] | None:
         values = [float(v) for v in contour if isinstance(v, (int, float))]
         if len(values) >= 2:
             half = len(values) // 2
-            early, late = values[:half], values[len(values) - half:]
+            early, late = values[:half], values[len(values) - half :]
             return sum(early) / len(early), sum(late) / len(late)
     return None
 
@@ -521,6 +600,7 @@ def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None],
             return False, f"pace {early:.0f} -> {late:.0f} WPM"
         ratio = late / early if speed_up else early / late
         return ratio >= t.pace_change_min_ratio, f"pace {early:.0f} -> {late:.0f} WPM"
+
     return check
 
 
@@ -554,13 +634,23 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
     cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
     named = {cue.name for cue in cues}
-    measured = SLOW_WORDS | FAST_WORDS | QUIET_WORDS | LOUD_WORDS | set(EMOTION_WORDS) | _NOT_A_MANNER | {
-        "high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
+    measured = (
+        SLOW_WORDS
+        | FAST_WORDS
+        | QUIET_WORDS
+        | LOUD_WORDS
+        | set(EMOTION_WORDS)
+        | _NOT_A_MANNER
+        | {"high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
+    )
     for found in _ASKED_MANNER.finditer(text):
         word = found.group(1) or found.group(2)
         # A word a named manner covers ("politely") is already asked for under that name.
-        if word not in measured and word not in named and not any(
-                manner.search(word) for manner in UNMEASURED_MANNERS.values()):
+        if (
+            word not in measured
+            and word not in named
+            and not any(manner.search(word) for manner in UNMEASURED_MANNERS.values())
+        ):
             cues.append(_Cue(f"{word} (a manner)", _not_measured))
             named.add(word)
     return cues
@@ -583,8 +673,13 @@ def _without_transcript_cues(bp: dict | None) -> dict | None:
     return {**bp, "agent_audio_properties": properties, "words": None}
 
 
-def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds,
-                          doubts: tuple[str | None, str | None] = (None, None)) -> Judgement:
+def judge_paralinguistics(
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None] = (None, None),
+) -> Judgement:
     cues = paralinguistic_cues(instruction, t)
     if not cues:
         return "both_good", "no paralinguistic cue words in the instruction", None
@@ -615,24 +710,32 @@ def judge_paralinguistics(instruction: str, bp1: dict | None, bp2: dict | None, 
 
 # -- the backbone ----------------------------------------------------------------------
 
+
 def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     """The verdict document for one case, reasoning included; `undetermined` names each dimension left null."""
     # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
     instruction = (case.instruction_text or "").strip() or (case.instruction_transcript or "").strip()
     # Word timings go with the speaking-rate cues: only where agent_audio_properties is shown.
     timed = any(view and "agent_audio_properties" in view for view in case.blueprints)
-    bp1, bp2 = (None if view is None else {**view, "words": (stored or {}).get("words") if timed else None}
-                for view, stored in zip(case.blueprints, case.stored, strict=True))
+    bp1, bp2 = (
+        None if view is None else {**view, "words": (stored or {}).get("words") if timed else None}
+        for view, stored in zip(case.blueprints, case.stored, strict=True)
+    )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
-    reasoning = (f"Content: {why_c} -> {content or 'undetermined'}. "
-                 f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
-                 f"Paralinguistics: {why_p} -> {para or 'undetermined'}.")
+    reasoning = (
+        f"Content: {why_c} -> {content or 'undetermined'}. "
+        f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
+        f"Paralinguistics: {why_p} -> {para or 'undetermined'}."
+    )
     verdict: dict = {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
-    undetermined = {dim: why for dim, why in (("content", missing_c), ("voice_quality", missing_vq),
-                                              ("paralinguistics", missing_p)) if why}
+    undetermined = {
+        dim: why
+        for dim, why in (("content", missing_c), ("voice_quality", missing_vq), ("paralinguistics", missing_p))
+        if why
+    }
     if undetermined:
         verdict["undetermined"] = undetermined
     return verdict
@@ -650,10 +753,13 @@ class CuesBackbone(Backbone):
             raise FatalBackboneError(
                 f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice quality, "
                 f"paralinguistics), not {settings.rubric.name}; pass --model with a litellm model id "
-                "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)")
+                "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)"
+            )
         if settings.prompt.needs_audio:
-            raise FatalBackboneError(f"the cues backbone reads blueprints and cannot judge raw audio "
-                                     f"(--judge {settings.prompt.name}); give an audio-capable --model")
+            raise FatalBackboneError(
+                f"the cues backbone reads blueprints and cannot judge raw audio "
+                f"(--judge {settings.prompt.name}); give an audio-capable --model"
+            )
         super().__init__(settings)
         self.thresholds = thresholds
 
@@ -666,12 +772,14 @@ class CuesBackbone(Backbone):
     def recorded_settings(self) -> dict:
         return {"cues": {"version": CUES_VERSION, "thresholds": asdict(self.thresholds)}}
 
-    async def complete(self, messages: list[dict], case: Case, response_format: dict | None,
-                       max_tokens: int | None) -> Completion:
+    async def complete(
+        self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
+    ) -> Completion:
         start = time.perf_counter()
         text = json.dumps(judge_case(case, self.thresholds), ensure_ascii=False)
-        return Completion(text=text, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
-                          latency_s=time.perf_counter() - start)
+        return Completion(
+            text=text, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, latency_s=time.perf_counter() - start
+        )
 
 
 def judges(rubric: Rubric) -> bool:

@@ -14,16 +14,26 @@ A group is `used` when the prompt shows it and it is not dropped; a used group
 missing for more than `WARN_ABOVE` of the clips is warned about, and so is one
 made with stand-in weights for any clip (`standin`: how many).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from trace_eval.judge.cues import transcript_doubt
 
-__all__ = ["CUE_GROUPS", "CueGroup", "WARN_ABOVE", "cue_availability", "describe", "rows",
-           "summary_lines", "unmeasured_reason"]
+__all__ = [
+    "CUE_GROUPS",
+    "CueGroup",
+    "WARN_ABOVE",
+    "cue_availability",
+    "describe",
+    "rows",
+    "summary_lines",
+    "unmeasured_reason",
+]
 
 WARN_ABOVE = 0.1  # share of clips missing a used cue group beyond which the run is warned about
 
@@ -89,8 +99,9 @@ def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
     return "not measured (no reason recorded)"
 
 
-def cue_availability(blueprints: Iterable[dict | None], shown_keys: Iterable[str],
-                     drop: tuple[str, ...] = ()) -> dict[str, Any]:
+def cue_availability(
+    blueprints: Iterable[dict | None], shown_keys: Iterable[str], drop: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Per cue group: measured / missing counts over the clips and the reasons, with warnings."""
     clips = list(blueprints)
     shown = set(shown_keys)
@@ -102,14 +113,23 @@ def cue_availability(blueprints: Iterable[dict | None], shown_keys: Iterable[str
         used = group.path[0] in shown and (group.drop is None or group.drop not in drop)
         # Stand-in weights (trace_eval/standins.py) give values that look like cues and are random.
         standin = sum(1 for bp in clips if bp and (_record(bp, group.extractor) or {}).get("standin"))
-        groups[group.name] = {"used": used, "measured": len(clips) - missing, "missing": missing,
-                              "reasons": dict(reasons.most_common()), "standin": standin}
+        groups[group.name] = {
+            "used": used,
+            "measured": len(clips) - missing,
+            "missing": missing,
+            "reasons": dict(reasons.most_common()),
+            "standin": standin,
+        }
         if used and standin:
-            warnings.append(f"{group.name}: made with stand-in weights for {standin} of {len(clips)} clips "
-                            "(random weights from scripts/make_standin_models.py): not cues")
+            warnings.append(
+                f"{group.name}: made with stand-in weights for {standin} of {len(clips)} clips "
+                "(random weights from scripts/make_standin_models.py): not cues"
+            )
         if used and clips and missing > WARN_ABOVE * len(clips):
-            warnings.append(f"{group.name}: missing for {missing} of {len(clips)} clips "
-                            f"({missing / len(clips):.0%}): {_short(reasons.most_common(1)[0][0])}")
+            warnings.append(
+                f"{group.name}: missing for {missing} of {len(clips)} clips "
+                f"({missing / len(clips):.0%}): {_short(reasons.most_common(1)[0][0])}"
+            )
     return {"clips": len(clips), "groups": groups, "warnings": warnings}
 
 
@@ -124,8 +144,9 @@ def rows(cues: dict[str, Any]) -> list[tuple[str, str]]:
     for name, group in cues.get("groups", {}).items():
         text = f"{group['measured']} of {cues['clips']} clips"
         if group["missing"]:
-            text += ": " + "; ".join(_short(reason) + (f" ({n})" if n != group["missing"] else "")
-                                     for reason, n in group["reasons"].items())
+            text += ": " + "; ".join(
+                _short(reason) + (f" ({n})" if n != group["missing"] else "") for reason, n in group["reasons"].items()
+            )
         if not group.get("used"):
             text += " (not shown to this judge)"
         found.append((name, text))
@@ -142,8 +163,9 @@ def summary_lines(summary: dict[str, Any]) -> tuple[list[str], list[str]]:
     lines = []
     undetermined = {k: n for k, n in (summary.get("undetermined") or {}).items() if n}
     if undetermined:
-        lines.append("  undetermined (a deciding cue missing): "
-                     + ", ".join(f"{k} {n}" for k, n in undetermined.items()))
+        lines.append(
+            "  undetermined (a deciding cue missing): " + ", ".join(f"{k} {n}" for k, n in undetermined.items())
+        )
     cues = summary.get("cues")
     if cues:
         lines.append(f"  cues measured over {cues['clips']} response clips:")

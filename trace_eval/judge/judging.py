@@ -6,16 +6,18 @@ recorded "invalid" with its raw text. Swapped answers are put back in the
 manifest's numbering before they are combined. Each finished item is appended to
 results.jsonl at once.
 """
+
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from trace_eval.judge import runfolder
 from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
-from trace_eval.judge.caller import BudgetReached, CallFailed, Caller, RunStopped
+from trace_eval.judge.caller import BudgetReached, Caller, CallFailed, RunStopped
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, Prompt, PromptError
@@ -70,9 +72,16 @@ class UnitResult:
             self.latency_s += completion.latency_s
 
     def as_sample(self) -> dict:
-        return {"order": self.order, "sample": self.sample, "status": self.status, "reason": self.reason,
-                "verdicts": self.verdicts, "reasoning": self.reasoning, "raw": self.raw,
-                "cache_hit": self.calls == 0 and self.cache_hits > 0}
+        return {
+            "order": self.order,
+            "sample": self.sample,
+            "status": self.status,
+            "reason": self.reason,
+            "verdicts": self.verdicts,
+            "reasoning": self.reasoning,
+            "raw": self.raw,
+            "cache_hit": self.calls == 0 and self.cache_hits > 0,
+        }
 
 
 class StructuredOutput:
@@ -90,8 +99,10 @@ class StructuredOutput:
     def drop(self, reason: str, backbone: str) -> None:
         if self.refused is None:
             self.refused = reason
-            self._notice(f"notice: {backbone} refused the JSON-schema response format ({reason}); judging "
-                         "without it (--structured off skips trying)")
+            self._notice(
+                f"notice: {backbone} refused the JSON-schema response format ({reason}); judging "
+                "without it (--structured off skips trying)"
+            )
         self.sent, self.settled = False, True
 
 
@@ -111,8 +122,16 @@ def token_budget(backbone: Backbone, rubric: Rubric, case: Case) -> int | None:
 class Judging:
     """The items of one run through `caller`, each finished item written by `writer`."""
 
-    def __init__(self, options: JudgeOptions, caller: Caller, prompt: Prompt, rubric: Rubric,
-                 structured: StructuredOutput, writer: runfolder.ResultsWriter, total: int):
+    def __init__(
+        self,
+        options: JudgeOptions,
+        caller: Caller,
+        prompt: Prompt,
+        rubric: Rubric,
+        structured: StructuredOutput,
+        writer: runfolder.ResultsWriter,
+        total: int,
+    ):
         self.options = options
         self.caller = caller
         self.backbone = caller.backbone
@@ -143,17 +162,24 @@ class Judging:
                 return result
             result.add(completion, cache_hit)
             result.raw = completion.text
-            parsed = parse_verdict(completion.text, self.rubric, unit.case.dimensions or None,
-                                   allow_undetermined=self.backbone.may_leave_undetermined)
+            parsed = parse_verdict(
+                completion.text,
+                self.rubric,
+                unit.case.dimensions or None,
+                allow_undetermined=self.backbone.may_leave_undetermined,
+            )
             if not parsed.ok and completion.finish_reason == "length":
                 result.status, result.reason = "invalid", f"cut at the token budget ({budget} tokens)"
-                complaint = (f"your answer was cut at the token budget of {budget} tokens before it was complete; "
-                             "answer again briefly: only the JSON object, one short sentence of reasoning per "
-                             "dimension")
+                complaint = (
+                    f"your answer was cut at the token budget of {budget} tokens before it was complete; "
+                    "answer again briefly: only the JSON object, one short sentence of reasoning per "
+                    "dimension"
+                )
             elif parsed.ok:
                 assert parsed.verdicts is not None
-                result.verdicts = (swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped
-                                   else parsed.verdicts)
+                result.verdicts = (
+                    swap_back(parsed.verdicts, self.rubric.spaces()) if unit.case.swapped else parsed.verdicts
+                )
                 result.reasoning = parsed.reasoning
                 result.undetermined = parsed.undetermined
                 result.status, result.reason = "ok", None
@@ -163,8 +189,11 @@ class Judging:
                 complaint = parsed.error or ""
             if attempt < self.options.repair_attempts:
                 result.repairs += 1
-                messages = [*messages, {"role": "assistant", "content": completion.text},
-                            self.prompt.repair(complaint, unit.case)]
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": completion.text},
+                    self.prompt.repair(complaint, unit.case),
+                ]
         return result
 
     async def ask(self, messages: list[dict], unit: Unit, budget: int | None) -> tuple[Completion, bool]:
@@ -191,13 +220,19 @@ class Judging:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        record = pair_record(pair_id, list(outcomes), self.options, self.rubric,  # type: ignore[arg-type]
-                             units[0].case.dimensions or None)
+        record = pair_record(
+            pair_id,
+            list(outcomes),
+            self.options,
+            self.rubric,  # type: ignore[arg-type]
+            units[0].case.dimensions or None,
+        )
         self.writer.append(record)
         caller = self.caller
         self.progress.update(1)
-        self.progress.set_postfix_str(f"${caller.spent_usd:.4f}, {caller.calls} calls, {caller.cache_hits} cached",
-                                      refresh=False)
+        self.progress.set_postfix_str(
+            f"${caller.spent_usd:.4f}, {caller.calls} calls, {caller.cache_hits} cached", refresh=False
+        )
         return record
 
     async def run(self, work: list[tuple[str, list[Unit]]]) -> None:
@@ -225,20 +260,30 @@ def _progress_bar(total: int, enabled: bool):
 STATUS_PRECEDENCE = ("error", "invalid", "skipped")
 
 
-def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, rubric: Rubric,
-                dimensions: tuple[str, ...] | None = None) -> dict:
+def pair_record(
+    pair_id: str,
+    units: list[UnitResult],
+    options: JudgeOptions,
+    rubric: Rubric,
+    dimensions: tuple[str, ...] | None = None,
+) -> dict:
     """The results.jsonl line of one item from its answers (see runfolder for the fields)."""
     failing = [u for u in units if u.status != "ok"]
     verdicts: dict[str, Any] = {dim: None for dim in dimensions or rubric.names}
     # The majority is over the usable answers: one unusable sample of several does not sink the
     # item, as long as every order judged has at least one usable answer (each stays in `samples`).
-    usable = {order: [u.verdicts for u in units if u.order == order and u.status == "ok" and u.verdicts]
-              for order in (("original", "swapped") if options.swap else ("original",))}
+    usable = {
+        order: [u.verdicts for u in units if u.order == order and u.status == "ok" and u.verdicts]
+        for order in (("original", "swapped") if options.swap else ("original",))
+    }
     orders: dict[str, dict[str, Any]] = {}
     if all(usable.values()):
         orders = {order: majority(samples) for order, samples in usable.items()}
-        verdicts = (resolve_orders(orders["original"], orders["swapped"], rubric.spaces()) if options.swap
-                    else dict(orders["original"]))
+        verdicts = (
+            resolve_orders(orders["original"], orders["swapped"], rubric.spaces())
+            if options.swap
+            else dict(orders["original"])
+        )
         status = "ok"
         reason = f"{len(failing)} of {len(units)} answers unusable; majority of the rest" if failing else None
         shown = next(u for u in units if u.status == "ok")
@@ -258,8 +303,10 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
         "raw": shown.raw,
         "fused": {},
         "overall": None,
-        "tokens": {"prompt": sum(u.prompt_tokens for u in units),
-                   "completion": sum(u.completion_tokens for u in units)},
+        "tokens": {
+            "prompt": sum(u.prompt_tokens for u in units),
+            "completion": sum(u.completion_tokens for u in units),
+        },
         "cost_usd": sum(costs) if costs else None,
         "latency_s": round(sum(u.latency_s for u in units), 4),
         "cache_hit": all(u.calls == 0 for u in units) and any(u.cache_hits for u in units),
@@ -277,7 +324,20 @@ def pair_record(pair_id: str, units: list[UnitResult], options: JudgeOptions, ru
 def unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status: str = "error") -> dict:
     """The results.jsonl line of an item that was not asked about (no blueprint, not an item of the rubric)."""
     verdicts = {dim: None for dim in rubric.dimensions_for(pair)}
-    record = {"id": pair.id, "status": status, "reason": reason, "verdicts": verdicts,
-              "reasoning": None, "raw": None, "fused": {}, "overall": None, "tokens": {"prompt": 0, "completion": 0},
-              "cost_usd": None, "latency_s": 0.0, "cache_hit": False, "repairs": 0, "undetermined": {}}
+    record = {
+        "id": pair.id,
+        "status": status,
+        "reason": reason,
+        "verdicts": verdicts,
+        "reasoning": None,
+        "raw": None,
+        "fused": {},
+        "overall": None,
+        "tokens": {"prompt": 0, "completion": 0},
+        "cost_usd": None,
+        "latency_s": 0.0,
+        "cache_hit": False,
+        "repairs": 0,
+        "undetermined": {},
+    }
     return runfolder.set_overall(record, policy, rubric)

@@ -1,6 +1,7 @@
 """Backbone `litellm`: any litellm model id (OpenAI, Gemini, Anthropic, a local vLLM or Ollama server
 through `api_base`). Provider failures are translated into the exceptions of backbones.py.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -14,11 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from trace_eval.judge.backbones import (
+    NO_CONNECTION,
     Backbone,
     BackboneSettings,
     Completion,
     FatalBackboneError,
-    NO_CONNECTION,
     RequestRejected,
     TransientBackboneError,
     default_token_budget,
@@ -172,29 +173,33 @@ class LiteLLMBackbone(Backbone):
         if base:
             return {
                 "name": f"cannot resolve the host name of --api-base {base}: no such host is known here; "
-                        "check its spelling, or this machine's DNS",
+                "check its spelling, or this machine's DNS",
                 "refused": f"connection refused at {base}: nothing listens there; start the server or fix --api-base",
                 "tls": f"TLS handshake with {base} failed ({detail}): for a server that speaks plain HTTP write "
-                       "http:// in --api-base; for a certificate of your own authority set SSL_CERT_FILE to "
-                       "that authority's certificate",
+                "http:// in --api-base; for a certificate of your own authority set SSL_CERT_FILE to "
+                "that authority's certificate",
             }.get(kind, f"cannot connect to {base} ({detail}); check --api-base and that the server runs")
         api = f"{host or 'the host'} (the {self._api()} API)"
         return {
             "name": f"cannot resolve {api} from this machine: no network or no DNS here; connect it to the "
-                    "internet (behind a proxy: set HTTPS_PROXY), or judge offline with --model cues",
+            "internet (behind a proxy: set HTTPS_PROXY), or judge offline with --model cues",
             "refused": f"connection refused by {api}: something on the way turns connections away (a firewall; "
-                       "behind a proxy: set HTTPS_PROXY)",
+            "behind a proxy: set HTTPS_PROXY)",
             "tls": f"TLS handshake with {api} failed ({detail}): a proxy that inspects TLS is likely in the way; "
-                   "set SSL_CERT_FILE to its authority's certificate",
+            "set SSL_CERT_FILE to its authority's certificate",
         }.get(kind, f"cannot connect to {api} ({detail}); check this machine's network")
 
     def _timed_out(self) -> str:
         waited = f"timed out: no answer within {self.settings.timeout_s:g} s (--timeout)"
         if self.settings.api_base:
-            return f"{waited} from {self.settings.api_base}: a busy server or a slow model (raise --timeout, " \
-                   "lower --concurrency), or a host that drops connections (check --api-base)"
-        return f"{waited} from the {self._api()} API: a busy service (raise --timeout, lower --concurrency), " \
-               "or a network that drops connections"
+            return (
+                f"{waited} from {self.settings.api_base}: a busy server or a slow model (raise --timeout, "
+                "lower --concurrency), or a host that drops connections (check --api-base)"
+            )
+        return (
+            f"{waited} from the {self._api()} API: a busy service (raise --timeout, lower --concurrency), "
+            "or a network that drops connections"
+        )
 
     def reasons_before_answering(self) -> bool:
         """True when litellm says the model thinks before it answers (its thoughts count against max_tokens)."""
@@ -221,8 +226,9 @@ class LiteLLMBackbone(Backbone):
         """on: always; auto: where litellm says the model supports a JSON-schema response format, and on the
         server of --api-base, whose models litellm does not know (vLLM, Ollama and llama.cpp's server accept
         one); the run drops it if the server refuses it."""
-        return choice == "on" or (choice == "auto" and (bool(self.settings.api_base)
-                                                        or self.supports_response_schema()))
+        return choice == "on" or (
+            choice == "auto" and (bool(self.settings.api_base) or self.supports_response_schema())
+        )
 
     def count_prompt_tokens(self, messages: list[dict]) -> tuple[int, bool]:
         """(prompt tokens of `messages`, exact?) through litellm's token_counter.
@@ -303,13 +309,22 @@ class LiteLLMBackbone(Backbone):
         litellm = self._litellm
         status = getattr(error, "status_code", None)
         if status is None:
-            status = 404 if isinstance(error, litellm.NotFoundError) else \
-                403 if isinstance(error, litellm.PermissionDeniedError) else 401
+            status = (
+                404
+                if isinstance(error, litellm.NotFoundError)
+                else 403
+                if isinstance(error, litellm.PermissionDeniedError)
+                else 401
+            )
         if status == 404:
-            return FatalBackboneError(f"{self.name}: unknown model or endpoint at {self._where()} "
-                                      f"(HTTP 404: {_describe(error)}); check --model and --api-base")
-        return FatalBackboneError(f"{self.name}: the API key was rejected by {self._where()} "
-                                  f"(HTTP {status}: {_describe(error)}); {self._key_hint()}")
+            return FatalBackboneError(
+                f"{self.name}: unknown model or endpoint at {self._where()} "
+                f"(HTTP 404: {_describe(error)}); check --model and --api-base"
+            )
+        return FatalBackboneError(
+            f"{self.name}: the API key was rejected by {self._where()} "
+            f"(HTTP {status}: {_describe(error)}); {self._key_hint()}"
+        )
 
     async def close(self) -> None:
         try:
@@ -317,8 +332,9 @@ class LiteLLMBackbone(Backbone):
         except Exception:
             pass  # closing idle connections is a courtesy; the run's results are written
 
-    async def complete(self, messages: list[dict], case: Case, response_format: dict | None,
-                       max_tokens: int | None) -> Completion:
+    async def complete(
+        self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
+    ) -> Completion:
         litellm = self._litellm
         start = time.perf_counter()
         try:
@@ -331,8 +347,12 @@ class LiteLLMBackbone(Backbone):
             raise TransientBackboneError(self._timed_out(), "timeout") from e
         except (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError) as e:
             raise RequestRejected(_describe(e)) from None
-        except (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError,
-                litellm.APIConnectionError) as e:
+        except (
+            litellm.InternalServerError,
+            litellm.ServiceUnavailableError,
+            litellm.BadGatewayError,
+            litellm.APIConnectionError,
+        ) as e:
             if _MISSING_KEY.search(str(e)):
                 raise FatalBackboneError(f"{self.name}: {_describe(e)}; {self._key_hint()}") from None
             failure = _connection_failure(e)

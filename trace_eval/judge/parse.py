@@ -17,6 +17,7 @@ any other backbone a null label is invalid like any other non-label.
 Answers are checked against the schema the rubric generates for the dimensions
 asked (`Rubric.verdict_schema`; for TRACE the same as schemas/verdict.schema.json).
 """
+
 from __future__ import annotations
 
 import json
@@ -72,12 +73,15 @@ def _json_objects(text: str) -> list[dict]:
 
 def _schema_errors(rubric: Rubric, names: tuple[str, ...], doc: dict) -> list[str]:
     check = jsonschema.Draft202012Validator(rubric.verdict_schema(names))
-    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-            for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    return [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+        for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    ]
 
 
-def parse_verdict(text: str | None, rubric: Rubric, dimensions: tuple[str, ...] | None = None,
-                  allow_undetermined: bool = False) -> ParsedVerdict:
+def parse_verdict(
+    text: str | None, rubric: Rubric, dimensions: tuple[str, ...] | None = None, allow_undetermined: bool = False
+) -> ParsedVerdict:
     """Read `text` as an answer about `dimensions` (default: every dimension of `rubric`).
 
     `error` says what was wrong (suitable for the repair message and the run record).
@@ -103,7 +107,12 @@ def parse_verdict(text: str | None, rubric: Rubric, dimensions: tuple[str, ...] 
         return ParsedVerdict(None, None, "; ".join(problems))
     undetermined = {key: str(doc["undetermined"][key]) for key in names if doc[key] is None}
     if undetermined and not allow_undetermined:
-        return ParsedVerdict(None, None, "; ".join(
-            f"{key}: null is not a label; expected one of: {', '.join(map(str, rubric.dimension(key).labels.values))}"
-            for key in undetermined))
+        return ParsedVerdict(
+            None,
+            None,
+            "; ".join(
+                f"{key}: null is not a label; expected one of: {', '.join(map(str, rubric.dimension(key).labels.values))}"
+                for key in undetermined
+            ),
+        )
     return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined)

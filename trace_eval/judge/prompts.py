@@ -12,13 +12,14 @@ $transcript_2; pointwise $blueprint, $transcript; and whatever the rubric adds
 to the case (`Case.variables`): the item's own fields ($character,
 $dialogue_history, $style_elements, ...), $dimensions and $answer_format.
 """
+
 from __future__ import annotations
 
 import base64
 import io
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -49,8 +50,16 @@ BLUEPRINT_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 # What a blueprint prompt shows when its file names no blueprint_keys: every cue the TRACE prompt documents.
-DEFAULT_BLUEPRINT_KEYS = ("agent_response", "agent_emotion", "agent_accent", "accent_probabilities",
-                          "agent_audio_quality", "agent_audio_properties", "agent_voicing", "duration_s")
+DEFAULT_BLUEPRINT_KEYS = (
+    "agent_response",
+    "agent_emotion",
+    "agent_accent",
+    "accent_probabilities",
+    "agent_audio_quality",
+    "agent_audio_properties",
+    "agent_voicing",
+    "duration_s",
+)
 # Score dictionaries are shown best first, so the top class is read at a glance.
 _SCORE_KEYS = ("agent_emotion", "agent_accent", "accent_probabilities")
 AUDIO_CLIPS = ("instruction", "response_1", "response_2")
@@ -189,8 +198,11 @@ class Prompt:
         spoken_instruction = self.needs_audio and case.audio[0] is not None
         if case.instruction is None and not spoken_instruction:
             raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
-        variables = {**case.variables, "instruction": case.instruction or "",
-                     "instruction_source": case.instruction_source}
+        variables = {
+            **case.variables,
+            "instruction": case.instruction or "",
+            "instruction_source": case.instruction_source,
+        }
         for n, blueprint in enumerate(case.blueprints, start=1):
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
             variables[f"transcript_{n}"] = transcript_shown(blueprint)
@@ -202,9 +214,11 @@ class Prompt:
         try:
             return Template(template).substitute(variables)
         except KeyError as e:
-            raise PromptError(f"pair {case.pair_id}: prompt {self.id} shows ${e.args[0]}, which this item does not "
-                              f"have (add the field `{e.args[0]}` to the manifest item, or a default to the "
-                              "rubric)") from None
+            raise PromptError(
+                f"pair {case.pair_id}: prompt {self.id} shows ${e.args[0]}, which this item does not "
+                f"have (add the field `{e.args[0]}` to the manifest item, or a default to the "
+                "rubric)"
+            ) from None
         except ValueError as e:  # "$" followed by something that is not a name
             raise PromptError(f"prompt {self.id}: {e}; write $$ for a dollar sign") from None
 
@@ -225,8 +239,9 @@ class Prompt:
             if path is not None:
                 parts.append(_audio_part(path))
             elif clip == "instruction":
-                parts.append({"type": "text",
-                              "text": self._substitute(self.instruction_text_fallback, variables, case)})
+                parts.append(
+                    {"type": "text", "text": self._substitute(self.instruction_text_fallback, variables, case)}
+                )
             else:
                 raise PromptError(f"pair {case.pair_id}: no audio for {clip}")
         messages.append({"role": "user", "content": parts})
@@ -250,8 +265,9 @@ def prompt_from_doc(doc: Any, where: str, path: Path | None = None) -> Prompt:
     parts = tuple(doc.get("user_parts") or ())
     for part in parts:
         if not (isinstance(part, dict) and ("text" in part or part.get("audio") in CLIP_SLOTS)):
-            raise PromptError(f"{where}: user_parts entry {part!r} must be {{text: ...}} "
-                              f"or {{audio: {'|'.join(CLIP_SLOTS)}}}")
+            raise PromptError(
+                f"{where}: user_parts entry {part!r} must be {{text: ...}} or {{audio: {'|'.join(CLIP_SLOTS)}}}"
+            )
     return Prompt(
         name=str(doc["name"]),
         version=int(doc["version"]),
@@ -276,7 +292,7 @@ def load_prompt_file(path: Path) -> Prompt:
     return prompt_from_doc(doc, str(path), path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def available_prompts(directory: Path = PROMPTS_DIR) -> dict[str, Prompt]:
     """Every prompt file in `directory`, by name."""
     prompts = {}

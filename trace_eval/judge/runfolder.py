@@ -29,14 +29,16 @@ results.jsonl fields (one line per item):
                   (in the manifest's numbering), reasoning, raw, cache_hit
     orders        with --swap: {"original", "swapped"} verdicts per order (swapped mapped back)
 """
+
 from __future__ import annotations
 
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import fusion
 from trace_eval.io import atomic_write_text, read_json, write_json
@@ -212,9 +214,14 @@ def same_in_both_orders(records: Iterable[dict], dimensions: Iterable[str]) -> d
     """{dimension: {item id: whether both presentation orders gave the same label}} over the records
     judged in both orders that rated the dimension."""
     swapped = _both_orders(records)
-    return {dim: {str(r["id"]): r["orders"]["original"][dim] == r["orders"]["swapped"].get(dim)
-                  for r in swapped if dim in r["orders"]["original"]}
-            for dim in dimensions}
+    return {
+        dim: {
+            str(r["id"]): r["orders"]["original"][dim] == r["orders"]["swapped"].get(dim)
+            for r in swapped
+            if dim in r["orders"]["original"]
+        }
+        for dim in dimensions
+    }
 
 
 def position_consistency(records: list[dict], rubric: Rubric) -> dict | None:
@@ -226,10 +233,11 @@ def position_consistency(records: list[dict], rubric: Rubric) -> dict | None:
     rules = sorted({_ORDER_RULES[d.labels.kind] for d in rubric.dimensions if d.labels.kind in _ORDER_RULES})
     return {
         "rate": sum(sum(by_item.values()) for by_item in same.values()) / sum(map(len, same.values())),
-        "per_dimension": {dim: sum(by_item.values()) / len(by_item) if by_item else None
-                          for dim, by_item in same.items()},
-        "pairs_fully_consistent": sum(all(by_item.get(item, True) for by_item in same.values())
-                                      for item in pairs) / len(pairs),
+        "per_dimension": {
+            dim: sum(by_item.values()) / len(by_item) if by_item else None for dim, by_item in same.items()
+        },
+        "pairs_fully_consistent": sum(all(by_item.get(item, True) for by_item in same.values()) for item in pairs)
+        / len(pairs),
         "pairs": len(pairs),
         "rule": "; ".join(rules),
     }
@@ -310,12 +318,15 @@ def refuse(folder: str | Path, policy: str | None = None, notice: Callable[[str]
     except RubricError as e:
         raise RunFolderError(f"{folder}: {e}") from None
     if rubric.fusion is None:
-        raise RunFolderError(f"{folder} was judged with the {rubric.name} rubric, which has no overall label to "
-                             "fuse; its dimensions are evaluated one by one")
+        raise RunFolderError(
+            f"{folder} was judged with the {rubric.name} rubric, which has no overall label to "
+            "fuse; its dimensions are evaluated one by one"
+        )
     policy = policy or config.get("fusion")
     if not isinstance(policy, str):
-        raise RunFolderError(f"{folder}: config.json names no fusion policy; pass --fusion, one of: "
-                             f"{', '.join(rubric.fusion.policies)}")
+        raise RunFolderError(
+            f"{folder}: config.json names no fusion policy; pass --fusion, one of: {', '.join(rubric.fusion.policies)}"
+        )
     fusion.get_policy(policy)
     if policy not in rubric.fusion.policies:
         raise RunFolderError(f"the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}, not {policy}")

@@ -12,16 +12,17 @@ failing is "error", pairs left when --max-cost is reached (or, with --skip-faile
 whose clips have no blueprint) are "skipped". Only
 failures that would hit every pair (authentication, unknown model) stop the run.
 """
+
 from __future__ import annotations
 
 import asyncio
 import re
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 import fusion
 from trace_eval.bench import Benchmark, Pair, load_benchmark
@@ -47,8 +48,22 @@ __all__ = [
 STRUCTURED_CHOICES = ("auto", "on", "off")
 # Settings that change answers: a run folder is resumed only with the same ones (and the same settings
 # the backbone records).
-RESUME_KEYS = ("bench", "model", "api_base", "rubric", "rubric_version", "judge", "prompt_version", "drop",
-               "samples", "swap", "temperature", "max_tokens", "structured", "repair_attempts")
+RESUME_KEYS = (
+    "bench",
+    "model",
+    "api_base",
+    "rubric",
+    "rubric_version",
+    "judge",
+    "prompt_version",
+    "drop",
+    "samples",
+    "swap",
+    "temperature",
+    "max_tokens",
+    "structured",
+    "repair_attempts",
+)
 # What a run folder written before a setting existed was made with.
 _BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1"}
 
@@ -80,12 +95,14 @@ class MissingBlueprintsError(JudgeError):
                 f"{len(failed)} clip(s) of {bench} failed when their blueprints were made: "
                 f"{_listed([f'{p} ({failures[p]})' for p in failed])}. Making blueprints again will not fix "
                 "this: repair or replace the file, or remove the item from the manifest; "
-                "or pass --skip-failed to judge the other pairs")
+                "or pass --skip-failed to judge the other pairs"
+            )
         if never_made:
             parts.append(
                 f"{len(never_made)} clip(s) of {bench} have no blueprint: {_listed(never_made)}. "
                 f"Make them first with: make blueprints BENCH={bench}  (or: python -m trace_eval blueprints {bench})"
-                "; or pass --skip-failed to judge the other pairs")
+                "; or pass --skip-failed to judge the other pairs"
+            )
         super().__init__(". ".join(parts))
 
 
@@ -134,6 +151,7 @@ class RunOutcome:
 
 # -- settings ---------------------------------------------------------------------------
 
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60] or "run"
 
@@ -150,8 +168,9 @@ def default_out_dir(model: str) -> Path:
 
 def _check_options(options: JudgeOptions) -> None:
     if options.fusion not in fusion.POLICIES:
-        raise JudgeError(f"unknown fusion policy {options.fusion!r}; "
-                         f"expected one of: {', '.join(sorted(fusion.POLICIES))}")
+        raise JudgeError(
+            f"unknown fusion policy {options.fusion!r}; expected one of: {', '.join(sorted(fusion.POLICIES))}"
+        )
     unknown = [g for g in options.drop if g not in BLUEPRINT_GROUPS]
     if unknown:
         raise JudgeError(f"--drop {','.join(unknown)}: expected names among {', '.join(BLUEPRINT_GROUPS)}")
@@ -200,8 +219,15 @@ def _versions() -> dict[str, str | None]:
     return found
 
 
-def build_config(options: JudgeOptions, bench: Benchmark, rubric: Rubric, prompt: Prompt, backbone: Backbone,
-                 structured: bool, cache_dir: Path) -> dict:
+def build_config(
+    options: JudgeOptions,
+    bench: Benchmark,
+    rubric: Rubric,
+    prompt: Prompt,
+    backbone: Backbone,
+    structured: bool,
+    cache_dir: Path,
+) -> dict:
     config: dict[str, Any] = {
         "format_version": runfolder.FORMAT_VERSION,
         "bench": str(bench.root),
@@ -273,8 +299,14 @@ def lacking_clips(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints | 
     return found
 
 
-def build_cases(bench: Benchmark, pairs: list[Pair], rubric: Rubric, prompt: Prompt, drop: tuple[str, ...],
-                blueprints: Blueprints | None = None) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
+def build_cases(
+    bench: Benchmark,
+    pairs: list[Pair],
+    rubric: Rubric,
+    prompt: Prompt,
+    drop: tuple[str, ...],
+    blueprints: Blueprints | None = None,
+) -> tuple[dict[str, tuple[Case, Case | None]], dict[str, str]]:
     """(item id -> (original, swapped) cases, item id -> why the item cannot be judged).
 
     `blueprints` are those of `read_blueprints` (read here when not given). Pointwise items have no
@@ -298,33 +330,61 @@ def build_cases(bench: Benchmark, pairs: list[Pair], rubric: Rubric, prompt: Pro
         dimensions = rubric.dimensions_for(pair)
         variables = rubric.variables(pair, dimensions)
         if not rubric.pairwise:
-            cases[pair.id] = (_pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables),
-                              None)
+            cases[pair.id] = (
+                _pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables),
+                None,
+            )
             continue
         instruction_bp = bp1 = bp2 = None
         if prompt.needs_blueprints:
             for relative in (pair.instruction_path, pair.audio1_path, pair.audio2_path):
                 if relative and blueprint(relative) is None:
                     missing.setdefault(relative, None)
-            instruction_bp, bp1, bp2 = (blueprint(p)
-                                        for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path))
+            instruction_bp, bp1, bp2 = (
+                blueprint(p) for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path)
+            )
         transcript = (instruction_bp or {}).get("agent_response")
         views = (blueprint_view(bp1, prompt.blueprint_keys, drop), blueprint_view(bp2, prompt.blueprint_keys, drop))
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
-        original = Case(pair.id, transcript, pair.instruction_text, views, (instruction_audio, audio1, audio2), False,
-                        (bp1, bp2), dimensions, variables)
-        swapped = Case(pair.id, transcript, pair.instruction_text, views[::-1], (instruction_audio, audio2, audio1),
-                       True, (bp2, bp1), dimensions, variables)
+        original = Case(
+            pair.id,
+            transcript,
+            pair.instruction_text,
+            views,
+            (instruction_audio, audio1, audio2),
+            False,
+            (bp1, bp2),
+            dimensions,
+            variables,
+        )
+        swapped = Case(
+            pair.id,
+            transcript,
+            pair.instruction_text,
+            views[::-1],
+            (instruction_audio, audio2, audio1),
+            True,
+            (bp2, bp1),
+            dimensions,
+            variables,
+        )
         cases[pair.id] = (original, swapped)
     if missing:
         raise MissingBlueprintsError(bench.root, list(missing), BlueprintStore(bench.root).recorded_failures())
     return cases, unusable
 
 
-def _pointwise_case(bench: Benchmark, pair: Pair, prompt: Prompt, drop: tuple[str, ...],
-                    blueprint: Callable[[str | None], dict | None], missing: dict[str, None],
-                    dimensions: tuple[str, ...], variables: dict[str, str]) -> Case:
+def _pointwise_case(
+    bench: Benchmark,
+    pair: Pair,
+    prompt: Prompt,
+    drop: tuple[str, ...],
+    blueprint: Callable[[str | None], dict | None],
+    missing: dict[str, None],
+    dimensions: tuple[str, ...],
+    variables: dict[str, str],
+) -> Case:
     """The case of an item with one answer (audio_path): one blueprint, the answer's audio in slot 1."""
     assert pair.audio_path is not None
     instruction_bp = answer_bp = None
@@ -337,14 +397,15 @@ def _pointwise_case(bench: Benchmark, pair: Pair, prompt: Prompt, drop: tuple[st
     view = blueprint_view(answer_bp, prompt.blueprint_keys, drop)
     instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
     audio = (instruction_audio, bench.resolve(pair.audio_path), None)
-    return Case(pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions,
-                variables)
+    return Case(pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables)
 
 
 # -- the run ----------------------------------------------------------------------------
 
-def _resume(out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str],
-            notice: Callable[[str], None]) -> list[dict]:
+
+def _resume(
+    out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str], notice: Callable[[str], None]
+) -> list[dict]:
     """Records of an earlier run in `out` worth keeping (status ok, a pair of this benchmark); lines that
     cannot be read (one cut short by an interruption) are told to `notice`, and their pairs judged again.
 
@@ -353,15 +414,18 @@ def _resume(out: Path, config: dict, keys: tuple[str, ...], pair_ids: set[str],
     config_path = out / runfolder.CONFIG
     if not config_path.is_file():
         if (out / runfolder.RESULTS).is_file():
-            raise JudgeError(f"{out} holds {runfolder.RESULTS} but no {runfolder.CONFIG}, so it cannot be resumed "
-                             "safely; give another --out")
+            raise JudgeError(
+                f"{out} holds {runfolder.RESULTS} but no {runfolder.CONFIG}, so it cannot be resumed "
+                "safely; give another --out"
+            )
         return []
     previous = runfolder.load_config(out)
     changed = [k for k in keys if previous.get(k, _BEFORE_THE_SETTING.get(k)) != config.get(k)]
     if changed:
         details = ", ".join(f"{k}: {previous.get(k)!r} -> {config.get(k)!r}" for k in changed)
-        raise JudgeError(f"{out} holds a run made with other settings ({details}); give another --out "
-                         "or remove that folder")
+        raise JudgeError(
+            f"{out} holds a run made with other settings ({details}); give another --out or remove that folder"
+        )
     previous = runfolder.read_results(out / runfolder.RESULTS)
     for problem in previous.problems:
         notice(f"warning: {out}: {problem}")
@@ -391,9 +455,17 @@ class _Plan:
         return [Unit(case, sample) for case in orders for sample in range(options.samples)]
 
     def caller(self, options: JudgeOptions) -> Caller:
-        return Caller(self.backbone, self.cache, self.prompt.id, api_base=options.api_base,
-                      temperature=options.temperature, retry=options.retry, concurrency=options.concurrency,
-                      rpm=options.rpm, max_cost=options.max_cost)
+        return Caller(
+            self.backbone,
+            self.cache,
+            self.prompt.id,
+            api_base=options.api_base,
+            temperature=options.temperature,
+            retry=options.retry,
+            concurrency=options.concurrency,
+            rpm=options.rpm,
+            max_cost=options.max_cost,
+        )
 
 
 def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
@@ -406,22 +478,26 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     if options.swap and not rubric.pairwise:
         raise JudgeError(f"--swap needs a pairwise rubric; {rubric.name} scores one answer per item")
     if rubric.fusion and options.fusion not in rubric.fusion.policies:
-        raise JudgeError(f"--fusion {options.fusion}: the {rubric.name} rubric fuses under "
-                         f"{', '.join(rubric.fusion.policies)}")
+        raise JudgeError(
+            f"--fusion {options.fusion}: the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}"
+        )
     # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
     bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     backbone = _backbone(options, prompt, rubric, check_key)
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else {}
-    skipped = (lacking_clips(bench, pairs, blueprints if prompt.needs_blueprints else None)
-               if options.skip_failed else {})
-    cases, unusable = build_cases(bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop,
-                                  blueprints)
+    skipped = (
+        lacking_clips(bench, pairs, blueprints if prompt.needs_blueprints else None) if options.skip_failed else {}
+    )
+    cases, unusable = build_cases(
+        bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop, blueprints
+    )
     structured = backbone.structured_output(options.structured)
     cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
-    return _Plan(rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, blueprints, structured, cache_dir,
-                 cache)
+    return _Plan(
+        rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, blueprints, structured, cache_dir, cache
+    )
 
 
 def dry_run(options: JudgeOptions) -> dict:
@@ -432,10 +508,19 @@ def dry_run(options: JudgeOptions) -> dict:
     """
     plan = _plan(options, check_key=False)
     backbone = plan.backbone
-    report: dict[str, Any] = {"model": options.model, "pairs": len(plan.cases), "skipped": len(plan.skipped),
-                              "unusable": len(plan.unusable), "calls": 0, "cached": 0, "prompt_tokens": 0,
-                              "tokens_exact": True, "answer_tokens_max": 0, "cost_usd_max": None,
-                              "price": None}
+    report: dict[str, Any] = {
+        "model": options.model,
+        "pairs": len(plan.cases),
+        "skipped": len(plan.skipped),
+        "unusable": len(plan.unusable),
+        "calls": 0,
+        "cached": 0,
+        "prompt_tokens": 0,
+        "tokens_exact": True,
+        "answer_tokens_max": 0,
+        "cost_usd_max": None,
+        "price": None,
+    }
     if backbone.no_calls:
         report.update(price=f"no calls: {backbone.no_calls}", cost_usd_max=0.0)
         return report
@@ -472,8 +557,10 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
     cases, unusable, skipped, structured = plan.cases, plan.unusable, plan.skipped, plan.structured
     cache_dir = plan.cache_dir
     if options.max_cost is not None and backbone.prices_per_token() is None:
-        raise JudgeError(f"--max-cost needs the price of {options.model}, which litellm does not know; "
-                         "give --price-in and --price-out (USD per million tokens)")
+        raise JudgeError(
+            f"--max-cost needs the price of {options.model}, which litellm does not know; "
+            "give --price-in and --price-out (USD per million tokens)"
+        )
 
     out = Path(options.out) if options.out else default_out_dir(options.model)
     out.mkdir(parents=True, exist_ok=True)
@@ -515,10 +602,14 @@ def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None
         "structured_refused": tried.refused,  # why the backbone refused the response format (--structured auto)
     }
     # The clips the judge was shown: not those of skipped items, or of items the rubric cannot judge.
-    responses = dict.fromkeys(p for pair in pairs if pair.id in cases
-                              for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p)
-    cues = (evidence.cue_availability((plan.blueprints[p] for p in responses), prompt.blueprint_keys, options.drop)
-            if prompt.needs_blueprints else None)
+    responses = dict.fromkeys(
+        p for pair in pairs if pair.id in cases for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p
+    )
+    cues = (
+        evidence.cue_availability((plan.blueprints[p] for p in responses), prompt.blueprint_keys, options.drop)
+        if prompt.needs_blueprints
+        else None
+    )
     summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason, records=records)

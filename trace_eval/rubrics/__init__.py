@@ -9,6 +9,7 @@
 
 Modules: labels (label spaces), rubric (the rubric model and its loader).
 """
+
 from trace_eval.rubrics.labels import KINDS, LabelSpace, label_space
 from trace_eval.rubrics.rubric import (
     DEFAULT_RUBRIC,

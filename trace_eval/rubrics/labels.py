@@ -11,6 +11,7 @@ leniently but never guessed: `normalise` only rewrites spellings that can mean
 one label ("Both Good", 4.0, "yes"); anything else stays as it is and fails
 validation against `json_schema`.
 """
+
 from __future__ import annotations
 
 import re

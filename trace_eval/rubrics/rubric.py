@@ -14,13 +14,15 @@ items may have to carry manifest fields (`requires`), and every field an item
 carries is a template variable of its prompts (`defaults` give the text shown
 when an item lacks an optional one).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -74,8 +76,7 @@ class Dimension:
 
     def describe(self, number: int) -> str:
         """The dimension as listed in a prompt ($dimensions)."""
-        lines = [f"{number}. {self.title} (\"{self.name}\"): {self.asks.strip()}",
-                 f"   Answer {self.labels.describe()}."]
+        lines = [f'{number}. {self.title} ("{self.name}"): {self.asks.strip()}', f"   Answer {self.labels.describe()}."]
         lines += [f"   {value}: {meaning.strip()}" for value, meaning in self.anchors]
         return "\n".join(lines)
 
@@ -178,8 +179,13 @@ class Rubric:
     def variables(self, pair: Pair, names: tuple[str, ...]) -> dict[str, str]:
         """Template variables for one item: its own fields (or the rubric's defaults), $dimensions, $answer_format."""
         variables = dict(self.defaults)
-        variables.update({key: render_field(value) for key, value in pair.extra.items()
-                          if isinstance(key, str) and _has_field(pair, key)})
+        variables.update(
+            {
+                key: render_field(value)
+                for key, value in pair.extra.items()
+                if isinstance(key, str) and _has_field(pair, key)
+            }
+        )
         dimensions = [self.dimension(n) for n in names]
         variables["dimensions"] = "\n".join(d.describe(i) for i, d in enumerate(dimensions, start=1))
         variables["answer_format"] = self.answer_format(names)
@@ -207,14 +213,22 @@ class Rubric:
             # Reasoning is kept as given (text, one text per dimension, a list): only the labels are checked.
             "properties": {
                 "reasoning": {},
-                "undetermined": {"type": "object", "propertyNames": {"enum": list(names)},
-                                 "additionalProperties": {"type": "string", "minLength": 1}},
+                "undetermined": {
+                    "type": "object",
+                    "propertyNames": {"enum": list(names)},
+                    "additionalProperties": {"type": "string", "minLength": 1},
+                },
             },
             "if": {"required": ["undetermined"]},
             "then": {
                 "properties": {n: {"enum": [*values, None]} for n, values in labels.items()},
-                "allOf": [{"if": {"properties": {n: {"const": None}}},
-                           "then": {"properties": {"undetermined": {"required": [n]}}}} for n in names],
+                "allOf": [
+                    {
+                        "if": {"properties": {n: {"const": None}}},
+                        "then": {"properties": {"undetermined": {"required": [n]}}},
+                    }
+                    for n in names
+                ],
             },
             "else": {"properties": {n: {"enum": values} for n, values in labels.items()}},
             "additionalProperties": True,
@@ -225,8 +239,10 @@ class Rubric:
         names = names or self.names
         return {
             "type": "object",
-            "properties": {"reasoning": {"type": "string"},
-                           **{n: self.dimension(n).labels.json_schema() for n in names}},
+            "properties": {
+                "reasoning": {"type": "string"},
+                **{n: self.dimension(n).labels.json_schema() for n in names},
+            },
             "required": ["reasoning", *names],
             "additionalProperties": False,
         }
@@ -234,22 +250,29 @@ class Rubric:
 
 # -- loading ------------------------------------------------------------------------------
 
+
 def _problems(doc: Any) -> list[str]:
     if isinstance(doc, dict) and doc.get("fusion") == "policies":
-        return ["fusion: `policies` is the former spelling of the TRACE arrangement; write it out as in "
-                "trace_eval/rubrics/trace.yaml: {order: [content, paralinguistics, voice_quality], "
-                "acceptability: [content, paralinguistics]}"]
+        return [
+            "fusion: `policies` is the former spelling of the TRACE arrangement; write it out as in "
+            "trace_eval/rubrics/trace.yaml: {order: [content, paralinguistics, voice_quality], "
+            "acceptability: [content, paralinguistics]}"
+        ]
     check = validator("rubric")
-    found = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-             for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    found = [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+        for e in sorted(check.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    ]
     if found:
         return found
     names = [d["name"] for d in doc["dimensions"]]
     found += [f"dimensions: {name} appears more than once" for name in sorted({n for n in names if names.count(n) > 1})]
     pairwise = [d["name"] for d in doc["dimensions"] if d["labels"] in ("typed-tie", "win-lose-tie")]
     if doc["format"] == "pairwise" and len(pairwise) != len(names):
-        found.append(f"a pairwise rubric needs pairwise label spaces (typed-tie, win-lose-tie) on every dimension; "
-                     f"{', '.join(n for n in names if n not in pairwise)} has another")
+        found.append(
+            f"a pairwise rubric needs pairwise label spaces (typed-tie, win-lose-tie) on every dimension; "
+            f"{', '.join(n for n in names if n not in pairwise)} has another"
+        )
     if doc["format"] == "pointwise" and pairwise:
         found.append(f"a pointwise rubric needs likert or binary dimensions; {', '.join(pairwise)} is pairwise")
     for d in doc["dimensions"]:
@@ -268,8 +291,12 @@ def _problems(doc: Any) -> list[str]:
 def _fusion_problems(doc: dict) -> list[str]:
     """What keeps `fusion:` from fusing this rubric's dimensions."""
     spec, names = doc["fusion"], [d["name"] for d in doc["dimensions"]]
-    found = [f"fusion: {key} names {name}, which is not a dimension of this rubric"
-             for key in ("order", "acceptability") for name in spec[key] if name not in names]
+    found = [
+        f"fusion: {key} names {name}, which is not a dimension of this rubric"
+        for key in ("order", "acceptability")
+        for name in spec[key]
+        if name not in names
+    ]
     if sorted(spec["order"]) != sorted(names):
         found.append(f"fusion: order must name every dimension once ({', '.join(names)})")
     other = [d["name"] for d in doc["dimensions"] if d["labels"] != "typed-tie"]
@@ -285,8 +312,11 @@ def _fusion_problems(doc: dict) -> list[str]:
 def _fusion(spec: dict | str | None) -> Fusion | None:
     if not isinstance(spec, dict):
         return None  # "none": no overall label
-    return Fusion(order=tuple(spec["order"]), acceptability=tuple(spec["acceptability"]),
-                  policies=tuple(spec.get("policies") or POLICIES))
+    return Fusion(
+        order=tuple(spec["order"]),
+        acceptability=tuple(spec["acceptability"]),
+        policies=tuple(spec.get("policies") or POLICIES),
+    )
 
 
 def _dimension(doc: dict) -> Dimension:
@@ -325,8 +355,12 @@ def _prompts(entries: list, path: Path) -> dict[str, Prompt]:
 
 
 def _check_anchors(rubric: Rubric) -> list[str]:
-    return [f"dimensions/{d.name}: anchor {value!r} is not one of {list(d.labels.values)}"
-            for d in rubric.dimensions for value, _ in d.anchors if value not in d.labels.values]
+    return [
+        f"dimensions/{d.name}: anchor {value!r} is not one of {list(d.labels.values)}"
+        for d in rubric.dimensions
+        for value, _ in d.anchors
+        if value not in d.labels.values
+    ]
 
 
 def _load_file(path: Path) -> Rubric:
@@ -364,7 +398,7 @@ def available_rubrics(directory: Path = RUBRICS_DIR) -> dict[str, Path]:
     return {path.stem: path for path in sorted(directory.glob("*.yaml"))}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(path: Path, mtime_ns: int) -> Rubric:
     return _load_file(path)
 
@@ -380,8 +414,9 @@ def load_rubric(name_or_path: str | Path = DEFAULT_RUBRIC) -> Rubric:
         if not path.is_file():
             raise RubricError(f"{text}: no such rubric file")
     else:
-        raise RubricError(f"unknown rubric {text!r}; expected one of: {', '.join(bundled)}, or the path of a "
-                          "rubric file (.yaml)")
+        raise RubricError(
+            f"unknown rubric {text!r}; expected one of: {', '.join(bundled)}, or the path of a rubric file (.yaml)"
+        )
     return _load_cached(path, path.stat().st_mtime_ns)
 
 

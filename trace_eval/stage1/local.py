@@ -10,6 +10,7 @@ Work is split by where it runs best:
 Each blueprint is written as soon as its chunk is done, so an interrupted run
 resumes where it stopped.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -50,8 +51,9 @@ def _worker_init(specs: list[tuple[type[Extractor], Any]]) -> None:
     load_per_clip(specs, _WORKER_EXTRACTORS, _WORKER_UNAVAILABLE)
 
 
-def load_per_clip(specs: list[tuple[type[Extractor], Any]], loaded: dict[str, Extractor],
-                  unavailable: dict[str, str]) -> None:
+def load_per_clip(
+    specs: list[tuple[type[Extractor], Any]], loaded: dict[str, Extractor], unavailable: dict[str, str]
+) -> None:
     """Per-clip extractors by (class, config), loaded on the CPU; those that cannot load, with why."""
     for cls, config in specs:
         ext = cls(config, "cpu")
@@ -69,8 +71,14 @@ class Decoded:
     sections: dict[str, tuple[Section | ClipError | ExtractorUnavailable, float]]
 
 
-def decode_and_extract(path: str, sha: str, per_clip: list[str], rates: list[int],
-                       loaded: dict[str, Extractor], unavailable: dict[str, str]) -> Decoded:
+def decode_and_extract(
+    path: str,
+    sha: str,
+    per_clip: list[str],
+    rates: list[int],
+    loaded: dict[str, Extractor],
+    unavailable: dict[str, str],
+) -> Decoded:
     """Decode one file, resample it once per rate, run the per-clip extractors on it."""
     try:
         audio = load_audio(path)
@@ -183,9 +191,15 @@ def execute(plan: Plan, recorder: Recorder, workers: int | None, progress) -> No
 
         def submit(chunk: list[Job]) -> list[Future]:
             return [
-                pool.submit(_in_worker, str(plan.bench.resolve(j.path)), j.sha,
-                            [e.name for e in in_workers if e.name in j.needed], rates)
-                if any(by_name[n].sample_rate for n in j.needed) else _done(Decoded(None, None, {}))
+                pool.submit(
+                    _in_worker,
+                    str(plan.bench.resolve(j.path)),
+                    j.sha,
+                    [e.name for e in in_workers if e.name in j.needed],
+                    rates,
+                )
+                if any(by_name[n].sample_rate for n in j.needed)
+                else _done(Decoded(None, None, {}))
                 for j in chunk
             ]
 
@@ -270,7 +284,9 @@ def run_batched(ext: Extractor, batch: list[Clip]) -> list[tuple[Clip, Any, floa
         results = [ClipError(f"{type(e).__name__}: {e}")] * len(batch)
     elapsed = time.perf_counter() - start
     total = sum(c.duration_s for c in batch) or 1.0
-    return [(clip, with_numerics(ext, result), elapsed * clip.duration_s / total) for clip, result in zip(batch, results)]
+    return [
+        (clip, with_numerics(ext, result), elapsed * clip.duration_s / total) for clip, result in zip(batch, results)
+    ]
 
 
 def with_numerics(ext: Extractor, result: Any) -> Any:

@@ -8,6 +8,7 @@ A failure is data like any result: a file that did not decode, or a section that
 failed, is not tried again while what it was tried with is unchanged (the file's
 content, the extractor's fingerprint, the installed packages); `--force` tries again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -108,16 +109,33 @@ class Plan:
         """Whether an extractor that cannot run leaves this job's stored section alone."""
         stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {}).get(name, {})
         return stored.get("status") == "ok" or (
-            stored.get("status") == "unavailable" and stored.get("fingerprint") == self.fingerprints[name]
-            and stored.get("resolved_from") == self.sources[name])
+            stored.get("status") == "unavailable"
+            and stored.get("fingerprint") == self.fingerprints[name]
+            and stored.get("resolved_from") == self.sources[name]
+        )
 
 
-def make_plan(bench: Benchmark, store: BlueprintStore, extractors: list[Extractor], fingerprints: dict[str, str],
-              force: bool = False, retry_unavailable: bool = False) -> Plan:
+def make_plan(
+    bench: Benchmark,
+    store: BlueprintStore,
+    extractors: list[Extractor],
+    fingerprints: dict[str, str],
+    force: bool = False,
+    retry_unavailable: bool = False,
+) -> Plan:
     """Hash every audio file (reusing the index) and list each one's stale sections."""
     sources = {e.name: resolved_from(e) for e in extractors}
-    plan = Plan(bench, store, extractors, fingerprints, {}, [], sum(len(p.audio_paths()) for p in bench.pairs),
-                sources, packages=installed_packages())
+    plan = Plan(
+        bench,
+        store,
+        extractors,
+        fingerprints,
+        {},
+        [],
+        sum(len(p.audio_paths()) for p in bench.pairs),
+        sources,
+        packages=installed_packages(),
+    )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     undecodable: set[str] = set()
     for rel in bench.audio_files():
@@ -140,11 +158,18 @@ def make_plan(bench: Benchmark, store: BlueprintStore, extractors: list[Extracto
             entry = current.get(e.name, {})
             fresh = entry.get("fingerprint") == fingerprints[e.name]
             # A section that could not be made is not tried again while what it resolves from is unchanged.
-            recorded = (fresh and entry.get("status") in ("unavailable", "failed")
-                        and entry.get("resolved_from") == sources[e.name]
-                        and not (retry_unavailable and entry.get("status") == "unavailable"))
-            if (force or not fresh or any(d in needed for d in e.depends_on)
-                    or (entry.get("status") != "ok" and not recorded)):
+            recorded = (
+                fresh
+                and entry.get("status") in ("unavailable", "failed")
+                and entry.get("resolved_from") == sources[e.name]
+                and not (retry_unavailable and entry.get("status") == "unavailable")
+            )
+            if (
+                force
+                or not fresh
+                or any(d in needed for d in e.depends_on)
+                or (entry.get("status") != "ok" and not recorded)
+            ):
                 needed.append(e.name)
             elif recorded and entry["status"] == "unavailable":
                 plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"

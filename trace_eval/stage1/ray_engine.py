@@ -12,6 +12,7 @@ Only the driver writes the store, so an interrupted run resumes from what was
 written. The decoded audio crosses the object store once, as float32 bytes at the
 rates the models want, and is dropped before rows come back to the driver.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +65,13 @@ def start_local(**init_args: Any) -> None:
     """Start a Ray instance on this machine whose workers import this very copy of the project."""
     ray = _ray()
     path = os.pathsep.join(p for p in (_project_root(), os.environ.get("PYTHONPATH")) if p)
-    ray.init(runtime_env={"env_vars": {"PYTHONPATH": path}}, include_dashboard=False,
-             logging_level=logging.WARNING, log_to_driver=False, **init_args)
+    ray.init(
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=False,
+        **init_args,
+    )
 
 
 def connect(address: str | None) -> bool:
@@ -78,8 +84,10 @@ def connect(address: str | None) -> bool:
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
         except ConnectionError as e:
-            raise EngineUnavailable(f"cannot reach the Ray cluster at {address}: {e}. Check --ray-address "
-                                    "(or RAY_ADDRESS), e.g. ray://HEAD:10001 or auto on a cluster node") from e
+            raise EngineUnavailable(
+                f"cannot reach the Ray cluster at {address}: {e}. Check --ray-address "
+                "(or RAY_ADDRESS), e.g. ray://HEAD:10001 or auto on a cluster node"
+            ) from e
     else:
         start_local()
     return True
@@ -120,8 +128,13 @@ def _decode(row: dict, per_clip: list[tuple[type, Any, str]], rates: list[int]) 
     names = [n for n in json.loads(row["per_clip"])]
     needs_audio = bool(json.loads(row["models"]))
     dec = decode_and_extract(row["path"], row["sha"], names, rates if needs_audio else [], loaded, unavailable)
-    out = {"sha": row["sha"], "models": row["models"], "error": dec.error or "", "info": "",
-           "results": pickle.dumps(dec.sections)}
+    out = {
+        "sha": row["sha"],
+        "models": row["models"],
+        "error": dec.error or "",
+        "info": "",
+        "results": pickle.dumps(dec.sections),
+    }
     if dec.audio is not None:
         out["info"] = json.dumps([dec.audio.duration_s, dec.audio.sample_rate, dec.audio.channels])
     for rate in rates:
@@ -181,8 +194,11 @@ class ModelActor:
 def pool_of(ext: Extractor, settings: dict[str, dict[str, Any]]) -> Pool:
     """The extractor's declared pool with the --set overrides of its pool fields."""
     base = type(ext).pool
-    overrides = {k: coerce(v, getattr(base, k)) for k, v in settings.get(ext.name, {}).items()
-                 if k in {f.name for f in dataclasses.fields(Pool)}}
+    overrides = {
+        k: coerce(v, getattr(base, k))
+        for k, v in settings.get(ext.name, {}).items()
+        if k in {f.name for f in dataclasses.fields(Pool)}
+    }
     return dataclasses.replace(base, **overrides)
 
 
@@ -195,9 +211,11 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     in_driver = [e for e in plan.extractors if e.name in active and e not in per_clip and e not in models]
     for ext in in_driver:
         if ext.sample_rate:
-            raise ValueError(f"{ext.name} needs audio and runs after {', '.join(ext.depends_on) or 'nothing'}: "
-                             "the ray engine runs such extractors only when they are batched and depend on "
-                             "nothing; use --engine local")
+            raise ValueError(
+                f"{ext.name} needs audio and runs after {', '.join(ext.depends_on) or 'nothing'}: "
+                "the ray engine runs such extractors only when they are batched and depend on "
+                "nothing; use --engine local"
+            )
         try:
             ext.load()
         except ExtractorUnavailable as e:
@@ -209,10 +227,16 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     for job in audio_free:
         _finish(plan, recorder, job, recorder.blueprint(job, None), {}, in_driver)
         progress.update(1)
-    rows = [{"sha": j.sha, "path": str(plan.bench.resolve(j.path)),
-             "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
-             "models": json.dumps([e.name for e in models if e.name in j.needed])}
-            for j in todo if j not in audio_free]
+    rows = [
+        {
+            "sha": j.sha,
+            "path": str(plan.bench.resolve(j.path)),
+            "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
+            "models": json.dumps([e.name for e in models if e.name in j.needed]),
+        }
+        for j in todo
+        if j not in audio_free
+    ]
     if not rows:
         return
 
@@ -228,8 +252,12 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     # Ray 2.60 bounds retries (infinite by default) only through ray_remote_args, which it already
     # announces as deprecated for 2.64: the version is pinned in constraints.txt.
     warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-    ds = ds.map(_decode, fn_kwargs={"per_clip": [(type(e), e.config, plan.fingerprints[e.name]) for e in per_clip],
-                                    "rates": rates}, num_cpus=1, max_retries=RETRIES)
+    ds = ds.map(
+        _decode,
+        fn_kwargs={"per_clip": [(type(e), e.config, plan.fingerprints[e.name]) for e in per_clip], "rates": rates},
+        num_cpus=1,
+        max_retries=RETRIES,
+    )
     pools = {e.name: pool_of(e, settings) for e in models}
     reserved = sum(p.actors * p.num_cpus for p in pools.values()) or 1.0
     cpu_scale = min(1.0, cpus / 2 / reserved)  # models together reserve at most half the CPUs: decoding needs some
@@ -257,12 +285,23 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             recorder.fail(job, "decode", row["error"])
         else:
             info = AudioInfo(*json.loads(row["info"]))
-            _finish(plan, recorder, job, recorder.blueprint(job, info), pickle.loads(row["results"]), in_driver,
-                    _Length(info.duration_s))
+            _finish(
+                plan,
+                recorder,
+                job,
+                recorder.blueprint(job, info),
+                pickle.loads(row["results"]),
+                in_driver,
+                _Length(info.duration_s),
+            )
         progress.update(1)
     for sha in sorted(pending):
-        recorder.fail(plan.jobs[sha], "worker", f"the Ray workers processing this clip died {RETRIES + 1} times; "
-                                                "not retried further this run (run again to retry)")
+        recorder.fail(
+            plan.jobs[sha],
+            "worker",
+            f"the Ray workers processing this clip died {RETRIES + 1} times; "
+            "not retried further this run (run again to retry)",
+        )
 
 
 class _Length:
@@ -273,8 +312,15 @@ class _Length:
         self.duration_s = duration_s
 
 
-def _finish(plan: Plan, recorder: Recorder, job: Job, bp: dict, results: dict[str, tuple[Any, float | None]],
-            in_driver: list[Extractor], audio: _Length | None = None) -> None:
+def _finish(
+    plan: Plan,
+    recorder: Recorder,
+    job: Job,
+    bp: dict,
+    results: dict[str, tuple[Any, float | None]],
+    in_driver: list[Extractor],
+    audio: _Length | None = None,
+) -> None:
     """Record a clip's results in the order the local engine does, run the audio-free dependants, write."""
     changed = job.blueprint is None
     order = [e for e in plan.extractors if runs_in_workers(e)] + [e for e in plan.extractors if not runs_in_workers(e)]

@@ -3,6 +3,7 @@
 Engines hand every result here; only this code (in the driver process) writes the
 store, so both engines give the same blueprints, fingerprints and provenance.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -74,8 +75,10 @@ class Recorder:
         self.plan = plan
         self.engine = engine
         self.failures = [ClipFailure(m.path, None, "decode", "failed", m.reason) for m in plan.missing]
-        self.failures += [ClipFailure(f.path, f.sha, f.stage, "failed", f.reason, self._packages(f.stage), recorded=True)
-                          for f in plan.kept_failures]
+        self.failures += [
+            ClipFailure(f.path, f.sha, f.stage, "failed", f.reason, self._packages(f.stage), recorded=True)
+            for f in plan.kept_failures
+        ]
         self.sections: dict[str, dict[str, int]] = {e.name: defaultdict(int) for e in plan.extractors}
         self.seconds: dict[str, float] = defaultdict(float)
         self.unavailable: dict[str, str] = {}
@@ -110,8 +113,9 @@ class Recorder:
             except ValueError as e:
                 result = ClipError(f"{ext.name} returned {e}")
         if isinstance(result, Section):
-            entry = self._entry(ext, fingerprint, "ok", seconds, null_reasons=result.null_reasons,
-                                numerics=result.numerics)
+            entry = self._entry(
+                ext, fingerprint, "ok", seconds, null_reasons=result.null_reasons, numerics=result.numerics
+            )
             apply_section(bp, ext.outputs, entry, result.values)
             self.sections[ext.name]["ok"] += 1
             return True
@@ -158,14 +162,25 @@ class Recorder:
             wall_seconds=round(wall_seconds, 3),
             engine=self.engine,
             kept_unavailable={k: v for k, v in self.plan.kept_unavailable.items() if k not in self.unavailable},
-            standin={e.name: note for e in self.plan.extractors
-                     if self.sections[e.name].get("ok") and (note := e.model().standin)},
+            standin={
+                e.name: note
+                for e in self.plan.extractors
+                if self.sections[e.name].get("ok") and (note := e.model().standin)
+            },
         )
         save_summary(self.plan.store, summary)
         return summary
 
-    def _entry(self, ext: Extractor, fingerprint: str, status: str, seconds: float | None, reason: str | None = None,
-               null_reasons: dict[str, str] | None = None, numerics: dict | None = None) -> dict:
+    def _entry(
+        self,
+        ext: Extractor,
+        fingerprint: str,
+        status: str,
+        seconds: float | None,
+        reason: str | None = None,
+        null_reasons: dict[str, str] | None = None,
+        numerics: dict | None = None,
+    ) -> dict:
         model = ext.model()
         entry = {
             "name": ext.name,

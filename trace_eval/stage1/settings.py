@@ -1,5 +1,6 @@
 """Extractor settings from the command line (--set NAME.FIELD=VALUE): typed, checked, split from the
 engine's pool settings. Below both the pipeline and the engines, which read them."""
+
 from __future__ import annotations
 
 import dataclasses

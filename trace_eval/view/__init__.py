@@ -8,6 +8,7 @@ the network:
     audio/                          with copy_audio: the audio files, so the folder can be sent as it is;
                                     otherwise the page points at the benchmark's files by relative paths
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,9 @@ def default_page(run_dir: str | Path) -> Path:
     return Path(run_dir) / DEFAULT_FOLDER / "index.html"
 
 
-def write_view(run_dirs: list[str | Path], out: str | Path, bench: str | Path | None = None,
-               copy_audio: bool = False) -> ViewFiles:
+def write_view(
+    run_dirs: list[str | Path], out: str | Path, bench: str | Path | None = None, copy_audio: bool = False
+) -> ViewFiles:
     """Write the page of `run_dirs` (runs of one rubric, on one benchmark) into `out`.
 
     `bench` is the benchmark folder with the audio, blueprints and human labels (default: the one the

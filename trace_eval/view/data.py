@@ -18,6 +18,7 @@ script beside it, but not fetch a JSON file.
 
 A value the page cannot stand behind is null, with its reason beside it; nothing is filled in.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,18 @@ from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.rubrics import Rubric
 from trace_eval.store import BlueprintStore, get_dotted
 
-__all__ = ["CUES", "DATA_VERSION", "CONTOUR_POINTS", "AudioLinks", "Cue", "Reasons", "clip_data", "leaderboard_of",
-           "leaderboard_panel", "page_data"]
+__all__ = [
+    "CUES",
+    "DATA_VERSION",
+    "CONTOUR_POINTS",
+    "AudioLinks",
+    "Cue",
+    "Reasons",
+    "clip_data",
+    "leaderboard_of",
+    "leaderboard_panel",
+    "page_data",
+]
 
 DATA_VERSION = 1
 CONTOUR_POINTS = 40  # a contour is drawn as a small plot: more points than this add bytes, not detail
@@ -75,11 +86,26 @@ CUES: tuple[Cue, ...] = (
     Cue("pitch_contour", "Pitch", "contour", f"{_PROPS}Full_Pitch_Contour_Hz", "pitch", "Hz", "contour", 0),
     Cue("loudness", "Loudness", "integrated", f"{_PROPS}Integrated_Loudness_LUFS", "loudness", "LUFS", digits=1),
     Cue("loudness_sd", "Loudness", "spread", f"{_PROPS}Std_Dev_Loudness_LUFS", "loudness", "LU", digits=1),
-    Cue("loudness_contour", "Loudness", "contour", f"{_PROPS}Full_Loudness_Contour_LUFS", "loudness", "LUFS",
-        "contour", 1),
+    Cue(
+        "loudness_contour",
+        "Loudness",
+        "contour",
+        f"{_PROPS}Full_Loudness_Contour_LUFS",
+        "loudness",
+        "LUFS",
+        "contour",
+        1,
+    ),
     Cue("speech_rate", "Pace", "speech rate", f"{_PROPS}Speech_Rate_WPM", "rate", "words/min", digits=0),
-    Cue("articulation_rate", "Pace", "articulation rate", f"{_PROPS}Articulation_Rate_WPM", "rate", "words/min",
-        digits=0),
+    Cue(
+        "articulation_rate",
+        "Pace",
+        "articulation rate",
+        f"{_PROPS}Articulation_Rate_WPM",
+        "rate",
+        "words/min",
+        digits=0,
+    ),
     Cue("syllable_rate", "Pace", "syllable rate", f"{_VOICE}Syllable_Rate_Per_S", "voicing", "/s", digits=1),
     Cue("pace_contour", "Pace", "pace", f"{_PROPS}Pace_Contour_WPM", "rate", "words/min", "contour", 0),
     Cue("pauses", "Pauses", "pauses", f"{_VOICE}Pause_Count", "voicing", digits=0),
@@ -163,7 +189,7 @@ def downsample(values: list[Any], points: int = CONTOUR_POINTS, digits: int = 1)
     measured value: an unvoiced stretch stays a gap)."""
     values = [_number(v, 6) for v in values]
     if len(values) > points:
-        runs = [values[len(values) * i // points:len(values) * (i + 1) // points] for i in range(points)]
+        runs = [values[len(values) * i // points : len(values) * (i + 1) // points] for i in range(points)]
         values = [None if not (kept := [v for v in run if v is not None]) else sum(kept) / len(kept) for run in runs]
     return [None if v is None else _number(v, digits) for v in values]
 
@@ -171,22 +197,23 @@ def downsample(values: list[Any], points: int = CONTOUR_POINTS, digits: int = 1)
 def _top(scores: Any, digits: int = 3) -> list[list[Any]] | None:
     if not isinstance(scores, dict) or not scores:
         return None
-    ranked = sorted(((str(k), v) for k, v in scores.items() if _number(v, digits) is not None),
-                    key=lambda kv: kv[1], reverse=True)
+    ranked = sorted(
+        ((str(k), v) for k, v in scores.items() if _number(v, digits) is not None), key=lambda kv: kv[1], reverse=True
+    )
     return [[label, _number(score, digits)] for label, score in ranked[:TOP_SCORES]] or None
 
 
 def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict[str, Any]:
     """One clip as the page shows it (an instruction's without its cues: the page shows what was said).
 
-        duration     seconds
-        words        the recognised words; null when the recogniser gave no word times
-        times        their times (see `word_times`)
-        transcript   the text when there are no word times (else the words say it), null when not transcribed
-        transcript_quality  {reliable, reason, avg_logprob, compression_ratio, no_speech_prob, temperature} or null
-        cues         {cue key: value} (see CUES): numbers rounded, contours downsampled, scores the top 3;
-                     null without `with_cues`
-        why          {key: index into `reasons`} for every null cue, and for `words` and `transcript_quality`
+    duration     seconds
+    words        the recognised words; null when the recogniser gave no word times
+    times        their times (see `word_times`)
+    transcript   the text when there are no word times (else the words say it), null when not transcribed
+    transcript_quality  {reliable, reason, avg_logprob, compression_ratio, no_speech_prob, temperature} or null
+    cues         {cue key: value} (see CUES): numbers rounded, contours downsampled, scores the top 3;
+                 null without `with_cues`
+    why          {key: index into `reasons`} for every null cue, and for `words` and `transcript_quality`
     """
     why: dict[str, int] = {}
     cues: dict[str, Any] | None = {} if with_cues else None
@@ -206,18 +233,30 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     found = [w for w in blueprint.get("words") or [] if isinstance(w, dict)]
     words, times = ([str(w.get("word", "")).strip() for w in found], word_times(found)) if found else (None, None)
     if not found:
-        why["words"] = reasons(unmeasured_reason(blueprint, "words", "asr") if blueprint.get("agent_response") is None
-                               else "the recogniser gave no word times")
+        why["words"] = reasons(
+            unmeasured_reason(blueprint, "words", "asr")
+            if blueprint.get("agent_response") is None
+            else "the recogniser gave no word times"
+        )
     quality = blueprint.get("transcript_quality")
     if isinstance(quality, dict):
-        quality = {"reliable": bool(quality.get("reliable")), "reason": quality.get("reason"),
-                   **{k: _number(quality.get(k), 3) for k in _TRANSCRIPT_QUALITY}}
+        quality = {
+            "reliable": bool(quality.get("reliable")),
+            "reason": quality.get("reason"),
+            **{k: _number(quality.get(k), 3) for k in _TRANSCRIPT_QUALITY},
+        }
     else:
         quality = None
         why["transcript_quality"] = reasons(unmeasured_reason(blueprint, "transcript_quality", "asr"))
-    return {"duration": _number(blueprint.get("duration_s"), 2), "words": words, "times": times,
-            "transcript": None if words else blueprint.get("agent_response"), "transcript_quality": quality,
-            "cues": cues, "why": why}
+    return {
+        "duration": _number(blueprint.get("duration_s"), 2),
+        "words": words,
+        "times": times,
+        "transcript": None if words else blueprint.get("agent_response"),
+        "transcript_quality": quality,
+        "cues": cues,
+        "why": why,
+    }
 
 
 def word_times(words: list[dict]) -> list[int | None]:
@@ -238,7 +277,7 @@ def word_times(words: list[dict]) -> list[int | None]:
 
 
 def _short_name(title: str) -> str:
-    """"Voice Quality" -> "VQ", "Content" -> "C"."""
+    """ "Voice Quality" -> "VQ", "Content" -> "C"."""
     return "".join(word[0] for word in title.split() if word[:1].isalpha()).upper() or title[:2]
 
 
@@ -259,11 +298,15 @@ def _consistency(raw: dict, verdicts: dict[str, Any], several_samples: bool) -> 
     orders = raw.get("orders") or {}
     if isinstance(orders.get("original"), dict) and isinstance(orders.get("swapped"), dict):
         found["swap"] = {d: orders["original"].get(d) == orders["swapped"].get(d) for d in verdicts}
-    answers = [s for s in raw.get("samples") or [] if isinstance(s, dict) and s.get("status") == "ok"
-               and isinstance(s.get("verdicts"), dict)]
+    answers = [
+        s
+        for s in raw.get("samples") or []
+        if isinstance(s, dict) and s.get("status") == "ok" and isinstance(s.get("verdicts"), dict)
+    ]
     if several_samples and answers:
-        found["samples"] = {d: [sum(a["verdicts"].get(d) == label for a in answers), len(answers)]
-                            for d, label in verdicts.items()}
+        found["samples"] = {
+            d: [sum(a["verdicts"].get(d) == label for a in answers), len(answers)] for d, label in verdicts.items()
+        }
     return found or None
 
 
@@ -329,8 +372,11 @@ class _Clips:
         blueprint = self.store.get_by_path(relative)
         if blueprint is None:
             failed = self.failures.get(relative)
-            why = (f"its blueprint failed: {failed}" if failed else
-                   f"no blueprint stored for it; run: python -m trace_eval blueprints {self.bench.root}")
+            why = (
+                f"its blueprint failed: {failed}"
+                if failed
+                else f"no blueprint stored for it; run: python -m trace_eval blueprints {self.bench.root}"
+            )
             return {"audio": audio, "clip": None, "why": self.reasons(why)}
         sha = blueprint["provenance"]["audio_sha256"]
         if sha not in self.numbers:
@@ -370,8 +416,9 @@ def _describe_run(run: JudgeRun, out: Path) -> dict[str, Any]:
     }
 
 
-def leaderboard_of(runs: list[JudgeRun], human: HumanLabels, rubric: Rubric,
-                   bench: Path | None = None) -> tuple[dict | None, str | None]:
+def leaderboard_of(
+    runs: list[JudgeRun], human: HumanLabels, rubric: Rubric, bench: Path | None = None
+) -> tuple[dict | None, str | None]:
     """The leaderboard panel's object, or None and why there is none.
 
     It is what `python -m trace_eval leaderboard RUNDIR ...` computes (leaderboard.json, same bootstrap
@@ -406,34 +453,49 @@ def leaderboard_panel(board: dict[str, Any]) -> dict[str, Any]:
     """leaderboard.json's object as the panel shows it: without the win matrices, the conventions in words,
     the lists of item ids and what the page holds elsewhere (run paths and problems); left-out counts only
     where not 0; numbers to LEADERBOARD_DIGITS significant digits. A few KB for a few systems and runs."""
+
     def nonzero(counts: dict[str, int]) -> dict[str, int]:
         return {reason: n for reason, n in counts.items() if n}
 
     sources = []
     for source in board["sources"]:
-        tables = {key: {"pairs": table["pairs"], "left_out": nonzero(table["left_out"]),
-                        "fit": {k: table["fit"][k] for k in ("defined", "reason")},
-                        "systems": [{**row, "left_out": nonzero(row["left_out"])} for row in table["systems"]]}
-                  for key, table in source["tables"].items()}
-        sources.append({"name": source["name"], "kind": source["kind"],
-                        **{k: source[k] for k in ("model", "fusion") if k in source},  # a run's
-                        "acceptability": source["acceptability"], "tables": tables})
-    return _significant({
-        "version": board["version"],
-        "rubric": board["rubric"],
-        "by": board["by"],
-        "dimensions": board["dimensions"],
-        "systems": board["systems"],
-        "items": {k: board["items"][k] for k in ("in_benchmark", "ranked", "without_systems", "same_system")},
-        "human_labels": board["human_labels"],
-        "bootstrap": {k: board["bootstrap"][k] for k in ("resamples", "seed", "confidence")},
-        "sources": sources,
-        "agreement": board["agreement"],
-    })
+        tables = {
+            key: {
+                "pairs": table["pairs"],
+                "left_out": nonzero(table["left_out"]),
+                "fit": {k: table["fit"][k] for k in ("defined", "reason")},
+                "systems": [{**row, "left_out": nonzero(row["left_out"])} for row in table["systems"]],
+            }
+            for key, table in source["tables"].items()
+        }
+        sources.append(
+            {
+                "name": source["name"],
+                "kind": source["kind"],
+                **{k: source[k] for k in ("model", "fusion") if k in source},  # a run's
+                "acceptability": source["acceptability"],
+                "tables": tables,
+            }
+        )
+    return _significant(
+        {
+            "version": board["version"],
+            "rubric": board["rubric"],
+            "by": board["by"],
+            "dimensions": board["dimensions"],
+            "systems": board["systems"],
+            "items": {k: board["items"][k] for k in ("in_benchmark", "ranked", "without_systems", "same_system")},
+            "human_labels": board["human_labels"],
+            "bootstrap": {k: board["bootstrap"][k] for k in ("resamples", "seed", "confidence")},
+            "sources": sources,
+            "agreement": board["agreement"],
+        }
+    )
 
 
-def page_data(runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: HumanLabels, links: AudioLinks,
-              out: Path) -> dict[str, Any]:
+def page_data(
+    runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: HumanLabels, links: AudioLinks, out: Path
+) -> dict[str, Any]:
     """The page's data object (module docstring) for `runs` of `bench` judged with `rubric`."""
     reasons = Reasons()
     clips = _Clips(bench, reasons)
@@ -443,24 +505,29 @@ def page_data(runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: Hum
     for run in runs:
         strays = [item for item in run.raws if item not in known]
         if strays:
-            problems.append(f"{run.name}: {len(strays)} result(s) for items not in {bench.manifest_path.name}, not "
-                            f"shown: {', '.join(strays[:10])}{' ...' if len(strays) > 10 else ''}")
+            problems.append(
+                f"{run.name}: {len(strays)} result(s) for items not in {bench.manifest_path.name}, not "
+                f"shown: {', '.join(strays[:10])}{' ...' if len(strays) > 10 else ''}"
+            )
     pairs = []
     for pair in bench.pairs:
         labels = human.labels.get(pair.id, {})
-        results = [run_result(run.raws[pair.id], run, rubric, labels) if pair.id in run.raws else None
-                   for run in runs]
+        results = [run_result(run.raws[pair.id], run, rubric, labels) if pair.id in run.raws else None for run in runs]
         answers = [pair.audio_path] if pair.pointwise else [pair.audio1_path, pair.audio2_path]
-        pairs.append({
-            "id": pair.id,
-            "systems": _systems(pair),
-            "instruction": {"text": pair.instruction_text,
-                            **(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {})},
-            "responses": [clips.of(path, links.link(path)) or {"audio": None, "clip": None} for path in answers],
-            "human": labels,
-            "results": results,
-            "differ": _differ(results, keys),
-        })
+        pairs.append(
+            {
+                "id": pair.id,
+                "systems": _systems(pair),
+                "instruction": {
+                    "text": pair.instruction_text,
+                    **(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {}),
+                },
+                "responses": [clips.of(path, links.link(path)) or {"audio": None, "clip": None} for path in answers],
+                "human": labels,
+                "results": results,
+                "differ": _differ(results, keys),
+            }
+        )
     board, note = leaderboard_of(runs, human, rubric, bench.root)
     return {
         "version": DATA_VERSION,
@@ -469,14 +536,18 @@ def page_data(runs: list[JudgeRun], bench: Benchmark, rubric: Rubric, human: Hum
         "rubric": {
             "name": rubric.name,
             "pairwise": rubric.pairwise,
-            "dimensions": [{"name": d.name, "title": d.title, "short": _short_name(d.title), "kind": d.labels.kind}
-                           for d in rubric.dimensions],
+            "dimensions": [
+                {"name": d.name, "title": d.title, "short": _short_name(d.title), "kind": d.labels.kind}
+                for d in rubric.dimensions
+            ],
             "policies": list(rubric.fusion.policies) if rubric.fusion else [],
             "fuses": rubric.fusion is not None,
         },
         "runs": [_describe_run(run, out) for run in runs],
-        "cues": [{"key": c.key, "group": c.group, "label": c.label, "unit": c.unit, "kind": c.kind, "range": c.range}
-                 for c in CUES],
+        "cues": [
+            {"key": c.key, "group": c.group, "label": c.label, "unit": c.unit, "kind": c.kind, "range": c.range}
+            for c in CUES
+        ],
         "reasons": reasons.texts,
         "clips": clips.clips,
         "pairs": pairs,
