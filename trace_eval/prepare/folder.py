@@ -331,8 +331,9 @@ def _check_loads(root: Path) -> None:
         raise PrepareError(f"the prepared manifest does not load: {error}") from error
 
 
-def print_prepared(done: Prepared, out: Any = sys.stdout) -> None:
+def print_prepared(done: Prepared, out: Any = None) -> None:
     """The summary a command prints."""
+    out = out or sys.stdout
     if done.unchanged:
         print(f"{done.root}: already complete from the same sources ({done.items} items); nothing written", file=out)
     else:
