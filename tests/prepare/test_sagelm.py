@@ -32,7 +32,9 @@ def write_sagelm(tmp_path, clips, semantic_answers=("1", "Tie", "2", "1")):
     semantic, acoustic = [], []
     for n, name in enumerate(("flan-5842", "sharegpt-3240")):
         pair = [f"Audio/stage1/{name}-1.wav", f"Audio/stage1/{name}-3.wav"]
-        for aspect, answer in zip(("helpfulness", "honesty", "instruction_following", "truthfulness"), semantic_answers):
+        for aspect, answer in zip(
+            ("helpfulness", "honesty", "instruction_following", "truthfulness"), semantic_answers
+        ):
             semantic.append(row(aspect, f"Question {n}: what is two plus two?", answer, pair))
     pair = ["Audio/stage2/Gender/evol_instruct-13-1-audio1.wav", "Audio/stage2/Gender/evol_instruct-13-1-audio2.wav"]
     acoustic.append(row("gender instruction following", "Read this text with a female voice: hello.", "2", pair))
@@ -74,7 +76,9 @@ def test_the_pipeline_runs_on_the_prepared_folder(tmp_path, clips):
     audio, labels = write_sagelm(tmp_path, clips)
     out = tmp_path / "bench"
     assert main(["prepare", "sagelm", str(out), "--from", str(audio), "--labels", *map(str, labels), "--quiet"]) == 0
-    assert main(["blueprints", str(out), "--profile", "cpu", "--workers", "0", "--only", "loudness,pitch", "--quiet"]) == 0
+    assert (
+        main(["blueprints", str(out), "--profile", "cpu", "--workers", "0", "--only", "loudness,pitch", "--quiet"]) == 0
+    )
     run = tmp_path / "run"
     assert main(["judge", "--bench", str(out), "--model", "cues", "--out", str(run), "--quiet"]) == 0
     assert len((run / "results.jsonl").read_text().splitlines()) == 3
