@@ -73,6 +73,11 @@ def plan_dataset(table: Table, columns: dict[str, str], name: str) -> Plan:
         )
     if not ({"audio1_path", "audio2_path"} <= set(columns) or "audio_path" in columns):
         raise PrepareError("--map needs audio1_path and audio2_path (pairs), or audio_path (single answers)")
+    unknown = sorted({c for c in columns.values() if c not in table.columns})
+    if unknown:
+        raise PrepareError(
+            f"--map names no column {', '.join(map(repr, unknown))}; the columns: {', '.join(table.columns)}"
+        )
     id_field = "id" if "id" in columns else "index" if "index" in columns else None
     scalars = [c for f, c in columns.items() if f not in AUDIO_FIELDS]
     rows = table.rows(sorted(set(scalars)))
