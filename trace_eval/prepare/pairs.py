@@ -195,7 +195,7 @@ def plan_pairs(
             + (f" (with the reference {reference})" if schedule == "reference" else "")
         )
     clips = merge_clips(clips, problems)
-    sources = [
+    sources: list[dict[str, Any]] = [
         {
             "kind": "system",
             "system": name,

@@ -14,6 +14,7 @@ each system's answers come from one folder of the output repository.
 
 from __future__ import annotations
 
+import glob
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,8 @@ def prepare_s2s_arena(
         wanted = _wanted(items)
         revisions = {"input": revision, "output": output_revision}
         snapshots = {
-            name: download_dataset(repo, revisions[name], sorted(wanted[name]) or None)
+            # Only the files the labels name; a name is a pattern to the hub, so its brackets are escaped.
+            name: download_dataset(repo, revisions[name], [glob.escape(p) for p in sorted(wanted[name])] or None)
             for name, repo in PREFIXES.items()
         }
         local = False

@@ -12,6 +12,7 @@ The rows of one pair (same two responses, same instruction) become one item with
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 from pathlib import Path
@@ -91,7 +92,8 @@ def prepare_sagelm(
         snapshot, local = local_snapshot(DATASET, source), True
     else:
         wanted = sorted({a for _, set_rows in rows for row in set_rows for a in row.get("audios", []) if a})
-        snapshot, local = download_dataset(DATASET, revision, wanted or None), False
+        patterns = [glob.escape(p) for p in wanted]  # a name is a pattern to the hub
+        snapshot, local = download_dataset(DATASET, revision, patterns or None), False
     plan = plan_sagelm(rows, snapshot, local)
     plan.sources[:0] = [record for _, _, record in files]
     return prepare_folder(out, plan, skip_bad=skip_bad, progress=progress, force=force)

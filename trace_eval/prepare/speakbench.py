@@ -111,6 +111,8 @@ def _from_parquet(items: list[dict], problems: list[Problem], table: Table, snap
     if missing:
         raise PrepareError(f"{snapshot.root}: not the SpeakBench release: no column {', '.join(missing)}")
     rows = {row[index_column]: (ref, row) for ref, row in table.rows([index_column, *CHECKED.values()])}
+    if not rows:
+        raise PrepareError(f"{snapshot.root}: the dataset has no rows")
     clips: list[Clip] = []
     joined = set()
     for item in items:
