@@ -52,6 +52,8 @@ def outputs(tmp_path_factory, clips):
         for n in range(10)
     ]
     (root / "instructions.json").write_text(json.dumps(texts))
+    for text in texts:
+        (root / "instructions" / f"{text['id']}.txt").write_text(text["instruction_text"] + "\n")
     return root
 
 
@@ -77,6 +79,7 @@ def test_every_system_against_a_reference_with_the_missing_answer_reported(tmp_p
     assert all(abs(a - b) <= 1 for a, b in seats(items).values()), seats(items)
     first = items[0]
     assert first["instruction_path"] == "instructions/q00.wav"
+    assert first["instruction_text"] == f'Say "{SAYINGS[0]}"'  # from q00.txt beside the audio
     assert (out / first["audio1_path"]).read_bytes() == (outputs / first["model_a"] / "q00.wav").read_bytes()
     record = json.loads((out / "SOURCE.json").read_text())
     assert record["missing_answers"] == {"noisy": ["q07"]}

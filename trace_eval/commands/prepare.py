@@ -87,7 +87,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                 "--instructions",
                 metavar="PATH",
                 required=True,
-                help="folder of instruction audio (id = file name without suffix), or a manifest",
+                help="folder of instruction audio (id = file name without suffix; text in <id>.txt), or a manifest",
             )
             p.add_argument(
                 "--system",

@@ -1,6 +1,7 @@
 """Pairs from systems' outputs: the instructions, one folder of answers per system, and a schedule.
 
-Instructions are a folder of audio files (an instruction's id is its path without the suffix) or a
+Instructions are a folder of audio files (an instruction's id is its path without the suffix; its text,
+when given, in `<id>.txt` beside it) or a
 manifest (JSON list or JSON lines of `{"id", "instruction_path", "instruction_text"}`, paths relative to
 it). A system's answer to instruction `ID` is `ID.<wav|mp3|flac|ogg|m4a|opus>` in its folder. Files are
 copied into the benchmark folder as they are (`instructions/`, `answers/<system>/`) once they decode.
@@ -55,7 +56,7 @@ def read_instructions(path: str | Path) -> list[Instruction]:
         found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
         if not found:
             raise PrepareError(f"{path}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
-        instructions = [Instruction(p.relative_to(path).with_suffix("").as_posix(), p, None) for p in found]
+        instructions = [Instruction(p.relative_to(path).with_suffix("").as_posix(), p, _sidecar(p)) for p in found]
     elif path.is_file():
         instructions = _manifest_instructions(path)
     else:
@@ -65,6 +66,14 @@ def read_instructions(path: str | Path) -> list[Instruction]:
     if twice:
         raise PrepareError(f"{path}: instruction id(s) given twice: {', '.join(twice)}")
     return instructions
+
+
+def _sidecar(audio: Path) -> str | None:
+    """The text of an instruction from `<id>.txt` beside its audio, when there is one."""
+    text = audio.with_suffix(".txt")
+    if not text.is_file():
+        return None
+    return text.read_text(encoding="utf-8").strip() or None
 
 
 def _manifest_instructions(path: Path) -> list[Instruction]:
