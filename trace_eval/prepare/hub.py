@@ -136,11 +136,14 @@ def download_dataset(
     except hub_errors.RevisionNotFoundError as error:
         raise PrepareError(f"{repo}: no revision {revision!r} (--revision); see {page}") from error
     except hub_errors.LocalEntryNotFoundError as error:
-        why = "HF_HUB_OFFLINE is set" if offline() else "the hub cannot be reached"
+        if offline():
+            why, fix = "HF_HUB_OFFLINE is set", "unset HF_HUB_OFFLINE where there is network"
+        else:
+            why, fix = "the hub cannot be reached", "check the network (proxy, HF_ENDPOINT)"
         cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
         raise PrepareError(
             f"{repo}: {why} and the files are not in the hub cache ({cache}); "
-            f"connect and unset HF_HUB_OFFLINE, or pass {flag} with a local copy of the dataset"
+            f"{fix}, or pass {flag} with a local copy of the dataset"
         ) from error
     except (hub_errors.HfHubHTTPError, OSError) as error:
         raise PrepareError(f"{repo}: download failed ({error}); run again to resume, or pass {flag}") from error
