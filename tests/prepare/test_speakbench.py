@@ -117,6 +117,7 @@ def test_labels_that_disagree_with_the_data_name_every_item_and_the_reason(tmp_p
     assert "item 2: instruction_text is 'Something else entirely.' in the label file but instruction_text is" in err
     assert "item 99: index 99 is no row of the dataset" in err
     assert not (out / "manifest.json").exists()  # nothing is silently dropped
+    assert not (out / "audio_data/speakbench508_audio/1").exists()  # no audio for an item that is not joined
 
     # The same with --skip-bad: the manifest holds the rest, SOURCE.json says what was left out and why.
     wrong_id = speakbench_labels(tmp_path / "one.json", change={2: {"instruction_id": 8}})

@@ -208,12 +208,17 @@ def prepare_folder(
     write_json(root / SOURCE_FILE, _source_record(plan, fingerprint, complete=False, outputs={}, left_out=[]))
 
     problems = list(plan.problems)
+    joined_badly = {p.item for p in plan.problems}  # their clips are not written: they would go unused
     outputs: dict[str, dict[str, Any]] = {}
     written = reused = 0
     bar = tqdm(total=len(plan.clips), unit="clip", desc=f"prepare {plan.benchmark}", disable=not progress)
     with bar:
         for clip in plan.clips:
             target = root / clip.path
+            found = len(problems)
+            if all(item in joined_badly for item in clip.items):
+                bar.update(1)
+                continue
             if not _inside(root, target):
                 problems += [Problem(item, f"{clip.path}: outside the benchmark folder") for item in clip.items]
             elif resumable and target.is_file():
@@ -229,7 +234,7 @@ def prepare_folder(
                 except AudioLoadingError as error:
                     reason = str(error).split(": ", 1)[-1]
                     problems += [Problem(i, f"{clip.path}: {reason} (from {clip.origin})") for i in clip.items]
-            if target.is_file() and not any(p.item in clip.items for p in problems):
+            if target.is_file() and len(problems) == found:
                 outputs[clip.path] = {
                     "bytes": target.stat().st_size,
                     "sha256": sha256_file(target),
