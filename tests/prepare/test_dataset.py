@@ -126,3 +126,15 @@ def test_a_column_map_without_answers_says_what_it_needs(tmp_path, clips, capsys
         == 1
     )
     assert "--map names no column 'nope'; the columns: uid, prompt, prompt_audio" in capsys.readouterr().err
+
+
+def test_a_dataset_dict_folder_is_read_by_split(tmp_path, clips, capsys):
+    """`DatasetDict.save_to_disk`: dataset_dict.json and one save_to_disk folder per split."""
+    folder = tmp_path / "dict"
+    save_to_disk(style_table(clips, tmp_path), folder / "test")
+    (folder / "test" / "b2.wav").write_bytes(clips[(5, 16000)])
+    (folder / "dataset_dict.json").write_text(json.dumps({"splits": ["test"]}))
+    assert main(["prepare", "dataset", str(tmp_path / "a"), "--from", str(folder), *MAP]) == 1
+    assert "no split 'train'; it has test (--split NAME)" in capsys.readouterr().err
+    assert main(["prepare", "dataset", str(tmp_path / "b"), "--from", str(folder), *MAP, "--split", "test"]) == 0
+    assert len(json.loads((tmp_path / "b" / "manifest.json").read_text())) == 2
