@@ -187,8 +187,7 @@ def test_the_pipeline_runs_on_the_prepared_folder(tmp_path, snapshot):
     out = tmp_path / "bench"
     assert prepare(out, root, labels) == 0
     assert (
-        main(["blueprints", str(out), "--profile", "cpu", "--workers", "0", "--only", "loudness,pitch", "--quiet"])
-        == 0
+        main(["blueprints", str(out), "--profile", "cpu", "--workers", "0", "--only", "loudness,pitch", "--quiet"]) == 0
     )
     run = tmp_path / "run"
     assert main(["judge", "--bench", str(out), "--model", "cues", "--out", str(run), "--quiet"]) == 0
