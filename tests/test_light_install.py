@@ -151,3 +151,49 @@ def data_files(folder: Path) -> set[Path]:
         elif path.is_dir() and path.name != "__pycache__" and not (path / "__init__.py").exists():
             found |= {p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     return found
+
+
+def test_prepare_runs_without_the_models_extra_or_datasets(light, tmp_path):
+    """Pairs from systems' outputs and a parquet dataset without the models extra (and without `datasets`,
+    which nothing here installs: parquet is read with pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bench, cli = light
+    audio = bench / "audio"
+    for folder, suffix in (("instructions", "instruction"), ("alpha", "a"), ("bravo", "b")):
+        (tmp_path / folder).mkdir()
+        for n in ("01", "02"):
+            shutil.copy(audio / f"mini-{n}_{suffix}.wav", tmp_path / folder / f"q{n}.wav")
+    _, tried = cli(
+        "prepare",
+        "pairs",
+        str(tmp_path / "pairs"),
+        "--instructions",
+        str(tmp_path / "instructions"),
+        "--system",
+        f"alpha={tmp_path / 'alpha'}",
+        "--system",
+        f"bravo={tmp_path / 'bravo'}",
+        "--schedule",
+        "all",
+    )
+    assert tried == [] and len(json.loads((tmp_path / "pairs" / "manifest.json").read_text())) == 2
+
+    cell = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    column = [{"bytes": (audio / f"mini-0{n}_a.wav").read_bytes(), "path": "a.wav"} for n in (1, 2)]
+    table = pa.table({"text": ["one", "two"], "answer": pa.array(column, type=cell)})
+    (tmp_path / "data").mkdir()
+    pq.write_table(table, tmp_path / "data" / "train-00000-of-00001.parquet")
+    _, tried = cli(
+        "prepare",
+        "dataset",
+        str(tmp_path / "single"),
+        "--from",
+        str(tmp_path / "data"),
+        "--map",
+        "instruction_text=text",
+        "--map",
+        "audio_path=answer",
+    )
+    assert tried == [] and (tmp_path / "single" / "audio" / "1" / "audio.wav").is_file()

@@ -9,9 +9,11 @@ import importlib
 import os
 import sys
 
-# In the order of the work: Stage 1, Stage 2, fusion, evaluation, ranking, the audit page; then a look at one blueprint.
-VERBS = ("blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "show")
+# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, ranking, the audit page;
+# then a look at one blueprint.
+VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "show")
 EXAMPLES = {
+    "prepare": "python -m trace_eval prepare speakbench data/speakbench",
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
