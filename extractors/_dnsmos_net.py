@@ -146,7 +146,7 @@ _MEL_LOG_STEP = np.log(6.4) / 27.0
 
 
 def mel_basis() -> np.ndarray:
-    """The reference's mel filters (librosa's defaults: Slaney scale, each triangle of unit area), (120, 161) float32."""
+    """The reference's mel filters, (120, 161) float32: librosa's defaults (Slaney scale, triangles of unit area)."""
     bins = np.fft.rfftfreq(MEL_N_FFT, 1.0 / SAMPLE_RATE)
     edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), MEL_BANDS + 2))
     width = np.diff(edges)

@@ -51,7 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--oracle",
         metavar="BENCH",
-        help="instead of runs: fuse the human dimension labels of BENCH with every policy and compare with the human overall label",
+        help="instead of runs: fuse the human dimension labels of BENCH with every policy "
+        "and compare with the human overall label",
     )
     parser.add_argument(
         "--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)"

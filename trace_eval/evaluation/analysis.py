@@ -51,8 +51,8 @@ DEFINITIONS = {
     "comparisons": "two-sided McNemar test on item-wise 4way correctness over items scored in both runs; "
     "exact binomial when fewer than 25 discordant pairs, else chi-square with continuity correction",
     "fusion_table": "the run's dimension verdicts fused by every policy",
-    "probes.content_counterfactual": "Content set to both_good and fused again: accuracy against the human overall label, "
-    "share of items whose label changes, and which dimension then decides (its share and accuracy)",
+    "probes.content_counterfactual": "Content set to both_good and fused again: accuracy against the human overall "
+    "label, share of items whose label changes, and which dimension then decides (its share and accuracy)",
     "probes.flip_rates": "share of scored items whose fused label changes when one dimension is set to both_good",
     "probes.winner_on_bad": "of items humans rated both_bad overall, share where the run names a winner",
     "probes.winner_slice_accuracy": "of items where the run names a winner, share where humans chose the same response",
@@ -284,7 +284,8 @@ def _run_metrics(
         "problems": list(run.problems)
         + (
             [
-                f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"
+                f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts "
+                f"with {policy}: {', '.join(mismatched[:10])}"
             ]
             if mismatched
             else []
@@ -313,7 +314,8 @@ def evaluate_runs(
     ids = [i for i in human if i in judged]
     if not ids:
         raise EvaluationError(
-            "no id of the judge run(s) is in the benchmark's manifest; check --labels points at the benchmark that was judged"
+            "no id of the judge run(s) is in the benchmark's manifest; "
+            "check --labels points at the benchmark that was judged"
         )
     pending = Estimates(ids)
     blocks, correctness = [], []
@@ -410,7 +412,8 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         Heading(1, "trace-eval evaluation"),
         Paragraph(
-            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least one run, "
+            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least "
+            "one run, "
             f"{metrics['items']['with_human_overall']} with a human overall label. Intervals are 95% {boot['method']}, "
             f"{boot['resamples']} resamples, seed {boot['seed']}."
         ),
@@ -517,8 +520,9 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
     blocks += [
         Paragraph(
             "Content counterfactual: Content set to both_good and fused again. Flip rate: share of items whose label "
-            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share where "
-            "the run names a winner. Winner-slice: of items where the run names a winner, share humans agree with."
+            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share "
+            "where the run names a winner. Winner-slice: of items where the run names a winner, share humans agree "
+            "with."
         ),
         Table(
             [

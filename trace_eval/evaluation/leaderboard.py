@@ -764,7 +764,7 @@ def _matrix_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-# -- the report and what the commands print -----------------------------------------------------------------------------
+# -- the report and what the commands print ----------------------------------------------------------------------------
 
 
 def _title(key: str) -> str:
@@ -1032,7 +1032,10 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
         if tau["value"] is None:
             lines.append(f"{a['run']} vs human, {a['dimension']}: {tau['reason']}")
             continue
-        interval = lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else ""
+
+        def interval(s: dict[str, Any]) -> str:
+            return f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else ""
+
         lines.append(
             f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
             f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "

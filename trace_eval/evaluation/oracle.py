@@ -27,7 +27,7 @@ def oracle(
     boot = PairedBootstrap(len(complete))
     policies: dict[str, dict[str, Any]] = {}
     for name in rubric.fusion.policies:
-        correct = np.array([rubric.fusion.fuse(name, l) == l[OVERALL] for l in complete], dtype=bool)
+        correct = np.array([rubric.fusion.fuse(name, labels) == labels[OVERALL] for labels in complete], dtype=bool)
         n = len(complete)
         policies[name] = {"description": get_policy(name).description, "correct": int(correct.sum()), "n": n}
         if n:

@@ -65,7 +65,7 @@ def _run_block(
     policy = run.fusion_policy(override, rubric) if rubric.fusion else None
     items, no_verdict = [], []
     by_status: dict[str, int] = {}
-    for item_id, raw in run.raws.items():
+    for raw in run.raws.values():
         status = str(raw.get("status") or "error")
         by_status[status] = by_status.get(status, 0) + 1
     unscored: Counter[str] = Counter()

@@ -119,8 +119,9 @@ def _decode(row: dict, per_clip: list[tuple[type, Any, str]], rates: list[int]) 
         if key not in _TASK_EXTRACTORS and key not in _TASK_UNAVAILABLE:
             ok, missing = {}, {}
             load_per_clip([(cls, config)], ok, missing)
-            _TASK_EXTRACTORS.update({key: e for e in ok.values()})
-            _TASK_UNAVAILABLE.update({key: r for r in missing.values()})
+            # one extractor asked for: at most one entry in either
+            _TASK_EXTRACTORS.update((key, e) for e in ok.values())
+            _TASK_UNAVAILABLE.update((key, r) for r in missing.values())
         if key in _TASK_EXTRACTORS:
             loaded[cls.name] = _TASK_EXTRACTORS[key]
         else:

@@ -349,7 +349,7 @@ def _differ(results: list[dict | None], keys: list[str]) -> list[str]:
     if present[0]["status"] != "ok":
         return []
     labels = [{**(r["verdicts"] or {}), OVERALL: r["overall"]} for r in present]
-    return [k for k in keys if len({repr(l.get(k)) for l in labels}) > 1]
+    return [k for k in keys if len({repr(item.get(k)) for item in labels}) > 1]
 
 
 class _Clips:
