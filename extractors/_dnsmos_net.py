@@ -403,7 +403,7 @@ class _P835:
         return _Session(str(self.path), *self._setup)
 
     def batch(self) -> _Batch:
-        if self.head is None:
+        if self.head is None or self.tail is None:  # set together, from the split network's two parts
             return _Batch(self.whole, (WINDOW_SAMPLES,))
         return _Batch(self.tail, (HEAD_CHANNELS, FRAMES_PER_WINDOW, HEAD_BINS))
 

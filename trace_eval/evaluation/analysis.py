@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ def _equal(a: list[str | None], b: list[str | None]) -> np.ndarray:
     return np.array([x is not None and x == y for x, y in zip(a, b)], dtype=bool)
 
 
-def _present(values: list[str | None]) -> np.ndarray:
+def _present(values: Sequence[object]) -> np.ndarray:
     return np.array([v is not None for v in values], dtype=bool)
 
 
@@ -147,7 +147,7 @@ def _run_metrics(
     valid = _present(verdicts)
     human_overall = [human[i].get("overall") for i in ids]
     labelled = _present(human_overall)
-    predicted = [rubric.fusion.fuse(policy, v) if v else None for v in verdicts]
+    predicted = [rubric.require_fusion().fuse(policy, v) if v else None for v in verdicts]
     key = ("run", index)
 
     agreement = _agreement(pending, (*key, "overall"), predicted, human_overall, valid)
@@ -173,8 +173,10 @@ def _run_metrics(
         )
 
     fusion_table = {}
-    for name in rubric.fusion.policies:
-        fused_by = [rubric.fusion.fuse(name, v) if v else None for v in verdicts] if name != policy else predicted
+    for name in rubric.require_fusion().policies:
+        fused_by = (
+            [rubric.require_fusion().fuse(name, v) if v else None for v in verdicts] if name != policy else predicted
+        )
         fusion_table[name] = _agreement(pending, (*key, "fusion", name), fused_by, human_overall, valid)
 
     scored = valid & labelled
@@ -266,7 +268,8 @@ def _run_metrics(
             "columns": "predicted overall",
             "labels": list(LABELS),
             "matrix": metrics.confusion_matrix(
-                [p for p, s in zip(predicted, scored) if s], [h for h, s in zip(human_overall, scored) if s]
+                [p for p, s in zip(predicted, scored) if s and p is not None],
+                [h for h, s in zip(human_overall, scored) if s and h is not None],
             ).tolist(),
         },
         "positions": {OVERALL: positions.split(p for p in predicted if p is not None)},
