@@ -120,7 +120,8 @@ def _fields(spec: dict[str, Any], prefix: str = "", depth: int = 0) -> list[str]
     required = set(spec.get("required", ()))
     for name, field in spec.get("properties", {}).items():
         key = f"{prefix}{name}"
-        rows.append(f"| `{key}` | {_type(field)} | {'yes' if name in required else ''} | {_cell(field.get('description', ''))} |")
+        needed = "yes" if name in required else ""
+        rows.append(f"| `{key}` | {_type(field)} | {needed} | {_cell(field.get('description', ''))} |")
         if depth < 2 and "properties" in field:
             rows += _fields(field, f"{key}.", depth + 1)
     return rows
