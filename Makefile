@@ -25,7 +25,7 @@ install: $(STAMP)
 
 # Everything: every extra pyproject.toml declares (models: torch and the neural cues; dev: the tests and the
 # checks; docs: the documentation site; ray: the ray engine).
-# The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see README).
+# The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see docs/install.md).
 EXTRAS := $(shell sed -n '/^\[project.optional-dependencies\]/,/^\[/s/^\([A-Za-z0-9_-]*\) *=.*/\1/p' pyproject.toml | paste -sd, -)
 
 # Re-installs only when the dependency pins or this recipe change.

@@ -26,8 +26,8 @@ On the CPU the arithmetic is float32 on pinned kernels (`CPU_KERNELS`): int8
 kernels differ from one instruction set to the next (AVX-512, AVX2, AVX,
 generic) enough to change transcripts; float32 keeps beam search's transcripts
 on every instruction set, and pinning the kernels keeps even the sampled
-fallback bit for bit the same on every x86-64 CPU (README: Same audio, same
-blueprint). Provenance records the numeric set-up of every section.
+fallback bit for bit the same on every x86-64 CPU (docs/blueprints.md: Same
+audio, same blueprint). Provenance records the numeric set-up of every section.
 
 `transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the

@@ -99,7 +99,7 @@ def find_manifest(root: Path) -> Path:
     for name in ("manifest.json", "manifest.jsonl"):
         if (root / name).is_file():
             return root / name
-    raise FileNotFoundError(f"{root}: no manifest.json or manifest.jsonl (see README: Benchmark folder)")
+    raise FileNotFoundError(f"{root}: no manifest.json or manifest.jsonl (see docs/benchmark.md)")
 
 
 def _read_items(path: Path) -> list[Any]:

@@ -53,8 +53,8 @@ Rules, per dimension:
   speech scores 0.6-1.3 lower, a female espeak voice's BAK as low as
   speech under noise). Or its P.808 higher by 0.85 alone (heavy clipping),
   unless the paces differ (pace is Paralinguistics' business). Fitted on
-  `scripts/make_calibration.py`'s set (README, "Calibration of the cues
-  backbone"). BAK alone cannot carry the floor: clean female espeak voices score
+  `scripts/make_calibration.py`'s set (docs/calibration.md, "Calibration").
+  BAK alone cannot carry the floor: clean female espeak voices score
   down to 1.55, as low as speech under 9 dB white noise, so it only rejects severe
   noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
   loudness null or dropped with --drop.
@@ -117,7 +117,7 @@ class Thresholds:
     content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.6  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
-    # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
+    # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (docs/calibration.md).
     quality_min_p808: float = 2.7  # P.808 overall
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
     quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
