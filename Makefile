@@ -1,4 +1,5 @@
-# trace-eval: `make demo` runs everything on the bundled example; `make test` runs the tests.
+# trace-eval: `make demo` runs everything on the bundled example; `make test` runs the tests; `make lint` checks the
+# code (ruff, mypy); `make docs` builds the documentation site into site/.
 PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -18,12 +19,13 @@ RUN     ?=
 DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
 
-.PHONY: install test demo blueprints judge evaluate example bench clean
+.PHONY: install test lint docs demo blueprints judge evaluate example bench clean
 
 install: $(STAMP)
 
-# Everything: every extra pyproject.toml declares (models: torch and the neural cues; dev: the tests).
-# The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see README).
+# Everything: every extra pyproject.toml declares (models: torch and the neural cues; dev: the tests and the
+# checks; docs: the documentation site; ray: the ray engine).
+# The light install for judging and CPU blueprints is `pip install -c constraints.txt .` (see docs/install.md).
 EXTRAS := $(shell sed -n '/^\[project.optional-dependencies\]/,/^\[/s/^\([A-Za-z0-9_-]*\) *=.*/\1/p' pyproject.toml | paste -sd, -)
 
 # Re-installs only when the dependency pins or this recipe change.
@@ -37,6 +39,16 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The checks of every commit, configured in pyproject.toml: lint, formatting, types.
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+# The documentation site (mkdocs.yml) into site/, offline; strict: a broken link, a missing page or a warning fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 blueprints: install
 	$(PY) -m trace_eval blueprints $(BENCH) --device $(DEVICE) --engine $(ENGINE) \
@@ -72,4 +84,4 @@ bench: install
 	$(PY) scripts/bench_extract.py --device $(DEVICE) --engine $(ENGINE)
 
 clean:
-	rm -rf $(VENV) examples/*/blueprints runs reports
+	rm -rf $(VENV) examples/*/blueprints runs reports site

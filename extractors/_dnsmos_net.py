@@ -146,7 +146,7 @@ _MEL_LOG_STEP = np.log(6.4) / 27.0
 
 
 def mel_basis() -> np.ndarray:
-    """The reference's mel filters (librosa's defaults: Slaney scale, each triangle of unit area), (120, 161) float32."""
+    """The reference's mel filters, (120, 161) float32: librosa's defaults (Slaney scale, triangles of unit area)."""
     bins = np.fft.rfftfreq(MEL_N_FFT, 1.0 / SAMPLE_RATE)
     edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), MEL_BANDS + 2))
     width = np.diff(edges)
@@ -403,7 +403,7 @@ class _P835:
         return _Session(str(self.path), *self._setup)
 
     def batch(self) -> _Batch:
-        if self.head is None:
+        if self.head is None or self.tail is None:  # set together, from the split network's two parts
             return _Batch(self.whole, (WINDOW_SAMPLES,))
         return _Batch(self.tail, (HEAD_CHANNELS, FRAMES_PER_WINDOW, HEAD_BINS))
 

@@ -20,6 +20,10 @@ import dataclasses
 import hashlib
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Fallback", "WindowTranscript", "Word", "compression_ratio", "window_seed"]
 
@@ -57,6 +61,16 @@ def window_seed(seed: int, audio_sha256: str, start_sample: int, end_sample: int
     """The sampling seed of one window: the configured seed, the clip's audio and where the window lies in it."""
     key = f"{seed}:{audio_sha256}:{start_sample}:{end_sample}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:4], "little") & 0x7FFFFFFF
+
+
+class WhisperBackend(Protocol):
+    """What `asr` asks of a backend (CTranslate2 in _whisper_ct2, transformers in _whisper_hf)."""
+
+    def supports_language(self, language: str | None) -> bool: ...
+
+    def transcribe(
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int]
+    ) -> list[WindowTranscript]: ...
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,9 @@ class Config:
     probability_scale: float = 30.0
 
 
+_Settings = Config  # inside the extractor's body `Config` names its attribute, not this class
+
+
 @register
 class AccentExtractor(Extractor):
     name = "accent"
@@ -66,7 +69,7 @@ class AccentExtractor(Extractor):
     libraries = ("torch", "speechbrain")
     Config = Config
 
-    def __init__(self, config: Config | None = None, device: str = "cpu"):
+    def __init__(self, config: _Settings | None = None, device: str = "cpu"):
         super().__init__(config, device)
         self._card = load_card(_CARD)
         self._classifier: Any = None

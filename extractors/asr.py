@@ -26,8 +26,8 @@ On the CPU the arithmetic is float32 on pinned kernels (`CPU_KERNELS`): int8
 kernels differ from one instruction set to the next (AVX-512, AVX2, AVX,
 generic) enough to change transcripts; float32 keeps beam search's transcripts
 on every instruction set, and pinning the kernels keeps even the sampled
-fallback bit for bit the same on every x86-64 CPU (README: Same audio, same
-blueprint). Provenance records the numeric set-up of every section.
+fallback bit for bit the same on every x86-64 CPU (docs/blueprints.md: Same
+audio, same blueprint). Provenance records the numeric set-up of every section.
 
 `transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the
@@ -45,13 +45,20 @@ import importlib.util
 import math
 import os
 import re
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio, window_seed
+from extractors._whisper_decoding import (
+    Fallback,
+    WhisperBackend,
+    WindowTranscript,
+    Word,
+    compression_ratio,
+    window_seed,
+)
 from extractors.base import (
     Clip,
     ClipError,
@@ -273,7 +280,7 @@ def ctranslate2_kernels() -> dict:
     intel = "GenuineIntel" in _cpuinfo_field("vendor_id")
     mkl = intel if use_mkl is None else use_mkl.strip().lower() in ("1", "true", "on", "yes")
     best = cpu_isa() if cpu_isa() in ("AVX512", "AVX2", "AVX") else "GENERIC"
-    kernels = {"isa": forced or best, "gemm": "MKL" if mkl else "oneDNN"}
+    kernels: dict[str, str | bool | None] = {"isa": forced or best, "gemm": "MKL" if mkl else "oneDNN"}
     if mkl:
         kernels["mkl_cbwr"] = os.environ.get("MKL_CBWR")
     kernels["pinned"] = all(os.environ.get(k) == v for k, v in CPU_KERNELS.items())
@@ -292,8 +299,10 @@ def _cpuinfo_field(name: str) -> str:
 
 
 def _packaged_weights(card: ModelCard) -> Path | None:
-    package, folder = PACKAGED_WEIGHTS.get(card.name, (None, None))
-    if package is None or importlib.util.find_spec(package) is None:
+    if card.name not in PACKAGED_WEIGHTS:
+        return None
+    package, folder = PACKAGED_WEIGHTS[card.name]
+    if importlib.util.find_spec(package) is None:
         return None
     from importlib.resources import files
 
@@ -328,7 +337,7 @@ class AsrExtractor(Extractor):
             compute_type=self.config.compute_type or _default_compute_type(self.device),
             temperatures=_temperatures(self.config.temperatures),
         )
-        self._backend = None
+        self._backend: WhisperBackend | None = None
         self._source: str | None = None
         self._standin = standin_note(self.card, self.config.model_path)  # read once, not for every clip
 
@@ -379,6 +388,7 @@ class AsrExtractor(Extractor):
             config.logprob_threshold,
             config.seed,
         )
+        backend: WhisperBackend
         try:
             if config.backend == "transformers":
                 from extractors._whisper_hf import TransformersWhisper
@@ -452,6 +462,12 @@ class AsrExtractor(Extractor):
             out.update(self._decode_batch(clips, batch))
         return out
 
+    @property
+    def _loaded(self) -> WhisperBackend:
+        if self._backend is None:
+            raise RuntimeError("asr: the recogniser is used before load()")
+        return self._backend
+
     def _decode_batch(self, clips: list[Clip], batch: list[tuple[int, float, float]]) -> dict:
         audio, seeds = [], []
         for i, start, end in batch:
@@ -459,7 +475,7 @@ class AsrExtractor(Extractor):
             audio.append(clips[i].samples(SAMPLE_RATE)[first:last])
             seeds.append(window_seed(self.config.seed, clips[i].sha256, first, last))
         try:
-            return dict(zip(batch, self._backend.transcribe(audio, self.config.language, seeds), strict=True))
+            return dict(zip(batch, self._loaded.transcribe(audio, self.config.language, seeds), strict=True))
         except Exception as e:  # noqa: BLE001 - any decoding failure: retry one by one, then blame one window
             if len(batch) == 1:
                 return {batch[0]: e}
@@ -468,7 +484,7 @@ class AsrExtractor(Extractor):
 
     def _decode_alone(self, samples: np.ndarray, seed: int) -> WindowTranscript | Exception:
         try:
-            return self._backend.transcribe([samples], self.config.language, [seed])[0]
+            return self._loaded.transcribe([samples], self.config.language, [seed])[0]
         except Exception as e:  # noqa: BLE001
             return e
 
@@ -492,10 +508,10 @@ class AsrExtractor(Extractor):
         ]
         language = cfg.language
         if language is None:
-            votes = Counter()
+            seconds: dict[str | None, float] = {}  # the language spoken longest; on a tie, the first heard
             for start, end, t in kept:
-                votes[t.language] += end - start
-            language = votes.most_common(1)[0][0]
+                seconds[t.language] = seconds.get(t.language, 0.0) + end - start
+            language = max(seconds, key=lambda heard: seconds[heard])
         doubts = [doubt for start, end, t in kept for doubt in self._doubts(t, end - start)]
         text = " ".join(t.text for _, _, t in kept)
         return self._section(text, words, language, None, [t for _, _, t in kept], doubts)
@@ -536,8 +552,8 @@ class AsrExtractor(Extractor):
         words: list[dict],
         language: str | None,
         reason: str | None,
-        windows: list[WindowTranscript] = (),
-        doubts: list[str] = (),
+        windows: Sequence[WindowTranscript] = (),
+        doubts: Sequence[str] = (),
     ) -> Section:
         asr = {"language": language, "backend": self.config.backend, "model": self.card.hub_id or self.card.name}
         if reason:
@@ -560,7 +576,7 @@ def _tried(t: WindowTranscript) -> str:
 _QUALITY_NUMBERS = ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature")
 
 
-def _quality(windows: list[WindowTranscript], doubts: list[str]) -> dict:
+def _quality(windows: Sequence[WindowTranscript], doubts: Sequence[str]) -> dict:
     """How far to trust a clip's transcript, over the windows that gave its text.
 
     The average log-probability is over all text tokens; the other numbers are

@@ -209,7 +209,7 @@ def library_versions(packages: tuple[str, ...]) -> dict[str, str | None]:
 @functools.cache
 def _versions(packages: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
     """Looked up once per process: every section of every clip records them."""
-    found = []
+    found: list[tuple[str, str | None]] = []
     for package in packages:
         try:
             found.append((package, metadata.version(package)))

@@ -151,6 +151,12 @@ class DnsmosExtractor(Extractor):
             ) from e
         self.device = self.scorer.device
 
+    @property
+    def _loaded(self) -> DnsmosScorer:
+        if self.scorer is None:
+            raise RuntimeError("dnsmos: the scorer is used before load()")
+        return self.scorer
+
     def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
         self.load()
         results: list[Section | ClipError | None] = [None] * len(clips)
@@ -167,13 +173,14 @@ class DnsmosExtractor(Extractor):
             else:
                 results[i] = self._nothing_to_rate(reason)
         for batch in self._batches(samples):
+            scored: list[DnsmosScores | ClipError]
             try:
-                scored = self.scorer.score([samples[i] for i in batch])
+                scored = list(self._loaded.score([samples[i] for i in batch]))
             except Exception:  # find the clip that breaks the stacked run; the others still get scores
                 scored = [self._score_alone(samples[i]) for i in batch]
             for i, scores in zip(batch, scored):
                 results[i] = scores if isinstance(scores, ClipError) else to_section(scores)
-        return results
+        return [r if r is not None else ClipError("dnsmos: no result (a bug)") for r in results]
 
     def _nothing_to_rate(self, reason: str) -> Section:
         keys = list(_KEYS.values()) + (list(_PLAIN_KEYS.values()) if self.config.non_personalized else [])
@@ -181,7 +188,7 @@ class DnsmosExtractor(Extractor):
 
     def _score_alone(self, samples: np.ndarray) -> DnsmosScores | ClipError:
         try:
-            return self.scorer.score([samples])[0]
+            return self._loaded.score([samples])[0]
         except Exception as e:
             return ClipError(f"DNSMOS failed: {type(e).__name__}: {e}")
 

@@ -54,6 +54,9 @@ def english_label(token: str, unk_symbol: str = "<unk>") -> str:
     return token.rsplit("/", 1)[-1].strip() or token
 
 
+_Settings = Config  # inside the extractor's body `Config` names its attribute, not this class
+
+
 @register
 class EmotionExtractor(Extractor):
     name = "emotion"
@@ -66,7 +69,7 @@ class EmotionExtractor(Extractor):
     libraries = ("torch", "funasr")
     Config = Config
 
-    def __init__(self, config: Config | None = None, device: str = "cpu"):
+    def __init__(self, config: _Settings | None = None, device: str = "cpu"):
         super().__init__(config, device)
         self._card = load_card(_CARD)
         self._automodel: Any = None

@@ -179,7 +179,7 @@ class PitchExtractor(Extractor):
                 f"no voice found: {track.voiced_s:.2f} s voiced, less than {config.min_voiced_s} s "
                 "(silence, noise, unvoiced sound or a clip too short for pitch analysis)"
             )
-            values = {key.split(".", 1)[1]: None for key in self.outputs}
+            values: dict[str, Any] = {key.split(".", 1)[1]: None for key in self.outputs}
             return Section({_PROPERTIES: values}, {key: reason for key in self.outputs})
 
         voiced_f0 = track.f0[track.voiced]

@@ -73,9 +73,10 @@ class Fusion:
         for name, label in labels.items():
             if label is not None:
                 check_label(label, what=f"{name} verdict")
-        if None in labels.values():
+        known = {name: label for name, label in labels.items() if label is not None}
+        if len(known) < len(labels):
             return None
-        return function([labels[name] for name in self.order], [labels[name] for name in self.acceptability])
+        return function([known[name] for name in self.order], [known[name] for name in self.acceptability])
 
     def fuse_all(self, verdicts: Mapping[str, str | None] | None) -> dict[str, str | None]:
         """The overall label under every policy; None for every policy when a verdict is missing."""

@@ -466,7 +466,7 @@ def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
 
 def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count: int = 3) -> dict:
     """The first `count` clips again as a benchmark of their own, so in other batches than in the whole
-    run: every value of their blueprints must be the same (README: Same audio, same blueprint)."""
+    run: every value of their blueprints must be the same (docs/blueprints.md: Same audio, same blueprint)."""
     from trace_eval.pipeline import run_blueprints
 
     small = folder / "alone"

@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             r = run(bench, args.only)
             per = "  ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items() if v >= 0.5)
             print(
-                f"{minutes:>5g} min {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mb']:8.0f} {r['peak_tree_mb']:8.0f}  {per}"
+                f"{minutes:>5g} min {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mb']:8.0f} "
+                f"{r['peak_tree_mb']:8.0f}  {per}"
             )
     return 0
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout, not an installed copy
 
-from view_pages import (
+from view_pages import (  # noqa: E402 (after the sys.path line above: this checkout's tests/)
     browser_problem,
     filter_and_step_ms,
     open_page,

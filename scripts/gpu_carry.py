@@ -392,7 +392,7 @@ assert rate == 16000 and len(soxr.resample(y, 16000, 8000)) == 8000
 pitch = parselmouth.Sound(y, 16000).to_pitch()
 jsonschema.validate({"a": 1}, {"type": "object"})
 import ctranslate2, av
-from distutils.version import LooseVersion  # funasr.models.emotion2vec.model's first import: setuptools gives it on 3.12
+from distutils.version import LooseVersion  # funasr's emotion2vec model imports it first; setuptools gives it on 3.12
 import hyperpyyaml, omegaconf, kaldiio
 assert hyperpyyaml.load_hyperpyyaml("a: !new:collections.OrderedDict") is not None
 print("python", sys.version.split()[0], "imported and used: cffi, soundfile, soxr, parselmouth, rpds-py, jsonschema,",

@@ -1,4 +1,4 @@
-"""The README's picture of the audit page: one pair, its first answer caught mid-word.
+"""The picture of the audit page in docs/view.md: one pair, its first answer caught mid-word.
 
     python -m trace_eval view runs/demo
     python scripts/view_screenshot.py runs/demo/view docs/view.png --pair mini-02

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "Fail",
@@ -67,7 +67,7 @@ class Fail:
     delay_s: float = 0.0
 
 
-Behaviour = Union[Reply, Fail]
+Behaviour = Reply | Fail
 Responder = Callable[[dict], Behaviour]
 
 _ERROR_TYPES = {

@@ -39,7 +39,7 @@ def test_carried_packages_are_pinned_and_the_stubs_import_but_refuse_use():
     assert not set(carry.STUBBED) & set(carry.CARRIED)
     stub = types.ModuleType("ctranslate2")
     exec(carry.STUB, stub.__dict__)
-    Optional[stub.StorageView]  # faster_whisper.transcribe's annotations, evaluated at import
+    Optional[stub.StorageView]  # noqa: UP045 (the spelling faster_whisper uses) faster_whisper.transcribe's annotations, evaluated at import
     with pytest.raises(ImportError, match="left out of the GPU carry"):
         stub.models.Whisper("model")
     assert carry.RUN.startswith("mkdir -p /tmp/site && python3 -c") and "export PYTHONPATH=/tmp/site:$PWD" in carry.RUN

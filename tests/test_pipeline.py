@@ -169,8 +169,8 @@ def test_bad_input_is_recorded_and_everything_else_gets_a_blueprint(tmp_path):
     assert silence["provenance"]["extractors"]["test_peak_db"]["status"] == "failed"
     assert "no peak" in silence["provenance"]["extractors"]["test_peak_db"]["reason"]
 
-    lines = [json.loads(l) for l in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
-    assert {l["path"] for l in lines} >= set(failed)
+    lines = [json.loads(line) for line in (root / "blueprints" / "failures.jsonl").read_text().splitlines()]
+    assert {line["path"] for line in lines} >= set(failed)
     saved = json.loads((root / "blueprints" / "summary.json").read_text())
     assert saved["failed"] == 5 and saved["clips"] == 15
 

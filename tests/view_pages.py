@@ -68,7 +68,7 @@ def start_chromium(profile: Path, window: tuple[int, int] = (1440, 1000)):
         "--autoplay-policy=no-user-gesture-required",
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
-        "--window-size=%d,%d" % window,
+        f"--window-size={window[0]},{window[1]}",
     ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})

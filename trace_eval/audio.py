@@ -66,7 +66,7 @@ def _decode_av(path: Path) -> tuple[np.ndarray, int]:
     except ImportError as e:  # pragma: no cover - av is a declared dependency
         raise AudioLoadingError(f"{path}: format not readable by libsndfile and PyAV is not installed") from e
     with av.open(str(path)) as container:
-        stream = next((s for s in container.streams if s.type == "audio"), None)
+        stream = next(iter(container.streams.audio), None)
         if stream is None:
             raise AudioLoadingError(f"{path}: no audio stream")
         frames = []

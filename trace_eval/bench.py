@@ -12,10 +12,11 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trace_eval.items import Pair
 from trace_eval.schemas import load_schema, validator
 
 if TYPE_CHECKING:
@@ -55,31 +56,6 @@ class ManifestError(ValueError):
 
 
 @dataclass
-class Pair:
-    """One manifest item: an instruction and two spoken responses (or one, for pointwise items)."""
-
-    id: str
-    instruction_path: str | None
-    instruction_text: str | None
-    audio1_path: str | None
-    audio2_path: str | None
-    model_a: str | None = None
-    model_b: str | None = None
-    label: dict[str, Any] = field(default_factory=dict)  # human labels, typed-tie normalised where possible
-    extra: dict[str, Any] = field(default_factory=dict)  # free-form context: context, dialogue_history, character, ...
-    audio_path: str | None = None  # the one answer of a pointwise item
-
-    @property
-    def pointwise(self) -> bool:
-        return self.audio_path is not None and self.audio1_path is None
-
-    def audio_paths(self) -> list[str]:
-        """Relative paths of every audio file this item refers to (instruction first)."""
-        paths = [self.instruction_path, self.audio1_path, self.audio2_path, self.audio_path]
-        return [p for p in paths if p]
-
-
-@dataclass
 class Benchmark:
     root: Path
     manifest_path: Path
@@ -111,15 +87,19 @@ class Benchmark:
         from trace_eval.store import BlueprintStore
 
         store = BlueprintStore(self.root)
+
+        def stored(path: str | None) -> dict | None:
+            return store.get_by_path(path) if path else None
+
         first = pair.audio_path if pair.pointwise else pair.audio1_path
-        return tuple(store.get_by_path(p) if p else None for p in (pair.instruction_path, first, pair.audio2_path))
+        return stored(pair.instruction_path), stored(first), stored(pair.audio2_path)
 
 
 def find_manifest(root: Path) -> Path:
     for name in ("manifest.json", "manifest.jsonl"):
         if (root / name).is_file():
             return root / name
-    raise FileNotFoundError(f"{root}: no manifest.json or manifest.jsonl (see README: Benchmark folder)")
+    raise FileNotFoundError(f"{root}: no manifest.json or manifest.jsonl (see docs/benchmark.md)")
 
 
 def _read_items(path: Path) -> list[Any]:

@@ -159,8 +159,9 @@ def fingerprints(extractors: list[Extractor]) -> dict[str, str]:
 # The run
 
 
-def run_blueprints(bench_dir: str | Path, options: BlueprintOptions = BlueprintOptions()) -> RunSummary:
+def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = None) -> RunSummary:
     """Plan, carry the plan out on the chosen engine, record; returns the summary (also in summary.json)."""
+    options = BlueprintOptions() if options is None else options
     started = time.perf_counter()
     if options.engine not in ENGINES:
         raise ValueError(f"unknown engine {options.engine!r}; expected one of: {', '.join(ENGINES)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from typing import Any
 
 import jsonschema
 
@@ -29,7 +30,7 @@ def validator(name: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
-def validation_errors(name: str, document: object) -> list[str]:
+def validation_errors(name: str, document: Any) -> list[str]:
     """Every problem of `document` against schema `name`, as "path: message" lines."""
     return [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"

@@ -176,6 +176,8 @@ def openai_whisper_tokenizer(folder: Path | None = None):
     (it needs tiktoken only)."""
     folder = folder or _openai_whisper_folder()
     spec = importlib.util.spec_from_file_location("_openai_whisper_tokenizer", folder / "tokenizer.py")
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{folder / 'tokenizer.py'}: not a Python module openai-whisper's tokenizer loads from")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)

@@ -57,7 +57,7 @@ def set_dotted(doc: dict, key: str, value: Any) -> None:
 
 def _remove_dotted(doc: dict, key: str) -> None:
     *parents, leaf = key.split(".")
-    node = doc
+    node: Any = doc
     for part in parents:
         node = node.get(part)
         if not isinstance(node, dict):

@@ -1,5 +1,5 @@
-"""Bradley-Terry fits against an independent maximum-likelihood fit (tests/independent_fit.py), the cases where no maximum exists,
-and the rank correlations against scipy's."""
+"""Bradley-Terry fits against an independent maximum-likelihood fit (tests/independent_fit.py), the cases where no
+maximum exists, and the rank correlations against scipy's."""
 
 from __future__ import annotations
 

@@ -416,8 +416,8 @@ def test_oracle_counts_by_policy(tmp_path: Path, capsys) -> None:
     expected = {"content-first": 8, "content-first-strict": 9, "cap": 8, "vote": 8}
     result = oracle(
         {
-            i: {k: v for k, v in zip(("content", "voice_quality", "paralinguistics", "overall"), l) if v}
-            for i, l in labels.items()
+            i: {k: v for k, v in zip(("content", "voice_quality", "paralinguistics", "overall"), row) if v}
+            for i, row in labels.items()
         },
         TRACE,
     )

@@ -1,6 +1,6 @@
 """The cues backbone gives the labels a listener would: known answers, each in both orders of the pair.
 
-Values are those Stage 1 gives the speech described (README, "Calibration of the cues backbone").
+Values are those Stage 1 gives the speech described (docs/calibration.md).
 """
 
 from __future__ import annotations

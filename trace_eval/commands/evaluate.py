@@ -51,7 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--oracle",
         metavar="BENCH",
-        help="instead of runs: fuse the human dimension labels of BENCH with every policy and compare with the human overall label",
+        help="instead of runs: fuse the human dimension labels of BENCH with every policy "
+        "and compare with the human overall label",
     )
     parser.add_argument(
         "--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)"
@@ -122,7 +123,7 @@ def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
 
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
-    from trace_eval.evaluation import evaluate_folders, scores
+    from trace_eval.evaluation import evaluate_folders, report_of
 
     if args.out:
         out = Path(args.out)
@@ -136,7 +137,7 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
         print(f"error: --fusion re-fuses the overall label; the {rubric.name} rubric has none", file=sys.stderr)
         return 2
     files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
-    for line in scores.report_of(rubric).lines(files):
+    for line in report_of(rubric).lines(files):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
     if "leaderboard" in files.metrics:  # the items name their systems
         from trace_eval.evaluation.leaderboard import leaderboard_lines

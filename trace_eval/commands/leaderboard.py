@@ -12,7 +12,10 @@ from pathlib import Path
 
 import fusion
 
-HELP = "rank the systems the items name: Bradley-Terry scores with intervals, wins and typed ties, acceptability, win matrices"
+HELP = (
+    "rank the systems the items name: Bradley-Terry scores with intervals, wins and typed ties, acceptability, "
+    "win matrices"
+)
 
 MIN_RESAMPLES = 1000  # 25 resamples beyond each end of a 95% interval
 BY = ("overall", "content", "voice_quality", "paralinguistics", "all")

@@ -16,14 +16,13 @@ from trace_eval.judge.runfolder import RunFolderError
 from trace_eval.rubrics import Rubric
 from trace_eval.view import default_page
 
-from . import scores
 from .analysis import evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .leaderboard import leaderboard_blocks, systems_section
 from .oracle import oracle
 from .records import EvaluationError, HumanLabels, JudgeRun, bench_of, load_human_labels, load_run, load_runs
 from .report import EvaluationFiles, Paragraph, write_report
-from .rubric_report import evaluate_rubric_runs
+from .rubric_report import evaluate_rubric_runs, report_of
 from .scores import METRICS, UnknownMetric
 
 __all__ = [
@@ -41,6 +40,7 @@ __all__ = [
     "load_human_labels",
     "load_run",
     "oracle",
+    "report_of",
     "run_oracle",
 ]
 
@@ -55,7 +55,7 @@ def evaluate_folders(
 ) -> EvaluationFiles:
     """Evaluate run folders judged with `rubric` against the benchmark's human labels and write the report
     of the rubric's metrics into `out`. `policy` re-fuses every run's verdicts (rubrics that fuse)."""
-    report = scores.report_of(rubric)
+    report = report_of(rubric)
     runs = load_runs(run_dirs)
     bench = bench_of(runs, labels)
     human = load_human_labels(bench, rubric)

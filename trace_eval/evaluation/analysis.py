@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +51,8 @@ DEFINITIONS = {
     "comparisons": "two-sided McNemar test on item-wise 4way correctness over items scored in both runs; "
     "exact binomial when fewer than 25 discordant pairs, else chi-square with continuity correction",
     "fusion_table": "the run's dimension verdicts fused by every policy",
-    "probes.content_counterfactual": "Content set to both_good and fused again: accuracy against the human overall label, "
-    "share of items whose label changes, and which dimension then decides (its share and accuracy)",
+    "probes.content_counterfactual": "Content set to both_good and fused again: accuracy against the human overall "
+    "label, share of items whose label changes, and which dimension then decides (its share and accuracy)",
     "probes.flip_rates": "share of scored items whose fused label changes when one dimension is set to both_good",
     "probes.winner_on_bad": "of items humans rated both_bad overall, share where the run names a winner",
     "probes.winner_slice_accuracy": "of items where the run names a winner, share where humans chose the same response",
@@ -80,7 +80,7 @@ def _equal(a: list[str | None], b: list[str | None]) -> np.ndarray:
     return np.array([x is not None and x == y for x, y in zip(a, b)], dtype=bool)
 
 
-def _present(values: list[str | None]) -> np.ndarray:
+def _present(values: Sequence[object]) -> np.ndarray:
     return np.array([v is not None for v in values], dtype=bool)
 
 
@@ -147,7 +147,7 @@ def _run_metrics(
     valid = _present(verdicts)
     human_overall = [human[i].get("overall") for i in ids]
     labelled = _present(human_overall)
-    predicted = [rubric.fusion.fuse(policy, v) if v else None for v in verdicts]
+    predicted = [rubric.require_fusion().fuse(policy, v) if v else None for v in verdicts]
     key = ("run", index)
 
     agreement = _agreement(pending, (*key, "overall"), predicted, human_overall, valid)
@@ -173,8 +173,10 @@ def _run_metrics(
         )
 
     fusion_table = {}
-    for name in rubric.fusion.policies:
-        fused_by = [rubric.fusion.fuse(name, v) if v else None for v in verdicts] if name != policy else predicted
+    for name in rubric.require_fusion().policies:
+        fused_by = (
+            [rubric.require_fusion().fuse(name, v) if v else None for v in verdicts] if name != policy else predicted
+        )
         fusion_table[name] = _agreement(pending, (*key, "fusion", name), fused_by, human_overall, valid)
 
     scored = valid & labelled
@@ -266,7 +268,8 @@ def _run_metrics(
             "columns": "predicted overall",
             "labels": list(LABELS),
             "matrix": metrics.confusion_matrix(
-                [p for p, s in zip(predicted, scored) if s], [h for h, s in zip(human_overall, scored) if s]
+                [p for p, s in zip(predicted, scored) if s and p is not None],
+                [h for h, s in zip(human_overall, scored) if s and h is not None],
             ).tolist(),
         },
         "positions": {OVERALL: positions.split(p for p in predicted if p is not None)},
@@ -284,7 +287,8 @@ def _run_metrics(
         "problems": list(run.problems)
         + (
             [
-                f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts with {policy}: {', '.join(mismatched[:10])}"
+                f"{len(mismatched)} item(s) whose recorded overall label differs from re-fusing the verdicts "
+                f"with {policy}: {', '.join(mismatched[:10])}"
             ]
             if mismatched
             else []
@@ -313,7 +317,8 @@ def evaluate_runs(
     ids = [i for i in human if i in judged]
     if not ids:
         raise EvaluationError(
-            "no id of the judge run(s) is in the benchmark's manifest; check --labels points at the benchmark that was judged"
+            "no id of the judge run(s) is in the benchmark's manifest; "
+            "check --labels points at the benchmark that was judged"
         )
     pending = Estimates(ids)
     blocks, correctness = [], []
@@ -410,7 +415,8 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         Heading(1, "trace-eval evaluation"),
         Paragraph(
-            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least one run, "
+            f"Benchmark `{bench}` (labels from `{manifest}`): {metrics['items']['evaluated']} items judged by at least "
+            "one run, "
             f"{metrics['items']['with_human_overall']} with a human overall label. Intervals are 95% {boot['method']}, "
             f"{boot['resamples']} resamples, seed {boot['seed']}."
         ),
@@ -517,8 +523,9 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
     blocks += [
         Paragraph(
             "Content counterfactual: Content set to both_good and fused again. Flip rate: share of items whose label "
-            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share where "
-            "the run names a winner. Winner-slice: of items where the run names a winner, share humans agree with."
+            "changes when one dimension is set to both_good. Winner-on-bad: of items humans rated both_bad, share "
+            "where the run names a winner. Winner-slice: of items where the run names a winner, share humans agree "
+            "with."
         ),
         Table(
             [

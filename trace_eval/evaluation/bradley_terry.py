@@ -41,7 +41,7 @@ def strongly_connected(points: np.ndarray) -> np.ndarray:
     reach = (points > 0) | np.eye(size, dtype=bool)
     for _ in range(max(1, math.ceil(math.log2(max(size, 2))))):
         reach = np.matmul(reach.astype(np.float32), reach.astype(np.float32)) > 0
-    return reach.all(axis=(-2, -1))
+    return np.asarray(reach.all(axis=(-2, -1)))
 
 
 def fit(points: np.ndarray, games: np.ndarray) -> np.ndarray:

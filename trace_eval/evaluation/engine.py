@@ -10,7 +10,8 @@ its columns describe. McNemar's test compares two runs item by item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import functools
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,7 @@ class Estimates:
         self._row = {item: row for row, item in enumerate(ids)}
         self._fills: dict[Hashable, Callable[[Estimate], None]] = {}
 
-    def column(self, by_item: dict[str, float]) -> np.ndarray:
+    def column(self, by_item: Mapping[str, float]) -> np.ndarray:
         """A per-item column from values by item id (0 for the items not given)."""
         column = np.zeros(len(self.ids))
         for item, value in by_item.items():
@@ -75,7 +76,7 @@ class Estimates:
     def proportion(self, key: Hashable, correct: np.ndarray, eligible: np.ndarray, empty: str) -> dict[str, Any]:
         """correct / eligible over the items (0/1 columns); `empty` says why there is no value when none is eligible."""
         correct = correct & eligible
-        slot = {"correct": int(correct.sum()), "n": int(eligible.sum())}
+        slot: dict[str, Any] = {"correct": int(correct.sum()), "n": int(eligible.sum())}
         if slot["n"] == 0:
             slot.update(value=None, ci95=None, reason=empty)
             return slot
@@ -130,19 +131,20 @@ class Estimates:
                 continue
             leaf: dict[str, Any] = {}
             _put(intervals, path, leaf)
-            self._register((*key, *path), spec)
-            self._fills[(*key, *path)] = lambda estimate, leaf=leaf: _fill_interval(leaf, estimate)
+            full = (*key, *path)
+            self._register(full, spec)
+            self._fills[full] = functools.partial(_fill_interval, leaf)
         return intervals
 
     def _register(self, key: tuple, spec: Columns) -> None:
         if isinstance(spec, MeanColumns):
             self.boot.add_mean(key, self.column(spec.sums), self.column(spec.counts))
         elif isinstance(spec, KappaColumns):
-            judge = [None] * len(self.ids)
-            human = [None] * len(self.ids)
+            judged: list[Any] = [None] * len(self.ids)
+            people: list[Any] = [None] * len(self.ids)
             for item, (j, h) in spec.pairs.items():
-                judge[self._row[item]], human[self._row[item]] = j, h
-            self.boot.add_kappa(key, human, judge, spec.labels)
+                judged[self._row[item]], people[self._row[item]] = j, h
+            self.boot.add_kappa(key, people, judged, spec.labels)
         else:
             judge = self.column({item: j for item, (j, _) in spec.pairs.items()})
             human = self.column({item: h for item, (_, h) in spec.pairs.items()})

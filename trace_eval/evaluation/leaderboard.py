@@ -154,6 +154,8 @@ def run_source(
             elif record.verdicts is None:
                 reason = "skipped" if record.status == "skipped" else "failed"
             elif key == OVERALL:
+                # a key only of rubrics that fuse, and then every run has its policy (fusion_policy)
+                assert rubric.fusion is not None and policy is not None
                 label = rubric.fusion.fuse(policy, record.verdicts) if record.decided else None
                 reason = None if label else "undetermined"
             else:
@@ -247,7 +249,9 @@ def _register(
 ) -> _Slots:
     """The columns of one source on one key: per system its scored and accepted answers, and for a table,
     per pair of systems the scored pairs and the points of the lower-numbered system."""
-    codes = np.array([_CODES.get(label, _NONE) for label in source.labels[key]], dtype=int)
+    codes = np.array(
+        [_NONE if label is None else _CODES.get(label, _NONE) for label in source.labels[key]], dtype=np.int64
+    )
     scored = codes >= 0
     accept = _ACCEPTED[codes]
     ones = np.ones(len(codes))
@@ -608,7 +612,7 @@ def leaderboard(
         raise EvaluationError("give judge run folder(s), or a benchmark folder for its human labels")
     loaded = load_runs(list(runs))
     rubric = _rubric(loaded)
-    bench_path = bench_of(loaded, bench) if loaded else Path(bench)
+    bench_path = bench_of(loaded, bench) if loaded or bench is None else Path(bench)
     human = load_human_labels(bench_path, rubric)
     return build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
 
@@ -764,7 +768,7 @@ def _matrix_rows(board: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-# -- the report and what the commands print -----------------------------------------------------------------------------
+# -- the report and what the commands print ----------------------------------------------------------------------------
 
 
 def _title(key: str) -> str:
@@ -1032,10 +1036,13 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
         if tau["value"] is None:
             lines.append(f"{a['run']} vs human, {a['dimension']}: {tau['reason']}")
             continue
-        interval = lambda s: f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else ""
+
+        def ci(s: dict[str, Any]) -> str:
+            return f" [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]" if s.get("ci95") else ""
+
         lines.append(
-            f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{interval(tau)}, "
-            f"Spearman rho {rho['value']:.2f}{interval(rho)}, top system "
+            f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{ci(tau)}, "
+            f"Spearman rho {rho['value']:.2f}{ci(rho)}, top system "
             + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)")
         )
     return lines

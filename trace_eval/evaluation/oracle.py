@@ -26,17 +26,18 @@ def oracle(
     complete = [labels for labels in human.values() if all(k in labels for k in (*rubric.names, OVERALL))]
     boot = PairedBootstrap(len(complete))
     policies: dict[str, dict[str, Any]] = {}
-    for name in rubric.fusion.policies:
-        correct = np.array([rubric.fusion.fuse(name, l) == l[OVERALL] for l in complete], dtype=bool)
+    fusion = rubric.require_fusion()
+    for name in fusion.policies:
+        correct = np.array([fusion.fuse(name, labels) == labels[OVERALL] for labels in complete], dtype=np.bool_)
         n = len(complete)
         policies[name] = {"description": get_policy(name).description, "correct": int(correct.sum()), "n": n}
         if n:
             boot.add_ratio(name, correct, np.ones(n, dtype=bool))
         else:
             policies[name].update(accuracy=None, ci95=None, reason="no item has all four human labels")
-    for name, estimate in boot.estimate(settings).items():
-        policies[name]["accuracy"] = estimate.value
-        policies[name]["ci95"] = list(estimate.interval) if estimate.interval else None
+    for key, estimate in boot.estimate(settings).items():
+        policies[str(key)]["accuracy"] = estimate.value
+        policies[str(key)]["ci95"] = list(estimate.interval) if estimate.interval else None
     return {
         "format_version": FORMAT_VERSION,
         "items": {"in_benchmark": len(human), "complete": len(complete), "skipped": len(human) - len(complete)},

@@ -18,7 +18,7 @@ TIE = "tie"  # the decider of a counterfactual label that names no winner
 
 def deciders(rubric: Rubric) -> tuple[str, ...]:
     """What can decide the content counterfactual: the other fused dimensions in priority order, or a tie."""
-    return (*rubric.fusion.order[1:], TIE)
+    return (*rubric.require_fusion().order[1:], TIE)
 
 
 def with_neutral(verdicts: Mapping[str, str], dimension: str) -> dict[str, str]:
@@ -26,22 +26,24 @@ def with_neutral(verdicts: Mapping[str, str], dimension: str) -> dict[str, str]:
     return {**verdicts, dimension: NEUTRAL}
 
 
-def content_counterfactual(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> tuple[str, str]:
+def content_counterfactual(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> tuple[str | None, str]:
     """Fuse again as if Content (the first dimension of the fusion order) were a tie (both_good);
     return (label, deciding dimension).
 
     The decider is the dimension whose winner the label repeats, looked for in the fusion order
     (Paralinguistics before Voice Quality for TRACE), or "tie" when the label names no winner.
     """
-    first, *others = rubric.fusion.order
-    label = rubric.fusion.fuse(policy, with_neutral(verdicts, first))
-    if is_winner(label):
+    fusion = rubric.require_fusion()
+    first, *others = fusion.order
+    label = fusion.fuse(policy, with_neutral(verdicts, first))
+    if label is not None and is_winner(label):
         for dimension in others:
             if verdicts[dimension] == label:
                 return label, dimension
     return label, TIE
 
 
-def flips(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> dict[str, str]:
+def flips(rubric: Rubric, policy: str, verdicts: Mapping[str, str]) -> dict[str, str | None]:
     """The fused label with each dimension in turn set to both_good, by dimension."""
-    return {d: rubric.fusion.fuse(policy, with_neutral(verdicts, d)) for d in rubric.names}
+    fusion = rubric.require_fusion()
+    return {d: fusion.fuse(policy, with_neutral(verdicts, d)) for d in rubric.names}

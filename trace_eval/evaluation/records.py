@@ -80,7 +80,7 @@ def read_record(raw: dict[str, Any], rubric: Rubric) -> RunRecord:
         return RunRecord(item_id, "ok", None, {d: v for d, v in verdicts.items() if d in spaces}, None)
     if not isinstance(verdicts, dict):
         return RunRecord(item_id, "invalid", "status ok but no verdicts object", None, overall)
-    reasons = raw.get("undetermined") if isinstance(raw.get("undetermined"), dict) else {}
+    reasons: dict[str, Any] = raw["undetermined"] if isinstance(raw.get("undetermined"), dict) else {}
     # A null label is undetermined when the record says why; a missing key or any other value is invalid.
     bad = [
         f"{d}={verdicts.get(d)!r}"
@@ -89,8 +89,8 @@ def read_record(raw: dict[str, Any], rubric: Rubric) -> RunRecord:
     ]
     if bad:
         return RunRecord(item_id, "invalid", "verdict not a label: " + ", ".join(bad), None, overall)
-    undetermined = {d: str(reasons[d]) for d in spaces if verdicts[d] is None}
-    return RunRecord(item_id, "ok", None, {d: verdicts[d] for d in spaces}, overall, undetermined)
+    undetermined = {d: str(reasons[d]) for d in spaces if verdicts.get(d) is None}
+    return RunRecord(item_id, "ok", None, {d: verdicts.get(d) for d in spaces}, overall, undetermined)
 
 
 @dataclass
@@ -134,6 +134,8 @@ class JudgeRun:
 
     def fusion_policy(self, override: str | None, rubric: Rubric) -> str:
         """The policy this run's overall labels are fused under: `override` (--fusion), else the run's own."""
+        if rubric.fusion is None:
+            raise EvaluationError(f"the {rubric.name} rubric does not fuse: it has no overall label")
         name = override or self.policy
         if name is None:
             raise EvaluationError(
@@ -173,8 +175,8 @@ def load_run(path: str | Path, name: str | None = None) -> JudgeRun:
 
 def load_runs(paths: list[str | Path]) -> list[JudgeRun]:
     """Run folders, each named by the shortest path tail that tells it from the others."""
-    paths = [Path(p) for p in paths]
-    return [load_run(path, name) for path, name in zip(paths, unique_names(paths))]
+    folders = [Path(p) for p in paths]
+    return [load_run(path, name) for path, name in zip(folders, unique_names(folders))]
 
 
 def unique_names(paths: list[Path]) -> list[str]:
@@ -195,10 +197,10 @@ def bench_of(runs: list[JudgeRun], labels: str | Path | None) -> Path:
     """The benchmark whose labels the runs are scored against: `labels`, else the one every run names."""
     if labels is not None:
         return Path(labels)
-    benches = {run.bench for run in runs}
-    if None in benches:
-        missing = [run.name for run in runs if run.bench is None]
+    missing = [run.name for run in runs if run.bench is None]
+    if missing:
         raise EvaluationError(f"run(s) {', '.join(missing)}: config.json names no bench; pass --labels BENCH")
+    benches = {run.bench for run in runs if run.bench is not None}
     if len(benches) > 1:
         raise EvaluationError(
             f"the runs judged different benchmarks ({', '.join(sorted(benches))}); pass --labels BENCH"

@@ -95,7 +95,7 @@ def excluded(items: dict, in_benchmark: int, scored_key: str = "scored", unlabel
     skipped: see UNSCORED), and how many of the manifest's items the run has no result for."""
     in_run, scored = items["in_run"], items[scored_key]
     in_manifest = in_run - items["not_in_benchmark"]
-    reasons = {
+    reasons: dict[str | None, int] = {
         unlabelled: items["scored"] - scored if unlabelled else 0,
         **{kind: items.get(kind, 0) for kind in UNSCORED},
         "not in the manifest": items["not_in_benchmark"],

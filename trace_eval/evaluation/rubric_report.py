@@ -50,7 +50,7 @@ def _with_overall(record: RunRecord, rubric: Rubric, policy: str | None) -> dict
     """The record's labels, with its overall label under `policy` for a rubric that fuses."""
     if record.verdicts is None or policy is None:
         return record.verdicts
-    return {**record.verdicts, OVERALL: rubric.fusion.fuse(policy, record.verdicts)}
+    return {**record.verdicts, OVERALL: rubric.require_fusion().fuse(policy, record.verdicts)}
 
 
 def _run_block(
@@ -65,8 +65,8 @@ def _run_block(
     policy = run.fusion_policy(override, rubric) if rubric.fusion else None
     items, no_verdict = [], []
     by_status: dict[str, int] = {}
-    for item_id, raw in run.raws.items():
-        status = str(raw.get("status") or "error")
+    for result in run.raws.values():
+        status = str(result.get("status") or "error")
         by_status[status] = by_status.get(status, 0) + 1
     unscored: Counter[str] = Counter()
     for item_id in ids:
@@ -77,7 +77,7 @@ def _run_block(
         judged = _with_overall(record, rubric, policy)
         if judged is None:  # a dimension left undetermined still scores the others: only these are excluded
             no_verdict.append({"id": item_id, "status": record.unscored, "reason": record.reason})
-            unscored[record.unscored] += 1
+            unscored[record.unscored or "failed"] += 1  # never None without verdicts
         orders = raw.get("orders") if isinstance(raw.get("orders"), dict) else None
         items.append(
             scores.ItemScores(
@@ -332,6 +332,11 @@ class MetricsReport:
 
 
 METRICS_REPORT = MetricsReport()
+
+
+def report_of(rubric: Rubric) -> scores.Report:
+    """The report of the rubric's metrics: the whole report one of them is, else the report of them all."""
+    return scores.own_report(rubric) or METRICS_REPORT
 
 
 def _headline(metric: str, slots: dict) -> str | None:

@@ -49,8 +49,8 @@ __all__ = [
     "compute",
     "compute_columns",
     "register",
+    "own_report",
     "register_report",
-    "report_of",
 ]
 
 
@@ -126,19 +126,18 @@ def _check(rubric: Rubric) -> None:
         )
 
 
-def report_of(rubric: Rubric) -> Report:
-    """The report of the rubric's metrics: the whole report one of them is, else the report of them all
-    (rubric_report)."""
-    from .rubric_report import METRICS_REPORT  # built on this registry, so imported when asked for
-
+def own_report(rubric: Rubric) -> Report | None:
+    """The whole report one of the rubric's metrics is (TRACE's), else None: the rubric then gets the report
+    of its metrics (`rubric_report.report_of`, built on this registry)."""
     _check(rubric)
-    return next((METRICS[name].report for name in rubric.metrics if METRICS[name].report), METRICS_REPORT)
+    return next((report for name in rubric.metrics if (report := METRICS[name].report)), None)
 
 
 def compute(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, dict[str, Any]]]:
     """Every metric the rubric lists, by name."""
     _check(rubric)
-    return {name: METRICS[name].compute(rubric, items) for name in rubric.metrics}
+    # a metric that is a whole report (TRACE's) computes within that report, not here
+    return {name: compute(rubric, items) for name in rubric.metrics if (compute := METRICS[name].compute) is not None}
 
 
 def compute_columns(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[SlotPath, Columns]]:
@@ -286,7 +285,7 @@ def _label_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Colu
 def kappa(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from .metrics import cohen_kappa
 
-    slots = {}
+    slots: dict[str, dict[str, Any]] = {}
     for dim in _dims(rubric, numeric=False, overall=True):
         pairs = _both(items, dim)
         if not pairs:
@@ -358,7 +357,7 @@ def _score_pairs(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, Colu
 def pearson(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     from scipy import stats
 
-    slots = {}
+    slots: dict[str, dict[str, Any]] = {}
     for dim in _dims(rubric, numeric=True):
         pairs = _both(items, dim)
         if len(pairs) < PEARSON_MIN_ITEMS:
@@ -412,7 +411,7 @@ def _system_columns(rubric: Rubric, items: list[ItemScores]) -> dict[SlotPath, C
     columns=_system_columns,
 )
 def system_means(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
-    slots = {}
+    slots: dict[str, dict[str, Any]] = {}
     for dim, scored in _system_scores(rubric, items).items():
         systems = {
             name: {side: list(by_item.values()) for side, by_item in sides.items()} for name, sides in scored.items()
@@ -463,7 +462,7 @@ def _modal_shares(rubric: Rubric, items: list[ItemScores]) -> dict[str, PerItem]
 )
 def self_consistency(rubric: Rubric, items: list[ItemScores]) -> dict[str, dict[str, Any]]:
     empty = "one answer per item: run the judge with --samples N (N >= 2) and a temperature above 0"
-    slots = {}
+    slots: dict[str, dict[str, Any]] = {}
     for dim in _dims(rubric):
         repeated = list(_repeated_answers(items, dim).values())
         shares = [_modal_share(answers) for answers in repeated]

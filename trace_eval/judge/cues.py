@@ -53,8 +53,8 @@ Rules, per dimension:
   speech scores 0.6-1.3 lower, a female espeak voice's BAK as low as
   speech under noise). Or its P.808 higher by 0.85 alone (heavy clipping),
   unless the paces differ (pace is Paralinguistics' business). Fitted on
-  `scripts/make_calibration.py`'s set (README, "Calibration of the cues
-  backbone"). BAK alone cannot carry the floor: clean female espeak voices score
+  `scripts/make_calibration.py`'s set (docs/calibration.md, "Calibration").
+  BAK alone cannot carry the floor: clean female espeak voices score
   down to 1.55, as low as speech under 9 dB white noise, so it only rejects severe
   noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
   loudness null or dropped with --drop.
@@ -117,7 +117,7 @@ class Thresholds:
     content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.6  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
-    # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
+    # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (docs/calibration.md).
     quality_min_p808: float = 2.7  # P.808 overall
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
     quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
@@ -341,9 +341,10 @@ def _recall(quoted: list[str], said: list[str], t: Thresholds | None = None) -> 
 
 def decide(oks: list[bool | None], missing: list[str]) -> tuple[str | None, str | None]:
     """(label, None) when both responses are known acceptable or not; else (None, what was missing)."""
-    if None in oks:
+    ok1, ok2 = oks
+    if ok1 is None or ok2 is None:
         return None, "; ".join(dict.fromkeys(missing)) or "a deciding cue is missing"
-    return typed_tie(*oks), None
+    return typed_tie(ok1, ok2), None
 
 
 Judgement = tuple[str | None, str, str | None]  # (label or None, what was read, why undetermined)
@@ -443,6 +444,8 @@ def clearly_better(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[s
     """
     p1, p2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
     b1, b2 = (_get(bp, "agent_audio_quality", "DNSMOS_Personalized_Background_Quality") for bp in (bp1, bp2))
+    # asked only of responses found acceptable on these scores, so all four are measured
+    assert p1 is not None and p2 is not None and b1 is not None and b2 is not None
     lead = "1" if p1 > p2 else "2"
     dp, db = abs(p1 - p2), (b1 - b2 if lead == "1" else b2 - b1)
     paces = _ratio(_rate(bp1), _rate(bp2))
@@ -553,7 +556,7 @@ def _emotion_check(target: str, t: Thresholds) -> Callable[[dict | None], tuple[
         by_label = {_emotion_label(k): float(v) for k, v in scores.items() if isinstance(v, (int, float))}
         if not by_label:
             return None, "emotion unmeasured"
-        top = max(by_label, key=by_label.get)
+        top = max(by_label, key=lambda label: by_label[label])
         score = by_label.get(target, 0.0)
         return (top == target or score >= t.emotion_min_score), f"{target} {score:.2f} (top {top})"
 

@@ -111,7 +111,8 @@ def parse_verdict(
             None,
             None,
             "; ".join(
-                f"{key}: null is not a label; expected one of: {', '.join(map(str, rubric.dimension(key).labels.values))}"
+                f"{key}: null is not a label; expected one of: "
+                f"{', '.join(map(str, rubric.dimension(key).labels.values))}"
                 for key in undetermined
             ),
         )

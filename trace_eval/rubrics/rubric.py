@@ -31,7 +31,7 @@ from trace_eval.rubrics.labels import LabelSpace, label_space
 from trace_eval.schemas import validator
 
 if TYPE_CHECKING:
-    from trace_eval.bench import Pair
+    from trace_eval.items import Pair
     from trace_eval.judge.prompts import Prompt
 
 __all__ = [
@@ -143,6 +143,13 @@ class Rubric:
     @property
     def default_prompt(self) -> str:
         return next(iter(self.prompts))
+
+    def require_fusion(self) -> Fusion:
+        """`fusion`, for what exists only where the dimensions fuse (the overall label, the fusion table, TRACE's
+        probes); a RubricError naming the rubric where they do not."""
+        if self.fusion is None:
+            raise RubricError(f"rubric {self.name} does not fuse its dimensions: it has no overall label")
+        return self.fusion
 
     def dimension(self, name: str) -> Dimension:
         for dimension in self.dimensions:

@@ -111,16 +111,19 @@ _TASK_EXTRACTORS: dict[tuple[str, str], Extractor] = {}
 _TASK_UNAVAILABLE: dict[tuple[str, str], str] = {}
 
 
-def _decode(row: dict, per_clip: list[tuple[type, Any, str]], rates: list[int]) -> dict:
+def _decode(row: dict, per_clip: list[tuple[type[Extractor], Any, str]], rates: list[int]) -> dict:
     """CPU task: decode one file, run its per-clip extractors, ship the audio at the model rates."""
-    loaded, unavailable = {}, {}
+    loaded: dict[str, Extractor] = {}
+    unavailable: dict[str, str] = {}
     for cls, config, fingerprint in per_clip:  # loaded once per worker process
         key = (cls.name, fingerprint)
         if key not in _TASK_EXTRACTORS and key not in _TASK_UNAVAILABLE:
-            ok, missing = {}, {}
+            ok: dict[str, Extractor] = {}
+            missing: dict[str, str] = {}
             load_per_clip([(cls, config)], ok, missing)
-            _TASK_EXTRACTORS.update({key: e for e in ok.values()})
-            _TASK_UNAVAILABLE.update({key: r for r in missing.values()})
+            # one extractor asked for: at most one entry in either
+            _TASK_EXTRACTORS.update((key, e) for e in ok.values())
+            _TASK_UNAVAILABLE.update((key, r) for r in missing.values())
         if key in _TASK_EXTRACTORS:
             loaded[cls.name] = _TASK_EXTRACTORS[key]
         else:
@@ -245,7 +248,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     context.enable_progress_bars = False
     context.max_errored_blocks = -1  # a block whose worker died past its retries: its clips are recorded failed
 
-    rates = sorted({e.sample_rate for e in models})
+    rates = sorted({e.sample_rate for e in models if e.sample_rate is not None})  # every model hears audio
     cpus = ray.cluster_resources().get("CPU", 1.0)
     blocks = min(len(rows), max(math.ceil(len(rows) / ROWS_PER_BLOCK), int(2 * cpus)))  # enough to keep all busy
     ds = ray.data.from_items(rows, override_num_blocks=blocks)

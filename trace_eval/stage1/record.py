@@ -182,7 +182,7 @@ class Recorder:
         numerics: dict | None = None,
     ) -> dict:
         model = ext.model()
-        entry = {
+        entry: dict[str, Any] = {
             "name": ext.name,
             "version": ext.version,
             "fingerprint": fingerprint,

@@ -216,9 +216,10 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     why          {key: index into `reasons`} for every null cue, and for `words` and `transcript_quality`
     """
     why: dict[str, int] = {}
-    cues: dict[str, Any] | None = {} if with_cues else None
+    cues: dict[str, Any] = {}
     for cue in CUES if with_cues else ():
         raw = get_dotted(blueprint, cue.path)
+        value: Any
         if cue.kind == "contour":
             value = downsample(raw, digits=cue.digits) if isinstance(raw, list) and raw else None
             value = value if value and any(v is not None for v in value) else None
@@ -254,7 +255,7 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
         "times": times,
         "transcript": None if words else blueprint.get("agent_response"),
         "transcript_quality": quality,
-        "cues": cues,
+        "cues": cues if with_cues else None,
         "why": why,
     }
 
@@ -349,7 +350,7 @@ def _differ(results: list[dict | None], keys: list[str]) -> list[str]:
     if present[0]["status"] != "ok":
         return []
     labels = [{**(r["verdicts"] or {}), OVERALL: r["overall"]} for r in present]
-    return [k for k in keys if len({repr(l.get(k)) for l in labels}) > 1]
+    return [k for k in keys if len({repr(item.get(k)) for item in labels}) > 1]
 
 
 class _Clips:
@@ -512,16 +513,15 @@ def page_data(
     pairs = []
     for pair in bench.pairs:
         labels = human.labels.get(pair.id, {})
+        instruction: dict[str, Any] = {"text": pair.instruction_text}
+        instruction.update(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {})
         results = [run_result(run.raws[pair.id], run, rubric, labels) if pair.id in run.raws else None for run in runs]
         answers = [pair.audio_path] if pair.pointwise else [pair.audio1_path, pair.audio2_path]
         pairs.append(
             {
                 "id": pair.id,
                 "systems": _systems(pair),
-                "instruction": {
-                    "text": pair.instruction_text,
-                    **(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {}),
-                },
+                "instruction": instruction,
                 "responses": [clips.of(path, links.link(path)) or {"audio": None, "clip": None} for path in answers],
                 "human": labels,
                 "results": results,
