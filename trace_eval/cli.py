@@ -9,8 +9,9 @@ import importlib
 import os
 import sys
 
-# In the order of the work: Stage 1, Stage 2, fusion, evaluation, ranking, the audit page; then a look at one blueprint.
-VERBS = ("blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "show")
+# In the order of the work: Stage 1, Stage 2, fusion, evaluation, ranking, the audit page, the bias audit; then a
+# look at one blueprint.
+VERBS = ("blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "audit", "show")
 EXAMPLES = {
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
@@ -18,6 +19,7 @@ EXAMPLES = {
     "evaluate": "python -m trace_eval evaluate runs/demo",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
     "view": "python -m trace_eval view runs/demo",
+    "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
 }
 DESCRIPTION = """\
