@@ -44,7 +44,9 @@ def bench(tmp_path_factory) -> Path:
             path = f"audio/p{n}_{side}.wav"
             sf.write(str(root / path), clip, rate, subtype="PCM_16")
             paths.append(path)
-        items.append({"id": f"p{n}", "instruction_text": "Read the passage.", "audio1_path": paths[0], "audio2_path": paths[1]})
+        items.append(
+            {"id": f"p{n}", "instruction_text": "Read the passage.", "audio1_path": paths[0], "audio2_path": paths[1]}
+        )
     (root / "manifest.json").write_text(json.dumps(items), encoding="utf-8")
     return root
 
@@ -113,7 +115,7 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
     assert louder["listeners"] == 0.61
     assert report["position_bias"]["verdict"] == "no position bias"
     md = (tmp_path / "audit" / "audit.md").read_text()
-    assert "| loudness+6dB | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in md
+    assert "| loudness+6dB | overall | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in md
     assert (tmp_path / "audit" / "audit.png").stat().st_size > 0
 
 

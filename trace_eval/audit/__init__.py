@@ -99,13 +99,15 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
         "audit_bench": str(audit_bench),
         "clips": len(copies["clips"]),
         "pairs": len(pairs),
-        "probes": [
-            {"probe": p, "cue": PROBES[p].cue, "description": PROBES[p].description} for p in options.probes
-        ],
+        "probes": [{"probe": p, "cue": PROBES[p].cue, "description": PROBES[p].description} for p in options.probes],
         "bootstrap": options.bootstrap.describe(),
         "blueprints": None
         if blueprint_summary is None
-        else {"computed": blueprint_summary.computed, "cached": blueprint_summary.cached, "failed": blueprint_summary.failed},
+        else {
+            "computed": blueprint_summary.computed,
+            "cached": blueprint_summary.cached,
+            "failed": blueprint_summary.failed,
+        },
         "judges": reports,
         "copies": copies,
         "wall_s": round(time.perf_counter() - started, 1),

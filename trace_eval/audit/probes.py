@@ -80,9 +80,7 @@ def _loudness_expectation(gain_db: float) -> Expectation:
         source = f"no published figure; between indifference and the 6 dB lean of {SPEECHJUDGEAUDIT}"
     edge = 0.5 + np.sign(gain_db) * lean
     band = (min(0.5, edge) - TOLERANCE, max(0.5, edge) + TOLERANCE)
-    return Expectation(
-        (round(band[0], 3), round(band[1], 3)), None if baseline is None else round(baseline, 3), source
-    )
+    return Expectation((round(band[0], 3), round(band[1], 3)), None if baseline is None else round(baseline, 3), source)
 
 
 @dataclass
@@ -101,6 +99,9 @@ class Probe:
     description: str
     make: Callable[[np.ndarray, int, int], Changed]
     expect: Callable[[str], Expectation]  # per label: a dimension name or "overall"
+    # The label the probe's verdict is read on: the damaged dimension for a loss (under the cap policy a
+    # response that fails another dimension is both_bad overall whatever this probe did), else overall.
+    headline: str = "overall"
 
 
 def probe_seed(audio_sha256: str, probe: str) -> int:
@@ -243,6 +244,7 @@ def _probes() -> dict[str, Probe]:
             "the first half of the answer only",
             _first_half,
             _loss_on("content", "overall"),
+            headline="content",
         ),
         Probe("tempo-0.9x", "tempo", "tempo 0.9x, pitch kept", _tempo(0.9), _same(INDIFFERENT)),
         Probe("tempo-1.1x", "tempo", "tempo 1.1x, pitch kept", _tempo(1.1), _same(INDIFFERENT)),
@@ -252,6 +254,7 @@ def _probes() -> dict[str, Probe]:
             "white noise at 20 dB SNR",
             _noise(20.0),
             _loss_on("voice_quality", "overall"),
+            headline="voice_quality",
         ),
     ]
     return {probe.name: probe for probe in found}

@@ -78,9 +78,9 @@ def judge_report(
         not_ok = 0
         for item in items:
             record = by_id.get(item.id)
-            status = record.get("status") if record else "missing"
+            status = str(record.get("status")) if record else "missing"
             statuses[status] += 1
-            if status != "ok":
+            if record is None or status != "ok":
                 not_ok += 1
                 continue
             orders[item.clip][item.copy_position] = record
@@ -130,6 +130,7 @@ def judge_report(
                 "probe": probe_name,
                 "cue": probe.cue,
                 "description": probe.description,
+                "headline": probe.headline if probe.headline in labels else labels[-1],
                 "clips": len(clips),
                 "pairs": len(items),
                 "not_judged": not_ok,
@@ -193,6 +194,10 @@ def _pct(slot: dict) -> str:
     return f"{slot['rate']:.0%} [{low:.0%}, {high:.0%}]"
 
 
+def _rate_only(slot: dict) -> str:
+    return "—" if slot.get("rate") is None else f"{slot['rate']:.0%}"
+
+
 def _expected(slot: dict) -> str:
     low, high = slot["band"]
     base = "" if slot["listeners"] is None else f"{slot['listeners']:.0%}; "
@@ -224,17 +229,16 @@ def markdown(audit: dict) -> str:
     ]
     for judge in audit["judges"]:
         labels = judge["labels"]
-        lead = labels[-1]
         lines += [f"## {judge['judge']}", ""]
-        header = ["probe", f"{_title(lead)} rate", "listeners", "verdict"] + [_title(x) for x in labels[:-1]]
+        header = ["probe", "label", "copy wins", "listeners", "verdict"] + [_title(x) for x in labels]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for probe in judge["probes"]:
-            slot = probe["labels"][lead]
-            cells = [probe["probe"], _pct(slot), _expected(slot), _short_verdict(slot)]
-            for label in labels[:-1]:
+            slot = probe["labels"][probe["headline"]]
+            cells = [probe["probe"], _title(probe["headline"]), _pct(slot), _expected(slot), _short_verdict(slot)]
+            for label in labels:
                 other = probe["labels"][label]
-                mark = "" if other.get("verdict") in ("in line", None) else f" ({_short_verdict(other)})"
-                cells.append(_pct(other) + mark)
+                mark = "" if other.get("verdict") in ("in line", None) else f" {_short_verdict(other)}"
+                cells.append(_rate_only(other) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         pb = judge["position_bias"]
         lines += [
@@ -242,9 +246,9 @@ def markdown(audit: dict) -> str:
             f"Position 1 wins {_pct(pb)} of {pb['judged']} pairs on the {_title(pb['label'])} label: "
             f"{pb['verdict'] or 'undetermined'}.",
         ]
-        undetermined = sum(p["labels"][lead]["undetermined"] for p in judge["probes"])
+        undetermined = sum(p["labels"][p["headline"]]["undetermined"] for p in judge["probes"])
         if undetermined:
-            lines.append(f"{undetermined} pair(s) had an undetermined {_title(lead)} label and are left out of the rates.")
+            lines.append(f"{undetermined} pair(s) left their probe's label undetermined: left out of its rate.")
         run = judge.get("run") or {}
         if run:
             lines.append(
@@ -252,14 +256,13 @@ def markdown(audit: dict) -> str:
             )
         lines.append("")
     if len(audit["judges"]) > 1:
-        lead = audit["judges"][0]["labels"][-1]
         names = [j["judge"] for j in audit["judges"]]
-        lines += ["## Side by side", "", f"Rate of the copy on the {_title(lead)} label and verdict.", ""]
-        lines += ["| probe | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += ["## Side by side", "", "How often the copy wins on each probe's label, and the verdict.", ""]
+        lines += ["| probe | label | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
         for i, probe in enumerate(audit["judges"][0]["probes"]):
-            cells = [probe["probe"]]
+            cells = [probe["probe"], _title(probe["headline"])]
             for judge in audit["judges"]:
-                slot = judge["probes"][i]["labels"][lead]
+                slot = judge["probes"][i]["labels"][probe["headline"]]
                 cells.append(f"{_pct(slot)} {_short_verdict(slot)}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
@@ -284,26 +287,25 @@ def markdown(audit: dict) -> str:
 
 
 def write_figure(audit: dict, path: Path) -> Path:
-    """The copy's win rate per probe (lead label) with intervals, one colour per judge, listeners' bands shaded."""
+    """The copy's win rate per probe (on its label) with intervals, one colour per judge, listeners' bands shaded."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import PercentFormatter
 
     judges = audit["judges"]
-    lead = judges[0]["labels"][-1]
-    names = [p["probe"] for p in judges[0]["probes"]]
+    names = [f"{p['probe']} ({_title(p['headline'])})" for p in judges[0]["probes"]]
     figure = Figure(layout="constrained", figsize=(8, 1.2 + 0.45 * len(names) * max(1, len(judges) * 0.8)))
     axes = figure.add_subplot(1, 1, 1)
     positions = np.arange(len(names))
     for row, probe in enumerate(judges[0]["probes"]):
-        low, high = probe["labels"][lead]["band"]
+        low, high = probe["labels"][probe["headline"]]["band"]
         axes.fill_betweenx([row - 0.45, row + 0.45], low, high, color="0.88", zorder=0)
-        base = probe["labels"][lead]["listeners"]
+        base = probe["labels"][probe["headline"]]["listeners"]
         if base is not None:
             axes.plot([base, base], [row - 0.45, row + 0.45], color="0.4", lw=1, zorder=1)
     height = 0.8 / len(judges)
     for j, judge in enumerate(judges):
         y = positions + (j - (len(judges) - 1) / 2) * height
-        slots = [p["labels"][lead] for p in judge["probes"]]
+        slots = [p["labels"][p["headline"]] for p in judge["probes"]]
         values = np.array([s["rate"] if s["rate"] is not None else np.nan for s in slots])
         low = [v - s["ci95"][0] if s["ci95"] else 0.0 for v, s in zip(values, slots)]
         high = [s["ci95"][1] - v if s["ci95"] else 0.0 for v, s in zip(values, slots)]
@@ -313,7 +315,7 @@ def write_figure(audit: dict, path: Path) -> Path:
     axes.invert_yaxis()
     axes.set_xlim(0.0, 1.0)
     axes.xaxis.set_major_formatter(PercentFormatter(1.0))
-    axes.set_xlabel(f"changed copy wins ({_title(lead)} label, ties half; 95% CI); grey: listeners' band")
+    axes.set_xlabel("changed copy wins (ties half; 95% CI) on each probe's label; grey: listeners' band")
     axes.grid(axis="x", alpha=0.3)
     axes.legend(fontsize=8, loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-base", metavar="URL", default=None, help="base URL of an OpenAI-compatible server")
     p.add_argument("--rubric", metavar="NAME|PATH", default=DEFAULT_RUBRIC, help="rubric (default: %(default)s)")
     p.add_argument(
-        "--judge", metavar="PROMPT", default=None, help="prompt of the rubric: trace, transcript, audio (default: first)"
+        "--judge",
+        metavar="PROMPT",
+        default=None,
+        help="prompt of the rubric: trace, transcript, audio (default: first)",
     )
     p.add_argument("--fusion", default="cap", help="policy of the overall label (default: %(default)s)")
     p.add_argument(
@@ -58,7 +61,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated probes (default: all, listed below)",
     )
-    p.add_argument("--only", metavar="EXTRACTORS", default=None, help="Stage 1: only these extractors (comma-separated)")
+    p.add_argument(
+        "--only", metavar="EXTRACTORS", default=None, help="Stage 1: only these extractors (comma-separated)"
+    )
     p.add_argument("--workers", metavar="N", type=_positive_int, default=None, help="Stage 1 worker processes")
     p.add_argument("--device", default="auto", help="Stage 1 device: auto, cpu, cuda (default: %(default)s)")
     p.add_argument("--resamples", metavar="N", type=_positive_int, default=2000, help="bootstrap resamples")

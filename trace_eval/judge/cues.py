@@ -59,7 +59,8 @@ Rules, per dimension:
   noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
   loudness null or dropped with --drop.
 - Paralinguistics: cue words in the instruction outside the quoted words:
-  slow/fast -> speaking rate (at most 130 / at least 200 WPM);
+  slow/fast -> speaking rate over the speech, first word to last, silence around the answer left out
+  (at most 130 / at least 200 WPM);
   quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
   high/low/deep -> mean pitch (at least 180 / at most 90 Hz); emotion words ->
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
@@ -106,8 +107,9 @@ __all__ = [
 
 # 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
 # 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
-# manners undetermined, no speech failing every manner.
-CUES_VERSION = "4"
+# manners undetermined, no speech failing every manner. 5: speaking rate over the speech span (silence around
+# an answer no longer makes it slow).
+CUES_VERSION = "5"
 
 
 @dataclass(frozen=True)
@@ -418,9 +420,26 @@ def _quality_ok(bp: dict | None, t: Thresholds) -> tuple[bool | None, str, list[
     return ok, " ".join(readings), unmeasured
 
 
-def _rate(bp: dict | None) -> float | None:
-    """Words per minute, else syllables per second in the same unit (about 1.4 syllables a word)."""
+def speech_span_wpm(bp: dict | None) -> float | None:
+    """Words per minute over the speech, from the first word's start to the last word's end: pauses
+    inside the answer count, silence before and after it does not (a listener does not hear an answer
+    as slower for a second of silence around it). The blueprint's Speech_Rate_WPM rescaled from the
+    clip's duration to that span; the rate itself where the word timings are missing."""
     wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+    words = (bp or {}).get("words")
+    duration = (bp or {}).get("duration_s")
+    if wpm is None or not isinstance(words, list) or len(words) < 2 or not duration:
+        return wpm
+    try:
+        span = float(words[-1]["end"]) - float(words[0]["start"])
+    except (KeyError, TypeError, ValueError):
+        return wpm
+    return wpm * float(duration) / span if 0 < span <= duration else wpm
+
+
+def _rate(bp: dict | None) -> float | None:
+    """Words per minute over the speech, else syllables per second in the same unit (about 1.4 syllables a word)."""
+    wpm = speech_span_wpm(bp)
     if wpm is not None:
         return wpm
     syllables = _get(bp, "agent_voicing", "Syllable_Rate_Per_S")
@@ -507,7 +526,7 @@ class _Cue:
 
 def _rate_check(slow: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
     def check(bp: dict | None) -> tuple[bool | None, str]:
-        wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+        wpm = speech_span_wpm(bp)
         if wpm is not None:
             ok = wpm <= t.slow_max_wpm if slow else wpm >= t.fast_min_wpm
             return ok, f"{wpm:.0f} WPM"
