@@ -29,8 +29,10 @@ Rules, per dimension:
 - Content: a response with no recognised speech is not acceptable. When the
   instruction quotes words to say, a response is acceptable when the
   best-matching stretch of its transcript says at least 20% of the quoted words
-  in order, each word weighed by its letters, and the transcript is at least 60%
-  as long as the quote (a fragment is not the sentence). Words, not letters: a
+  in order, each word weighed by its letters, and the transcript is at least 75%
+  as long as the quote (a fragment is not the sentence: the first half of an
+  answer is heard 53-66% as long, whole answers 97-107%, in examples/mini's bias
+  audit). Words, not letters: a
   heard word counts as a quoted one when spelt the same or nearly so (80%
   similar, four letters or more; "Mr" is "mister"), so recognisers' small slips
   pass, while another sentence keeps only the function words it shares (at most
@@ -108,7 +110,7 @@ __all__ = [
 # 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
 # 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
 # manners undetermined, no speech failing every manner. 5: speaking rate over the speech span (silence around
-# an answer no longer makes it slow).
+# an answer no longer makes it slow); Content needs 75% of the quote's length, not 60% (half an answer passed).
 CUES_VERSION = "5"
 
 
@@ -117,7 +119,7 @@ class Thresholds:
     """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
 
     content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
-    content_min_length: float = 0.6  # transcript letters over quoted letters
+    content_min_length: float = 0.75  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (README, "Calibration").
     quality_min_p808: float = 2.7  # P.808 overall
