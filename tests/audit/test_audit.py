@@ -159,3 +159,21 @@ def test_copies_are_written_once_and_the_same_on_a_rerun(bench, tmp_path):
     second = next(m for m in manifest if m["id"] == first["id"].replace("copy1", "copy2"))
     assert (first["audio1_path"], first["audio2_path"]) == (second["audio2_path"], second["audio1_path"])
     assert np.all([m["instruction_text"] == "Read the passage." for m in manifest])
+
+
+def test_the_command_audits_and_prints_the_report(bench, tmp_path, monkeypatch, capsys):
+    from trace_eval.cli import main
+
+    monkeypatch.setenv("TRACE_JUDGE_API_KEY", "dummy")
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "audit"
+    with LLMServer(responder=_louder) as server:
+        argv = ["audit", str(bench), "--model", "openai/audit-judge", "--api-base", server.api_base, "--clips", "2"]
+        argv += ["--probes", "loudness+6dB", "--only", "loudness", "--workers", "1", "--out", str(out), "--quiet"]
+        assert main(argv) == 0
+        assert server.request_count == 2 * 2  # two clips, one probe, both orders
+    printed = capsys.readouterr().out
+    assert "| loudness+6dB | overall | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in printed
+    assert json.loads((out / "audit.json").read_text())["clips"] == 2
+    assert main(["audit", str(bench), "--probes", "louder", "--out", str(out)]) == 2
+    assert "unknown probe(s) louder" in capsys.readouterr().err

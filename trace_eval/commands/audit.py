@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import fusion
 from trace_eval.commands.judge import EXAMPLE_BENCH, _positive_int
 
 HELP = (
@@ -45,7 +46,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=None,
         help="prompt of the rubric: trace, transcript, audio (default: first)",
     )
-    p.add_argument("--fusion", default="cap", help="policy of the overall label (default: %(default)s)")
+    p.add_argument(
+        "--fusion",
+        choices=sorted(fusion.POLICIES),
+        default="cap",
+        help="policy of the overall label (default: %(default)s)",
+    )
     p.add_argument(
         "--clips",
         metavar="N",
