@@ -177,3 +177,35 @@ def test_the_command_audits_and_prints_the_report(bench, tmp_path, monkeypatch, 
     assert json.loads((out / "audit.json").read_text())["clips"] == 2
     assert main(["audit", str(bench), "--probes", "louder", "--out", str(out)]) == 2
     assert "unknown probe(s) louder" in capsys.readouterr().err
+
+
+def test_two_backbones_are_audited_on_the_same_copies_side_by_side(bench, tmp_path):
+    with LLMServer(responder=_louder) as server:
+        judges = [
+            JudgeOptions(bench=bench, model="cues", progress=False),
+            JudgeOptions(
+                bench=bench,
+                model="openai/audit-judge",
+                api_base=server.api_base,
+                api_key="dummy",
+                cache_dir=tmp_path / "cache",
+                progress=False,
+            ),
+        ]
+        options = AuditOptions(
+            bench=bench,
+            out=tmp_path / "audit",
+            judges=judges,
+            clips=2,
+            probes=PROBES,
+            blueprints=BlueprintOptions(only=["loudness"], device="cpu", workers=1, progress=False),
+        )
+        audit = run_audit(options, notice=lambda message: None)
+    assert [j["judge"] for j in audit["judges"]] == ["cues", "openai/audit-judge"]
+    assert (tmp_path / "audit" / "runs" / "cues" / "results.jsonl").is_file()
+    md = (tmp_path / "audit" / "audit.md").read_text()
+    assert "## Side by side" in md and "| probe | label | cues | openai/audit-judge |" in md
+    # With loudness alone, cues lacks the cues it needs (no transcript, no DNSMOS): undetermined, never guessed.
+    cues_louder = _probe(audit["judges"][0], "loudness+6dB")["labels"]["overall"]
+    assert cues_louder["rate"] is None and cues_louder["undetermined"] == 4 and cues_louder["verdict"] is None
+    assert _probe(audit["judges"][1], "loudness+6dB")["labels"]["overall"]["verdict"] == "swayed towards"
