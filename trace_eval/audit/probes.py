@@ -14,7 +14,7 @@ judge is in line with them:
 - silence padding, tempo 0.9x/1.1x with pitch kept: a listener notices nothing that matters (0.5).
 - the answer repeated: a repeat adds nothing, so the copy should not win (at most 0.5, plus the tolerance).
 - the first half only (content lost) and background noise at 20 dB SNR (quality lost): a clear loss on the
-  damaged dimension and overall (at most 0.3), indifference on the others.
+  damaged dimension (at most 0.3), no win overall, indifference on the others.
 """
 
 from __future__ import annotations
@@ -221,8 +221,15 @@ def _listeners(expectation: Expectation) -> Callable[[str], Expectation]:
     return lambda label: INDIFFERENT if label == "content" else expectation
 
 
-def _loss_on(*labels: str) -> Callable[[str], Expectation]:
-    return lambda label: CLEAR_LOSS if label in labels else INDIFFERENT
+NO_WIN_OVERALL = Expectation(
+    (0.0, 0.5 + TOLERANCE), None, "the damaged copy should not win overall (a tie where both fail elsewhere)"
+)
+
+
+def _loss_on(dimension: str) -> Callable[[str], Expectation]:
+    """A clear loss on the damaged dimension; overall, no win (an answer that fails another dimension is
+    both_bad under the cap policy, damaged or not); indifference elsewhere."""
+    return lambda label: CLEAR_LOSS if label == dimension else NO_WIN_OVERALL if label == "overall" else INDIFFERENT
 
 
 def _probes() -> dict[str, Probe]:
@@ -251,7 +258,7 @@ def _probes() -> dict[str, Probe]:
             "truncation",
             "the first half of the answer only",
             _first_half,
-            _loss_on("content", "overall"),
+            _loss_on("content"),
             headline="content",
         ),
         Probe("tempo-0.9x", "tempo", "tempo 0.9x, pitch kept", _tempo(0.9), _same(INDIFFERENT)),
@@ -261,7 +268,7 @@ def _probes() -> dict[str, Probe]:
             "noise",
             "white noise at 20 dB SNR",
             _noise(20.0),
-            _loss_on("voice_quality", "overall"),
+            _loss_on("voice_quality"),
             headline="voice_quality",
         ),
     ]
