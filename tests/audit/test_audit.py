@@ -117,6 +117,9 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
     md = (tmp_path / "audit" / "audit.md").read_text()
     assert "| loudness+6dB | overall | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in md
     assert (tmp_path / "audit" / "audit.png").stat().st_size > 0
+    page = Path(audit["page"]["path"])  # the audit page: every probe pair playable beside its reference
+    assert page == tmp_path / "audit" / "view" / "index.html" and page.is_file()
+    assert "loudness+6dB" in (page.parent / "data.js").read_text() and str(page) in md
 
 
 def test_a_judge_answering_at_random_is_not_reported_swayed(bench, tmp_path):

@@ -10,6 +10,7 @@ and answer cache (trace_eval.judge), and reports how often the copy wins beside 
     AUDIT/copies.json            what each copy is
     AUDIT/runs/<judge>/          one judge run folder per backbone
     AUDIT/audit.json, audit.md, audit.png   the report
+    AUDIT/view/index.html        the audit page of the judge runs: every pair playable beside its reference
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60] or "judge"
 
 
+def _write_page(runs: list[Path], folder: Path) -> dict:
+    """The audit page of the judge runs (every probe pair playable beside its reference, the verdicts side by
+    side; search the ids by probe name). A page that cannot be written is reported, the audit kept."""
+    from trace_eval.view import ViewError, write_view
+
+    try:
+        files = write_view(runs, folder)
+    except (ViewError, OSError, ValueError) as e:
+        return {"path": None, "error": str(e)}
+    return {"path": str(files.index), "error": None}
+
+
 def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:
     """Write the audit bench, its blueprints, one judge run per backbone and the report; returns audit.json."""
     notice = notice or (lambda message: print(message, file=sys.stderr))
@@ -93,6 +106,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
         reports.append(
             judge_report(name, outcome.records, pairs, labels, options.bootstrap, {**counted, "folder": str(folder)})
         )
+    page = _write_page([Path(r["run"]["folder"]) for r in reports], out / "view")
     audit = {
         "format_version": FORMAT_VERSION,
         "bench": str(options.bench),
@@ -109,6 +123,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
             "failed": blueprint_summary.failed,
         },
         "judges": reports,
+        "page": page,
         "copies": copies,
         "wall_s": round(time.perf_counter() - started, 1),
     }

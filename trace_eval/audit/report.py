@@ -266,6 +266,15 @@ def markdown(audit: dict) -> str:
                 cells.append(f"{_pct(slot)} {_short_verdict(slot)}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    page = audit.get("page") or {}
+    if page.get("path"):
+        lines += [
+            f"Every pair, playable beside its reference, with the verdicts: `{page['path']}` "
+            "(search the ids by probe name, e.g. `noise-20dB`).",
+            "",
+        ]
+    elif page.get("error"):
+        lines += [f"The audit page could not be written: {page['error']}", ""]
     clipped = [
         f"{c['path']} {name} ({copy['reference_gain_db']:+.1f} dB)"
         for c in audit["copies"]["clips"]
