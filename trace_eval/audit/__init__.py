@@ -77,6 +77,13 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
         raise ValueError(f"unknown probe(s) {', '.join(unknown)}; expected among: {', '.join(PROBES)}")
     if not options.judges:
         raise ValueError("no judge to audit: give at least one backbone")
+    for judge in options.judges:
+        rubric = load_rubric(judge.rubric)
+        if not rubric.pairwise:
+            raise ValueError(
+                f"rubric {rubric.name} judges single answers; the audit compares each copy with its reference, "
+                "so it needs a pairwise rubric (such as trace)"
+            )
     started = time.perf_counter()
     bench = load_benchmark(options.bench)
     clips = choose_clips(bench, options.clips, options.seed)
