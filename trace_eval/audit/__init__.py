@@ -57,7 +57,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60] or "judge"
 
 
-def _write_page(runs: list[Path], folder: Path) -> dict:
+def _write_page(runs: list[str | Path], folder: Path) -> dict:
     """The audit page of the judge runs (every probe pair playable beside its reference, the verdicts side by
     side; search the ids by probe name). A page that cannot be written is reported, the audit kept."""
     from trace_eval.view import ViewError, write_view
