@@ -9,9 +9,9 @@ import importlib
 import os
 import sys
 
-# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, ranking, the audit page;
-# then a look at one blueprint.
-VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "show")
+# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, ranking, the audit page,
+# the bias audit; then a look at one blueprint.
+VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "audit", "show")
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
     "blueprints": "python -m trace_eval blueprints examples/mini",
@@ -20,6 +20,7 @@ EXAMPLES = {
     "evaluate": "python -m trace_eval evaluate runs/demo",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
     "view": "python -m trace_eval view runs/demo",
+    "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
 }
 DESCRIPTION = """\

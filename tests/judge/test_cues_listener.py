@@ -188,3 +188,35 @@ def test_no_speech_fails_voice_quality():
     silent = blueprint("", p808=3.1, lufs=None, wpm=None)
     first, _ = both_orders(SAY, silent, scored(3.4, 2.3), "voice_quality")
     assert first["voice_quality"] == "2" and "response 1 has no speech" in first["reasoning"]
+
+
+# -- Surface cues a listener does not hear as a change (the bias audit's probes) ---------------------------------
+
+
+def _timed(wpm: float, duration_s: float, speech_s: float, lead_s: float) -> dict:
+    """A blueprint whose words span `speech_s` seconds from `lead_s` on, in a clip of `duration_s` seconds."""
+    bp = blueprint(FERRY, wpm=wpm)
+    bp["duration_s"] = duration_s
+    words = FERRY.split()
+    step = speech_s / len(words)
+    bp["words"] = [{"word": w, "start": lead_s + i * step, "end": lead_s + (i + 1) * step} for i, w in enumerate(words)]
+    return bp
+
+
+@pytest.mark.parametrize("lead_s, trail_s", [(3.0, 0.0), (0.0, 3.0), (1.0, 1.0)])
+def test_silence_around_a_fast_answer_does_not_make_it_slow(lead_s, trail_s):
+    # 12 words in 2.4 s: 300 WPM; over the clip with 3 s of silence, 133 or fewer: "slow" if silence counted.
+    fast = _timed(300.0, 2.4, 2.4, 0.0)
+    padded_duration = 2.4 + lead_s + trail_s
+    padded = _timed(300.0 * 2.4 / padded_duration, padded_duration, 2.4, lead_s)
+    first, _ = both_orders(f'Say this slowly: "{FERRY}"', padded, fast, "paralinguistics")
+    assert first["paralinguistics"] == "both_bad", first["reasoning"]
+    first, _ = both_orders(f'Say this quickly: "{FERRY}"', padded, fast, "paralinguistics")
+    assert first["paralinguistics"] == "both_good", first["reasoning"]
+
+
+def test_the_first_half_of_the_sentence_fails_content():
+    # "The ferry to the island leaves every hour": 65% of the letters, as long as a first half is heard (53-66%)
+    half = " ".join(FERRY.split()[:8]) + "."
+    first, _ = both_orders(SAY, blueprint(half), blueprint(FERRY), "content")
+    assert first["content"] == "2", first["reasoning"]

@@ -29,8 +29,10 @@ Rules, per dimension:
 - Content: a response with no recognised speech is not acceptable. When the
   instruction quotes words to say, a response is acceptable when the
   best-matching stretch of its transcript says at least 20% of the quoted words
-  in order, each word weighed by its letters, and the transcript is at least 60%
-  as long as the quote (a fragment is not the sentence). Words, not letters: a
+  in order, each word weighed by its letters, and the transcript is at least 75%
+  as long as the quote (a fragment is not the sentence: the first half of an
+  answer is heard 53-66% as long, whole answers 97-107%, in examples/mini's bias
+  audit). Words, not letters: a
   heard word counts as a quoted one when spelt the same or nearly so (80%
   similar, four letters or more; "Mr" is "mister"), so recognisers' small slips
   pass, while another sentence keeps only the function words it shares (at most
@@ -59,7 +61,8 @@ Rules, per dimension:
   noise. A response with no speech is not acceptable. Unknown: P.808, BAK or
   loudness null or dropped with --drop.
 - Paralinguistics: cue words in the instruction outside the quoted words:
-  slow/fast -> speaking rate (at most 130 / at least 200 WPM);
+  slow/fast -> speaking rate over the speech, first word to last, silence around the answer left out
+  (at most 130 / at least 200 WPM);
   quiet/whisper/loud -> integrated loudness (at most -30 / at least -26 LUFS);
   high/low/deep -> mean pitch (at least 180 / at most 90 Hz); emotion words ->
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
@@ -106,8 +109,9 @@ __all__ = [
 
 # 2: undetermined dimensions; single quotes and bracketed directives. 3: Voice Quality on P.808 and BAK.
 # 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
-# manners undetermined, no speech failing every manner.
-CUES_VERSION = "4"
+# manners undetermined, no speech failing every manner. 5: speaking rate over the speech span (silence around
+# an answer no longer makes it slow); Content needs 75% of the quote's length, not 60% (half an answer passed).
+CUES_VERSION = "5"
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ class Thresholds:
     """Every number the rules use. Rates: words per minute, syllables per second; loudness: LUFS; pitch: Hz."""
 
     content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
-    content_min_length: float = 0.6  # transcript letters over quoted letters
+    content_min_length: float = 0.75  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (docs/calibration.md).
     quality_min_p808: float = 2.7  # P.808 overall
@@ -419,9 +423,26 @@ def _quality_ok(bp: dict | None, t: Thresholds) -> tuple[bool | None, str, list[
     return ok, " ".join(readings), unmeasured
 
 
-def _rate(bp: dict | None) -> float | None:
-    """Words per minute, else syllables per second in the same unit (about 1.4 syllables a word)."""
+def speech_span_wpm(bp: dict | None) -> float | None:
+    """Words per minute over the speech, from the first word's start to the last word's end: pauses
+    inside the answer count, silence before and after it does not (a listener does not hear an answer
+    as slower for a second of silence around it). The blueprint's Speech_Rate_WPM rescaled from the
+    clip's duration to that span; the rate itself where the word timings are missing."""
     wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+    words = (bp or {}).get("words")
+    duration = (bp or {}).get("duration_s")
+    if wpm is None or not isinstance(words, list) or len(words) < 2 or not duration:
+        return wpm
+    try:
+        span = float(words[-1]["end"]) - float(words[0]["start"])
+    except (KeyError, TypeError, ValueError):
+        return wpm
+    return wpm * float(duration) / span if 0 < span <= duration else wpm
+
+
+def _rate(bp: dict | None) -> float | None:
+    """Words per minute over the speech, else syllables per second in the same unit (about 1.4 syllables a word)."""
+    wpm = speech_span_wpm(bp)
     if wpm is not None:
         return wpm
     syllables = _get(bp, "agent_voicing", "Syllable_Rate_Per_S")
@@ -510,7 +531,7 @@ class _Cue:
 
 def _rate_check(slow: bool, t: Thresholds) -> Callable[[dict | None], tuple[bool | None, str]]:
     def check(bp: dict | None) -> tuple[bool | None, str]:
-        wpm = _get(bp, "agent_audio_properties", "Speech_Rate_WPM")
+        wpm = speech_span_wpm(bp)
         if wpm is not None:
             ok = wpm <= t.slow_max_wpm if slow else wpm >= t.fast_min_wpm
             return ok, f"{wpm:.0f} WPM"

@@ -1,0 +1,140 @@
+"""Bias audit: how much surface cues (loudness, silence, repetition, truncation, tempo, noise) sway a judge.
+
+From a benchmark's own response clips, `run_audit` makes changed copies (trace_eval.audit.probes), writes them
+with their references as a benchmark of their own (trace_eval.audit.derive), makes their blueprints through
+the normal Stage 1 path (trace_eval.pipeline), judges every pair in both orders through the normal judge path
+and answer cache (trace_eval.judge), and reports how often the copy wins beside what listeners do
+(trace_eval.audit.report).
+
+    AUDIT/bench/                 the audit's benchmark (manifest, audio, blueprints)
+    AUDIT/copies.json            what each copy is
+    AUDIT/runs/<judge>/          one judge run folder per backbone
+    AUDIT/audit.json, audit.md, audit.png   the report
+    AUDIT/view/index.html        the audit page of the judge runs: every pair playable beside its reference
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from trace_eval.bench import load_benchmark
+from trace_eval.evaluation.bootstrap import BootstrapSettings
+from trace_eval.io import atomic_write_text, write_json
+from trace_eval.judge.runner import JudgeOptions, run_judge
+from trace_eval.pipeline import BlueprintOptions, run_blueprints
+from trace_eval.rubrics import load_rubric
+
+from .derive import choose_clips, write_audit_bench
+from .probes import PROBES
+from .report import OVERALL, judge_report, markdown, write_figure
+
+__all__ = ["AuditOptions", "DEFAULT_CLIPS", "PROBES", "run_audit"]
+
+# Clips probed by default: 4 clips x 13 probes make 52 copies, whose blueprints take a few minutes on two
+# CPU cores; --clips raises it (the intervals narrow with more clips).
+DEFAULT_CLIPS = 4
+FORMAT_VERSION = 1
+
+
+@dataclass
+class AuditOptions:
+    bench: Path
+    out: Path
+    judges: list[JudgeOptions] = field(default_factory=list)  # bench and out are set per judge
+    clips: int | None = DEFAULT_CLIPS  # None: every response clip
+    seed: int = 0  # which clips are chosen
+    probes: list[str] = field(default_factory=lambda: list(PROBES))
+    blueprints: BlueprintOptions = field(default_factory=BlueprintOptions)
+    bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60] or "judge"
+
+
+def _write_page(runs: list[str | Path], folder: Path) -> dict:
+    """The audit page of the judge runs (every probe pair playable beside its reference, the verdicts side by
+    side; search the ids by probe name). A page that cannot be written is reported, the audit kept."""
+    from trace_eval.view import ViewError, write_view
+
+    try:
+        files = write_view(runs, folder)
+    except (ViewError, OSError, ValueError) as e:
+        return {"path": None, "error": str(e)}
+    return {"path": str(files.index), "error": None}
+
+
+def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:
+    """Write the audit bench, its blueprints, one judge run per backbone and the report; returns audit.json."""
+    notice = notice or (lambda message: print(message, file=sys.stderr))
+    unknown = [p for p in options.probes if p not in PROBES]
+    if unknown:
+        raise ValueError(f"unknown probe(s) {', '.join(unknown)}; expected among: {', '.join(PROBES)}")
+    if not options.judges:
+        raise ValueError("no judge to audit: give at least one backbone")
+    for judge in options.judges:
+        rubric = load_rubric(judge.rubric)
+        if not rubric.pairwise:
+            raise ValueError(
+                f"rubric {rubric.name} judges single answers; the audit compares each copy with its reference, "
+                "so it needs a pairwise rubric (such as trace)"
+            )
+    started = time.perf_counter()
+    bench = load_benchmark(options.bench)
+    clips = choose_clips(bench, options.clips, options.seed)
+    out = Path(options.out)
+    pairs, copies = write_audit_bench(bench, clips, options.probes, out)
+    audit_bench = out / "bench"
+    notice(f"audit bench {audit_bench}: {len(copies['clips'])} clips, {len(options.probes)} probes, {len(pairs)} pairs")
+
+    judge_runs = [replace(j, bench=audit_bench) for j in options.judges]
+    blueprint_summary = None
+    if any(load_rubric(j.rubric).prompt(j.judge).needs_blueprints for j in judge_runs):
+        blueprint_summary = run_blueprints(audit_bench, options.blueprints)
+    reports = []
+    used: set[str] = set()
+    for judge in judge_runs:
+        name = judge.model if judge.judge is None else f"{judge.model} ({judge.judge})"
+        slug = _slug(name)
+        while slug in used:
+            slug += "-2"
+        used.add(slug)
+        folder = out / "runs" / slug
+        outcome = run_judge(replace(judge, out=folder), notice)
+        rubric = load_rubric(judge.rubric)
+        labels = list(rubric.names) + ([OVERALL] if rubric.fusion is not None else [])
+        run = outcome.summary.get("run", {})
+        counted = {k: run.get(k) for k in ("calls", "cache_hits", "retries", "spent_usd", "wall_s")}
+        reports.append(
+            judge_report(name, outcome.records, pairs, labels, options.bootstrap, {**counted, "folder": str(folder)})
+        )
+    page = _write_page([Path(r["run"]["folder"]) for r in reports], out / "view")
+    audit = {
+        "format_version": FORMAT_VERSION,
+        "bench": str(options.bench),
+        "audit_bench": str(audit_bench),
+        "clips": len(copies["clips"]),
+        "pairs": len(pairs),
+        "probes": [{"probe": p, "cue": PROBES[p].cue, "description": PROBES[p].description} for p in options.probes],
+        "bootstrap": options.bootstrap.describe(),
+        "blueprints": None
+        if blueprint_summary is None
+        else {
+            "computed": blueprint_summary.computed,
+            "cached": blueprint_summary.cached,
+            "failed": blueprint_summary.failed,
+        },
+        "judges": reports,
+        "page": page,
+        "copies": copies,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    write_json(out / "audit.json", audit)
+    atomic_write_text(out / "audit.md", markdown(audit))
+    write_figure(audit, out / "audit.png")
+    return audit

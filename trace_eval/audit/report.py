@@ -1,0 +1,334 @@
+"""The audit's numbers: how often the changed copy wins, per probe and label, beside what listeners do.
+
+A label is scored from the copy's side: the copy's number is a win (1), the reference's a loss (0), a typed
+tie (both_good, both_bad) half; an undetermined label (null) is left out and counted. Intervals are
+bootstrap percentile intervals over clips (a clip's two orders are resampled together), from
+trace_eval.evaluation.bootstrap. Position bias: how often position 1 wins over both orders of every pair
+(ties half; 0.5 is none, since the copy sits first exactly as often as second), and how often the two
+orders agree once the swap is undone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trace_eval.evaluation.bootstrap import BootstrapSettings, PairedBootstrap
+
+from .derive import ProbePair
+from .probes import PROBES, TOLERANCE
+
+__all__ = ["OVERALL", "copy_score", "judge_report", "markdown", "write_figure"]
+
+OVERALL = "overall"
+TIES = ("both_good", "both_bad")
+
+
+def copy_score(label: Any, copy_position: int) -> float | None:
+    """1 when the copy wins, 0 when the reference does, 0.5 for a tie; None when undetermined or unknown."""
+    if label in TIES:
+        return 0.5
+    if label in ("1", "2"):
+        return 1.0 if int(label) == copy_position else 0.0
+    return None
+
+
+def _first_score(label: Any) -> float | None:
+    return copy_score(label, 1)
+
+
+def _slot(estimate) -> dict:
+    value = None if estimate.value is None else round(estimate.value, 4)
+    interval = None if estimate.interval is None else [round(float(x), 4) for x in estimate.interval]
+    return {"rate": value, "ci95": interval}
+
+
+def judge_report(
+    name: str,
+    records: Iterable[dict],
+    pairs: list[ProbePair],
+    labels: list[str],
+    bootstrap: BootstrapSettings,
+    run: dict | None = None,
+) -> dict:
+    """One judge's audit: per probe and label the copy's win rate with its interval and verdict, and position bias.
+
+    `records` are the run folder's results (one per audit item), `labels` the rubric's dimensions then
+    "overall" when it fuses.
+    """
+    by_id = {r["id"]: r for r in records}
+    per_probe: dict[str, list[ProbePair]] = defaultdict(list)
+    for pair in pairs:
+        per_probe[pair.probe].append(pair)
+    probes: list[dict] = []
+    statuses: dict[str, int] = defaultdict(int)
+    for probe_name, items in per_probe.items():
+        probe = PROBES[probe_name]
+        clips = sorted({p.clip for p in items})
+        index = {clip: i for i, clip in enumerate(clips)}
+        sums = {label: np.zeros(len(clips)) for label in labels}
+        counts = {label: np.zeros(len(clips)) for label in labels}
+        undetermined = dict.fromkeys(labels, 0)
+        first_sums, first_counts = np.zeros(len(clips)), np.zeros(len(clips))
+        orders: dict[str, dict[int, dict]] = defaultdict(dict)
+        not_ok = 0
+        for item in items:
+            record = by_id.get(item.id)
+            status = str(record.get("status")) if record else "missing"
+            statuses[status] += 1
+            if record is None or status != "ok":
+                not_ok += 1
+                continue
+            orders[item.clip][item.copy_position] = record
+            i = index[item.clip]
+            for label in labels:
+                score = copy_score(_label(record, label), item.copy_position)
+                if score is None:
+                    undetermined[label] += 1
+                    continue
+                sums[label][i] += score
+                counts[label][i] += 1
+            first = _first_score(_label(record, labels[-1]))
+            if first is not None:
+                first_sums[i] += first
+                first_counts[i] += 1
+        consistent = np.zeros(len(clips))
+        both = np.zeros(len(clips))
+        for clip, by_position in orders.items():
+            if len(by_position) == 2:
+                a, b = (copy_score(_label(by_position[p], labels[-1]), p) for p in (1, 2))
+                if a is not None and b is not None:
+                    both[index[clip]] = 1
+                    consistent[index[clip]] = float(a == b)
+        boot = PairedBootstrap(len(clips))
+        for label in labels:
+            boot.add_mean(label, sums[label], counts[label])
+        boot.add_mean("position_1", first_sums, first_counts)
+        boot.add_mean("consistent", consistent, both)
+        estimates = boot.estimate(bootstrap)
+        per_label = {}
+        for label in labels:
+            slot = _slot(estimates[label])
+            expectation = probe.expect(label)
+            slot.update(
+                judged=int(counts[label].sum()),
+                undetermined=undetermined[label],
+                listeners=expectation.baseline,
+                band=list(expectation.band),
+                listeners_source=expectation.source,
+                verdict=expectation.verdict(slot["ci95"]) if slot["rate"] is not None else None,
+            )
+            if slot["rate"] is None:
+                slot["why"] = "no label determined" if not_ok < len(items) else "no pair judged"
+            per_label[label] = slot
+        probes.append(
+            {
+                "probe": probe_name,
+                "cue": probe.cue,
+                "description": probe.description,
+                "headline": probe.headline if probe.headline in labels else labels[-1],
+                "clips": len(clips),
+                "pairs": len(items),
+                "not_judged": not_ok,
+                "labels": per_label,
+                "position_1_rate": _slot(estimates["position_1"]),
+                "order_consistency": _slot(estimates["consistent"]),
+            }
+        )
+    return {
+        "judge": name,
+        "labels": labels,
+        "pairs": len(pairs),
+        "status": dict(statuses),
+        "position_bias": _pooled_position(by_id, pairs, labels[-1], bootstrap),
+        "probes": probes,
+        "run": run or {},
+    }
+
+
+def _pooled_position(by_id: dict, pairs: list[ProbePair], label: str, bootstrap: BootstrapSettings) -> dict:
+    """Position 1's win rate over every judged pair of every probe, resampled by clip."""
+    clips = sorted({p.clip for p in pairs})
+    index = {clip: i for i, clip in enumerate(clips)}
+    sums, counts = np.zeros(len(clips)), np.zeros(len(clips))
+    for pair in pairs:
+        record = by_id.get(pair.id)
+        if record and record.get("status") == "ok":
+            score = _first_score(_label(record, label))
+            if score is not None:
+                sums[index[pair.clip]] += score
+                counts[index[pair.clip]] += 1
+    boot = PairedBootstrap(len(clips))
+    boot.add_mean("position_1", sums, counts)
+    slot = _slot(boot.estimate(bootstrap)["position_1"])
+    verdict = None
+    if slot["ci95"] is not None:
+        low, high = slot["ci95"]
+        verdict = (
+            "favours position 1"
+            if low > 0.5 + TOLERANCE
+            else "favours position 2"
+            if high < 0.5 - TOLERANCE
+            else "no position bias"
+        )
+    return {**slot, "label": label, "judged": int(counts.sum()), "verdict": verdict}
+
+
+def _label(record: dict, label: str) -> Any:
+    if label == OVERALL:
+        return record.get(OVERALL)
+    return (record.get("verdicts") or {}).get(label)
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def _pct(slot: dict) -> str:
+    if slot.get("rate") is None:
+        return "—"
+    low, high = slot["ci95"]
+    return f"{slot['rate']:.0%} [{low:.0%}, {high:.0%}]"
+
+
+def _rate_only(slot: dict) -> str:
+    return "—" if slot.get("rate") is None else f"{slot['rate']:.0%}"
+
+
+def _expected(slot: dict) -> str:
+    low, high = slot["band"]
+    base = "" if slot["listeners"] is None else f"{slot['listeners']:.0%}; "
+    return f"{base}{low:.0%}–{high:.0%}"
+
+
+def _short_verdict(slot: dict) -> str:
+    return {"in line": "in line", "swayed towards": "**towards**", "swayed against": "**against**"}.get(
+        slot.get("verdict") or "", "—"
+    )
+
+
+def _title(label: str) -> str:
+    return {"content": "C", "voice_quality": "VQ", "paralinguistics": "P", OVERALL: "overall"}.get(label, label)
+
+
+def markdown(audit: dict) -> str:
+    """The report: settings, then per judge a table of every probe (overall label first), position bias,
+    and a side-by-side table when there are several judges."""
+    lines = [
+        "# Bias audit",
+        "",
+        f"Benchmark `{audit['bench']}`: {audit['clips']} response clips, {len(audit['probes'])} probes, "
+        f"each copy judged against its reference in both orders ({audit['pairs']} pairs per judge).",
+        "Rate: how often the changed copy wins (ties half), with a 95% bootstrap interval over clips. "
+        "Listeners: the published rate where there is one, then the band counted as in line with them; "
+        "the verdict compares the interval with that band.",
+        "",
+    ]
+    for judge in audit["judges"]:
+        labels = judge["labels"]
+        lines += [f"## {judge['judge']}", ""]
+        header = ["probe", "label", "copy wins", "listeners", "verdict"] + [_title(x) for x in labels]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for probe in judge["probes"]:
+            slot = probe["labels"][probe["headline"]]
+            cells = [probe["probe"], _title(probe["headline"]), _pct(slot), _expected(slot), _short_verdict(slot)]
+            for label in labels:
+                other = probe["labels"][label]
+                mark = "" if other.get("verdict") in ("in line", None) else f" {_short_verdict(other)}"
+                cells.append(_rate_only(other) + mark)
+            lines.append("| " + " | ".join(cells) + " |")
+        pb = judge["position_bias"]
+        lines += [
+            "",
+            f"Position 1 wins {_pct(pb)} of {pb['judged']} pairs on the {_title(pb['label'])} label: "
+            f"{pb['verdict'] or 'undetermined'}.",
+        ]
+        undetermined = sum(p["labels"][p["headline"]]["undetermined"] for p in judge["probes"])
+        if undetermined:
+            lines.append(f"{undetermined} pair(s) left their probe's label undetermined: left out of its rate.")
+        run = judge.get("run") or {}
+        if run:
+            lines.append(
+                f"Calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}; run folder `{run.get('folder')}`."
+            )
+        lines.append("")
+    if len(audit["judges"]) > 1:
+        names = [j["judge"] for j in audit["judges"]]
+        lines += ["## Side by side", "", "How often the copy wins on each probe's label, and the verdict.", ""]
+        lines += ["| probe | label | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        for i, probe in enumerate(audit["judges"][0]["probes"]):
+            cells = [probe["probe"], _title(probe["headline"])]
+            for judge in audit["judges"]:
+                slot = judge["probes"][i]["labels"][probe["headline"]]
+                cells.append(f"{_pct(slot)} {_short_verdict(slot)}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    page = audit.get("page") or {}
+    if page.get("path"):
+        lines += [
+            f"Every pair, playable beside its reference, with the verdicts: `{page['path']}` "
+            "(search the ids by probe name, e.g. `noise-20dB`).",
+            "",
+        ]
+    elif page.get("error"):
+        lines += [f"The audit page could not be written: {page['error']}", ""]
+    clipped = [
+        f"{c['path']} {name} ({copy['reference_gain_db']:+.1f} dB)"
+        for c in audit["copies"]["clips"]
+        for name, copy in c["copies"].items()
+        if copy.get("reference_gain_db") is not None
+    ]
+    if clipped:
+        lines += [
+            "Clipping avoided: where a louder copy would clip, its reference is the original lowered by the "
+            "missing headroom (the pair keeps the stated difference): " + "; ".join(clipped) + ".",
+            "",
+        ]
+    for failed in audit["copies"].get("failed", []):
+        lines.append(f"Not probed: {failed['clip']}: {failed['reason']}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# -- the plot ----------------------------------------------------------------------------------------
+
+
+def write_figure(audit: dict, path: Path) -> Path:
+    """The copy's win rate per probe (on its label) with intervals, one colour per judge, listeners' bands shaded."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import PercentFormatter
+
+    judges = audit["judges"]
+    names = [f"{p['probe']} ({_title(p['headline'])})" for p in judges[0]["probes"]]
+    figure = Figure(layout="constrained", figsize=(8, 1.2 + 0.45 * len(names) * max(1, len(judges) * 0.8)))
+    axes = figure.add_subplot(1, 1, 1)
+    positions = np.arange(len(names))
+    for row, probe in enumerate(judges[0]["probes"]):
+        low, high = probe["labels"][probe["headline"]]["band"]
+        axes.fill_betweenx([row - 0.45, row + 0.45], low, high, color="0.88", zorder=0)
+        base = probe["labels"][probe["headline"]]["listeners"]
+        if base is not None:
+            axes.plot([base, base], [row - 0.45, row + 0.45], color="0.4", lw=1, zorder=1)
+    height = 0.8 / len(judges)
+    for j, judge in enumerate(judges):
+        y = positions + (j - (len(judges) - 1) / 2) * height
+        slots = [p["labels"][p["headline"]] for p in judge["probes"]]
+        values = np.array([s["rate"] if s["rate"] is not None else np.nan for s in slots])
+        low = [v - s["ci95"][0] if s["ci95"] else 0.0 for v, s in zip(values, slots)]
+        high = [s["ci95"][1] - v if s["ci95"] else 0.0 for v, s in zip(values, slots)]
+        axes.errorbar(values, y, xerr=[low, high], fmt="o", capsize=3, color=f"C{j}", label=judge["judge"], zorder=2)
+    axes.axvline(0.5, color="0.5", lw=0.8, ls="--")
+    axes.set_yticks(positions, names)
+    axes.invert_yaxis()
+    axes.set_xlim(0.0, 1.0)
+    axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+    axes.set_xlabel("changed copy wins (ties half; 95% CI) on each probe's label; grey: listeners' band")
+    axes.grid(axis="x", alpha=0.3)
+    axes.legend(fontsize=8, loc="lower right")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    figure.savefig(tmp, dpi=110)
+    tmp.replace(path)
+    return path
