@@ -294,6 +294,7 @@ def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(t
     clip = clip_of(path)
 
     def decoded(**config) -> tuple[dict, dict]:
+        config = {"input_loudness_lufs": None, **config}  # as recorded: brought to -23 LUFS, every attempt loops
         (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
         blueprint = {"duration_s": clip.duration_s, **section.values}
         return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
@@ -314,6 +315,12 @@ def test_a_looping_clip_is_decoded_right_with_the_fallback_and_flagged_without(t
     assert quality["temperature"] > 0 and quality["compression_ratio"] < 2.4, quality
     assert 4 <= len(normalise(fixed["agent_response"]).split()) <= 12, fixed["agent_response"]
     assert "repetition" not in (quality["reason"] or ""), quality
+
+    # Heard at -23 LUFS, the loop survives every temperature: the transcript is kept and flagged.
+    louder, rates = decoded(input_loudness_lufs=-23.0)
+    quality = louder["transcript_quality"]
+    assert quality["reliable"] is False and "repetition loop" in quality["reason"], quality
+    assert rates["Speech_Rate_WPM"] is None
 
 
 def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):
