@@ -522,7 +522,7 @@ class AsrExtractor(Extractor):
             return e
 
     def _assemble(
-        self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]], gain_db: float
+        self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]], gain_db: float = 0.0
     ) -> Section:
         cfg = self.config
         kept = [(start, end, t) for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]) if t.text]
