@@ -182,6 +182,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
     from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+    from trace_eval.judge.runfolder import RunFolderInUse
     from trace_eval.judge.runner import dry_run
 
     bench = args.bench or _bench_here()
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         outcome = run_judge(options)
-    except (JudgeError, ManifestError, FileNotFoundError) as e:
+    except (JudgeError, ManifestError, FileNotFoundError, RunFolderInUse) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
