@@ -428,3 +428,15 @@ def test_judge_without_bench_judges_the_current_benchmark_folder_or_stops(tmp_pa
     assert f"  benchmark: {bench}" in captured.out and "judged 2 pairs" in captured.out
     assert main(["fuse", str(tmp_path / "run")]) == 0
     assert f"  benchmark: {bench}" in capsys.readouterr().out
+
+
+def test_swap_with_the_cues_backbone_says_it_measures_nothing(tmp_path, capsys):
+    bench = _labelled_bench(tmp_path / "bench")
+    assert (
+        main(["judge", "--bench", str(bench), "--model", "cues", "--swap", "--out", str(tmp_path / "r"), "--quiet"])
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "notice: --swap with the cues backbone measures nothing" in captured.err
+    assert "position consistency 100.0% over 2 pairs" in captured.out
+    assert "(--swap with the cues backbone measures nothing" in captured.out

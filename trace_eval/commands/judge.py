@@ -15,6 +15,10 @@ HELP = "ask a judge backbone for per-dimension verdicts on every item (and fuse 
 
 EXAMPLE_BENCH = Path(__file__).resolve().parents[2] / "examples" / "mini"
 DROP_GROUPS = tuple(BLUEPRINT_GROUPS)
+SWAP_MEASURES_NOTHING = (
+    "with the cues backbone measures nothing: its rules read the two blueprints alike in either order, so "
+    "position consistency is 100% by construction; it tests LLM judges"
+)
 
 
 def _drop_list(text: str) -> tuple[str, ...]:
@@ -109,7 +113,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--swap",
         action="store_true",
         help="pairwise rubrics: judge each pair in both orders; disagreements become ties (typed ties: "
-        "both_bad if either order said both_bad, else both_good); reports position consistency",
+        "both_bad if either order said both_bad, else both_good); reports position consistency (which "
+        "measures nothing with the order-blind cues backbone)",
     )
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="calls in flight (default: 8)")
     p.add_argument("--rpm", metavar="N", type=float, default=None, help="at most N calls started per minute")
@@ -203,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
             "(deterministic rules over the blueprints)",
             file=sys.stderr,
         )
+    if args.swap and model == "cues":
+        print(f"notice: --swap {SWAP_MEASURES_NOTHING}", file=sys.stderr)
     options = JudgeOptions(
         bench=bench,
         model=model,
@@ -353,6 +360,8 @@ def print_summary(outcome) -> None:
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
+        if settings.get("model") == "cues":
+            print(f"  (--swap {SWAP_MEASURES_NOTHING})")
     if _empty(s) and not outcome.stopped:
         print(f"  empty run: no pair got a verdict ({counts or 'no pairs'})", file=sys.stderr)
         for line in why_empty(outcome):
