@@ -438,5 +438,9 @@ def test_swap_with_the_cues_backbone_says_it_measures_nothing(tmp_path, capsys):
     )
     captured = capsys.readouterr()
     assert "notice: --swap with the cues backbone measures nothing" in captured.err
+    # Where the offline backbone is offered, what it cannot judge and where a real judge comes from.
+    assert "judges Content only where the instruction quotes the words to say" in captured.err
+    assert "vLLM, Ollama, llama.cpp" in captured.err and "docs/local-judge.md" in captured.err
+    assert (Path(__file__).resolve().parents[2] / "docs" / "local-judge.md").is_file()
     assert "position consistency 100.0% over 2 pairs" in captured.out
     assert "(--swap with the cues backbone measures nothing" in captured.out

@@ -15,6 +15,12 @@ HELP = "ask a judge backbone for per-dimension verdicts on every item (and fuse 
 
 EXAMPLE_BENCH = Path(__file__).resolve().parents[2] / "examples" / "mini"
 DROP_GROUPS = tuple(BLUEPRINT_GROUPS)
+CUES_CONTENT = (
+    "judges Content only where the instruction quotes the words to say; on free-form instructions (about "
+    "half of SpeakBench, three quarters of S2S-Arena) Content and the overall label stay undetermined. "
+    "An LLM judge without an API key: a local server (vLLM, Ollama, llama.cpp) with --model openai/NAME "
+    "--api-base URL (docs/local-judge.md)"
+)
 SWAP_MEASURES_NOTHING = (
     "with the cues backbone measures nothing: its rules read the two blueprints alike in either order, so "
     "position consistency is 100% by construction; it tests LLM judges"
@@ -206,6 +212,11 @@ def run(args: argparse.Namespace) -> int:
         print(
             "notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
             "(deterministic rules over the blueprints)",
+            file=sys.stderr,
+        )
+    if model == "cues":
+        print(
+            f"notice: the `cues` backbone {CUES_CONTENT}",
             file=sys.stderr,
         )
     if args.swap and model == "cues":
