@@ -17,8 +17,9 @@ from llm_server import LLMServer, PairSpec, Reply, blueprint, prompt_text, verdi
 
 from trace_eval.cli import main
 from trace_eval.evaluation import BootstrapSettings
-from trace_eval.evaluation.leaderboard import leaderboard
+from trace_eval.evaluation.leaderboard import leaderboard, leaderboard_blocks
 from trace_eval.evaluation.records import EvaluationError
+from trace_eval.evaluation.report import render_markdown
 from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
 from trace_eval.rubrics import load_rubric
 
@@ -199,6 +200,31 @@ def test_a_benchmark_one_system_sweeps_ranks_every_system_and_agrees_with_people
     assert "n/a" not in printed.split("cues vs human")[0]
     markdown = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "Prior: alpha won every scored pair" in markdown and ", ∞]" in markdown
+
+    # The report and the audit page: every path relative to their folder, notes said once, a legible picture.
+    assert main(["evaluate", str(tmp_path / "cues")]) == 0
+    assert main(["view", str(tmp_path / "cues")]) == 0
+    assert f"read: benchmark {bench}; run {tmp_path / 'cues'}" in capsys.readouterr().out
+    report = tmp_path / "cues" / "evaluation"
+    for written in [report / "report.md", report / "report.html", *(tmp_path / "cues").glob("view/*.js")]:
+        assert str(tmp_path) not in written.read_text(), written
+    text = (report / "report.md").read_text()
+    assert "Benchmark `../../bench` (labels from `../../bench/manifest.json`)" in text
+    assert (
+        text.count("No intervals") <= 1 and text.count("Prior: alpha won every scored pair") == 2
+    )  # overall: 2 sources
+    # Where tables have no intervals, the report says so once, naming them, not under every table.
+    board = leaderboard([tmp_path / "cues"], by="all", settings=QUICK)
+    for source in board["sources"]:
+        for table in source["tables"].values():
+            for row in table["systems"]:
+                row["score"].update(ci95=None, reason="undefined in 300 of 2000 resamples")
+    rendered = render_markdown(leaderboard_blocks(board))
+    assert rendered.count("No intervals") == 1 and rendered.count("undefined in 300 of 2000 resamples") == 8
+    from matplotlib.image import imread
+
+    height, width = imread(report / "system_scores.png").shape[:2]
+    assert width / height < 2.5, (width, height)  # two panels a row, not four in a strip
 
 
 def _said(answer: tuple[bool, bool]) -> tuple[str, float]:

@@ -907,6 +907,7 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
         ),
     ]
     baseline = board["baseline"]
+    without_intervals: list[tuple[str, str]] = []
     for key in board["by"]:
         blocks.append(Heading(level + 1, _title(key)))
         for source in board["sources"]:
@@ -952,9 +953,17 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
             if table["fit"]["reason"]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
-                blocks.append(Paragraph(f"No intervals: {_reasons(table)}."))
+                without_intervals.append((f"{_title(key).lower()}, {_source_title(source)}", _reasons(table)))
             if table["fit"].get("prior"):
                 blocks.append(Paragraph(f"Prior: {table['fit']['prior']}; ∞ marks an interval's open end."))
+    if without_intervals:  # said once, not under every table
+        blocks.append(
+            Paragraph(
+                "No intervals (the scores are undefined in more than 5% of the resamples: too few pairs) for "
+                + "; ".join(f"{where} ({why})" for where, why in without_intervals)
+                + "."
+            )
+        )
     blocks.append(Image("system_scores.png", "Scores with 95% intervals"))
     blocks += [
         Heading(level + 1, "Acceptability"),
