@@ -350,7 +350,8 @@ def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, 
     (bench / "manifest.json").write_text(
         json.dumps([{k: v for k, v in item.items() if k not in ("model_a", "model_b")} for item in items])
     )
-    write_view([Path(read_page_data(example_page)["runs"][0]["path"])], tmp_path / "page", bench=bench)
+    run = example_page / read_page_data(example_page)["runs"][0]["path"]  # relative to the page's folder
+    write_view([run], tmp_path / "page", bench=bench)
     open_page(browser, tmp_path / "page", "#leaderboard")
     assert (
         browser.find_element("id", "leaderboard").text
