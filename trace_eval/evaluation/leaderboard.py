@@ -271,6 +271,10 @@ def _register(
 # -- statistics over the resamples ----------------------------------------------------------
 
 NO_SCORES_DRAWN = "where a system won or lost every pair drawn, the scores are infinite: too few pairs"
+NEITHER_END = (
+    "too few pairs: the data leave this score unbounded above in over {share} of the resamples and unbounded "
+    "below in over {share} (systems won or lost every pair drawn)"
+)
 OPEN_END = (
     "the data bound the score on one side only (it won or lost every pair, in the data or in over {share} "
     "of the resamples): that end of the interval is open"
@@ -396,9 +400,12 @@ def _table(
         row: dict[str, Any] = {"system": system, "pairs": pairs, **counts[i]}
         if fitted and i in present:
             row["score"] = _slot(score[0, i], score[1:, i], settings, "", NO_SCORES_DRAWN)
-            if open_above[i] or open_below[i]:
+            share = f"{(1.0 - settings.confidence) / 2:.1%}"
+            if open_above[i] and open_below[i]:
+                row["score"].update(ci95=None, reason=NEITHER_END.format(share=share))
+            elif open_above[i] or open_below[i]:
                 row["score"]["ci95"] = _open_ends(row["score"]["ci95"], bool(open_above[i]), bool(open_below[i]))
-                row["score"]["open"] = OPEN_END.format(share=f"{(1.0 - settings.confidence) / 2:.1%}")
+                row["score"]["open"] = OPEN_END.format(share=share)
             low_rank, high_rank = (None, None)
             interval, reason = _interval(rank[1:, i], settings, NO_SCORES_DRAWN)
             if interval:
