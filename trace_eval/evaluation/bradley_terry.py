@@ -79,8 +79,8 @@ def unbounded(points: np.ndarray, games: np.ndarray | None = None) -> tuple[np.n
     if games is not None:
         absent = np.asarray(games).sum(axis=-1) == 0
         reach = reach | absent[..., None, :] | absent[..., :, None]
-        return ~reach.all(axis=-2) | absent, ~reach.all(axis=-1) | absent
-    return ~reach.all(axis=-2), ~reach.all(axis=-1)
+        return np.asarray(~reach.all(axis=-2) | absent), np.asarray(~reach.all(axis=-1) | absent)
+    return np.asarray(~reach.all(axis=-2)), np.asarray(~reach.all(axis=-1))
 
 
 def fit(points: np.ndarray, games: np.ndarray) -> np.ndarray:
