@@ -78,3 +78,54 @@ def test_resume_and_fuse_report_a_line_cut_short(tmp_path, capsys, monkeypatch):
         f.write("garbage\n")
     assert main(["fuse", str(out), "--fusion", "vote"]) == 0
     assert f"warning: {out}: results.jsonl line 4: not JSON (Expecting value); skipped" in capsys.readouterr().err
+
+
+def test_two_judges_into_one_folder_never_lose_a_pair(tmp_path):
+    """Two real `judge` processes started together with one --out: one judges, the other stops at once and
+    names the process that holds the folder; run again, it resumes. Every pair is kept, once."""
+    import os
+    import subprocess
+    import sys
+
+    from llm_server import LLMServer, PairSpec, Reply, blueprint, verdict_json
+
+    pairs = [PairSpec(id=f"p{i:02d}", response_1=blueprint(f"answer {i} one")) for i in range(24)]
+    bench = write_benchmark(tmp_path / "bench", pairs)
+    out = tmp_path / "run"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TRACE_JUDGE_API_KEY": "dummy", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env["TRACE_CACHE_DIR"] = str(tmp_path / "cache")
+    with LLMServer(responder=lambda body: Reply(verdict_json("1", "both_good", "2"), delay_s=0.25)) as server:
+        command = [
+            sys.executable,
+            "-m",
+            "trace_eval",
+            "judge",
+            "--bench",
+            str(bench),
+            "--model",
+            "openai/test-judge",
+            "--api-base",
+            server.api_base,
+            "--concurrency",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+        judges = [
+            subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        ended = [(p, *p.communicate(timeout=300)) for p in judges]
+        codes = sorted(p.returncode for p in judges)
+        assert codes == [0, 2], [(p.returncode, err) for p, _, err in ended]
+        [(winner, _, _)] = [e for e in ended if e[0].returncode == 0]
+        [(_, _, refused)] = [e for e in ended if e[0].returncode == 2]
+        assert f"{out} is in use by process {winner.pid} (judge, since" in refused, refused
+        assert "Wait for it to end (then run again to resume), or give another --out" in refused
+        again = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    ids = [record["id"] for record in read_results(out / "results.jsonl").records]
+    assert sorted(ids) == [p.id for p in pairs]  # every pair, once
+    assert (out / ".lock").read_text() == ""  # released: nobody holds it

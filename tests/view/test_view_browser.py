@@ -337,11 +337,13 @@ def test_the_leaderboard_panel_shows_each_sources_scores_and_how_far_the_judge_r
 
 
 def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, example_with_blueprints, tmp_path):
-    open_page(browser, example_page, "#leaderboard")  # 8 pairs: scores, but too few for intervals
+    open_page(browser, example_page, "#leaderboard")  # 8 pairs: scores (with the prior), too few for intervals
     heads = browser.execute_script(
         "return [...document.querySelectorAll('#leaderboard .source-head .facts')].map(p => p.textContent)"
     )
-    assert len(heads) == 2 and all("no intervals: undefined in" in head for head in heads)
+    assert len(heads) == 2 and all(
+        "no intervals: too few pairs: the data leave this score unbounded" in h for h in heads
+    )
     assert all(row[3] == "–" for rows in board_tables(browser)[1].values() for row in rows)
 
     bench = tmp_path / "bench"
@@ -350,7 +352,8 @@ def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, 
     (bench / "manifest.json").write_text(
         json.dumps([{k: v for k, v in item.items() if k not in ("model_a", "model_b")} for item in items])
     )
-    write_view([Path(read_page_data(example_page)["runs"][0]["path"])], tmp_path / "page", bench=bench)
+    run = example_page / read_page_data(example_page)["runs"][0]["path"]  # relative to the page's folder
+    write_view([run], tmp_path / "page", bench=bench)
     open_page(browser, tmp_path / "page", "#leaderboard")
     assert (
         browser.find_element("id", "leaderboard").text

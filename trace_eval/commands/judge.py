@@ -15,6 +15,16 @@ HELP = "ask a judge backbone for per-dimension verdicts on every item (and fuse 
 
 EXAMPLE_BENCH = Path(__file__).resolve().parents[2] / "examples" / "mini"
 DROP_GROUPS = tuple(BLUEPRINT_GROUPS)
+CUES_CONTENT = (
+    "judges Content only where the instruction quotes the words to say; on free-form instructions (about "
+    "half of SpeakBench, three quarters of S2S-Arena) Content and the overall label stay undetermined. "
+    "An LLM judge without an API key: a local server (vLLM, Ollama, llama.cpp) with --model openai/NAME "
+    "--api-base URL (docs/local-judge.md)"
+)
+SWAP_MEASURES_NOTHING = (
+    "with the cues backbone measures nothing: its rules read the two blueprints alike in either order, so "
+    "position consistency is 100% by construction; it tests LLM judges"
+)
 
 
 def _drop_list(text: str) -> tuple[str, ...]:
@@ -60,7 +70,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         type=Path,
         default=None,
-        help=f"benchmark folder with blueprints (default: the bundled example, {EXAMPLE_BENCH.name})",
+        help="benchmark folder with blueprints (default: the current folder, when it holds manifest.json or "
+        f"manifest.jsonl; the bundled example is --bench {EXAMPLE_BENCH.relative_to(EXAMPLE_BENCH.parents[1])})",
     )
     p.add_argument(
         "--model",
@@ -108,7 +119,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--swap",
         action="store_true",
         help="pairwise rubrics: judge each pair in both orders; disagreements become ties (typed ties: "
-        "both_bad if either order said both_bad, else both_good); reports position consistency",
+        "both_bad if either order said both_bad, else both_good); reports position consistency (which "
+        "measures nothing with the order-blind cues backbone)",
     )
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="calls in flight (default: 8)")
     p.add_argument("--rpm", metavar="N", type=float, default=None, help="at most N calls started per minute")
@@ -181,12 +193,19 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
     from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+    from trace_eval.judge.runfolder import RunFolderInUse
     from trace_eval.judge.runner import dry_run
 
-    bench = args.bench or EXAMPLE_BENCH
-    if args.bench is None and not EXAMPLE_BENCH.is_dir():
-        print(f"error: the bundled example {EXAMPLE_BENCH} is not here; give --bench DIR", file=sys.stderr)
+    bench = args.bench or _bench_here()
+    if bench is None:
+        print(
+            f"error: no --bench, and the current folder ({Path.cwd()}) holds no manifest.json or manifest.jsonl: "
+            "give the benchmark folder with --bench DIR, or run from inside it"
+            + (f" (the bundled example: --bench {EXAMPLE_BENCH})" if EXAMPLE_BENCH.is_dir() else ""),
+            file=sys.stderr,
+        )
         return 2
+    print(f"benchmark: {bench}" + (" (the current folder)" if args.bench is None else ""), file=sys.stderr)
     model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
     if not model:
         model = "cues"
@@ -195,6 +214,13 @@ def run(args: argparse.Namespace) -> int:
             "(deterministic rules over the blueprints)",
             file=sys.stderr,
         )
+    if model == "cues":
+        print(
+            f"notice: the `cues` backbone {CUES_CONTENT}",
+            file=sys.stderr,
+        )
+    if args.swap and model == "cues":
+        print(f"notice: --swap {SWAP_MEASURES_NOTHING}", file=sys.stderr)
     options = JudgeOptions(
         bench=bench,
         model=model,
@@ -232,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         outcome = run_judge(options)
-    except (JudgeError, ManifestError, FileNotFoundError) as e:
+    except (JudgeError, ManifestError, FileNotFoundError, RunFolderInUse) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -241,6 +267,13 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print_summary(outcome)
     return 1 if outcome.stopped or _empty(outcome.summary) else 0
+
+
+def _bench_here() -> Path | None:
+    """The current folder when it is a benchmark folder (it holds a manifest); a missing --bench is never guessed
+    further."""
+    here = Path.cwd()
+    return here if any((here / name).is_file() for name in ("manifest.json", "manifest.jsonl")) else None
 
 
 def _empty(summary: dict) -> bool:
@@ -314,6 +347,8 @@ def print_summary(outcome) -> None:
     cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
     settings = s["settings"]
     print(f"judged {s['pairs']} pairs with {settings['model']} ({settings['prompt_version']}): {counts or 'none'}")
+    if settings.get("bench"):
+        print(f"  benchmark: {settings['bench']}")
     print(
         f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
         f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s"
@@ -336,6 +371,8 @@ def print_summary(outcome) -> None:
     if s.get("position_consistency"):
         pc = s["position_consistency"]
         print(f"  position consistency {pc['rate']:.1%} over {pc['pairs']} pairs")
+        if settings.get("model") == "cues":
+            print(f"  (--swap {SWAP_MEASURES_NOTHING})")
     if _empty(s) and not outcome.stopped:
         print(f"  empty run: no pair got a verdict ({counts or 'no pairs'})", file=sys.stderr)
         for line in why_empty(outcome):

@@ -66,7 +66,9 @@ def evaluate_folders(
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    blocks, pictures = report.blocks(metrics), report.figures(metrics, out)
+    # The report names files relative to its own folder (metrics.json keeps them whole).
+    shown = {"bench": _relative(bench, out), "labels_manifest": _relative(human.manifest, out)}
+    blocks, pictures = report.blocks({**metrics, **shown}), report.figures(metrics, out)
     blocks.insert(1, audit_paragraph(run_dirs, out))  # under the title: where to see every pair
     # Items that name their systems: the leaderboards of every run and of the human labels, on every dimension.
     board = systems_section(runs, human, rubric, policy, settings, bench)
@@ -74,7 +76,7 @@ def evaluate_folders(
         from .figures import write_leaderboard_figures
 
         metrics["leaderboard"] = board
-        blocks += leaderboard_blocks(board, level=2)
+        blocks += leaderboard_blocks({**board, "labels_manifest": shown["labels_manifest"]}, level=2)
         pictures = {**pictures, **write_leaderboard_figures(board, out)}
     return write_report(out, metrics, blocks, pictures)
 
@@ -87,12 +89,18 @@ def audit_paragraph(run_dirs: list[str | Path], out: Path) -> Paragraph:
         return Paragraph(
             f"Every pair, with its audio, cues, verdicts, reasons and human labels: [the audit page]({link})."
         )
-    runs = " ".join(shlex.quote(str(run)) for run in run_dirs)
+    runs = " ".join(shlex.quote(_relative(run, out)) for run in run_dirs)
     more = " --out DIR" if len(run_dirs) > 1 else ""
     return Paragraph(
         f"Every pair, with its audio, cues, verdicts, reasons and human labels: "
-        f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk."
+        f"`python -m trace_eval view {runs}{more}` writes a page that opens from disk "
+        "(paths in this report are relative to its folder)."
     )
+
+
+def _relative(path: str | Path, out: Path) -> str:
+    """`path` relative to the report's folder: no path of this machine in the report."""
+    return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
 
 
 def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = DEFAULT_BOOTSTRAP) -> dict[str, Any]:

@@ -32,10 +32,14 @@ results.jsonl fields (one line per item):
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +55,9 @@ __all__ = [
     "Results",
     "RunFolder",
     "RunFolderError",
+    "RunFolderInUse",
     "ResultsWriter",
+    "locked",
     "read_results",
     "read_run_folder",
     "refuse",
@@ -66,6 +72,50 @@ STATUSES = ("ok", "invalid", "error", "skipped")
 
 class RunFolderError(ValueError):
     """A run folder that is missing, damaged or was made with other settings."""
+
+
+class RunFolderInUse(RunFolderError):
+    """Another process holds the run folder's lock: two writers would lose each other's verdicts."""
+
+
+LOCK = ".lock"  # held (flock) by the process writing the folder; the OS releases it when that process ends
+
+
+@contextlib.contextmanager
+def locked(folder: str | Path, what: str) -> Iterator[Path]:
+    """Hold `folder`'s lock while writing it (creating the folder); another holder makes this stop at once.
+
+    The lock is an OS lock (flock) on FOLDER/.lock, so it is released when its holder ends, even when
+    killed; the file says which process holds it. A folder this call created and left holding nothing
+    else is removed again.
+    """
+    folder = Path(folder)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the lock is held
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise RunFolderInUse(
+            f"{folder} is in use by {holder}: two runs writing one folder would lose verdicts. "
+            "Wait for it to end (then run again to resume), or give another --out"
+        ) from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"process {os.getpid()} ({what}, since {time.strftime('%Y-%m-%d %H:%M:%S')})\n")
+        handle.flush()
+        yield folder
+    finally:
+        handle.truncate(0)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+        if created and [p.name for p in folder.iterdir()] == [LOCK]:
+            (folder / LOCK).unlink()
+            folder.rmdir()
 
 
 @dataclass
@@ -145,6 +195,25 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise RunFolderError(f"{config_path}: not JSON ({e.msg} at line {e.lineno})") from e
     return loaded if isinstance(loaded, dict) else {}
+
+
+def read_line(runs: Iterable[str | Path], bench: str | Path | None = None) -> str:
+    """What a command read, in one line: the benchmark (given, else the one the runs judged) and the runs."""
+    runs = [Path(r) for r in runs]
+    benches = {str(bench)} if bench is not None else set()
+    if bench is None:
+        for run in runs:
+            try:
+                recorded = read_config(run).get("bench")
+            except RunFolderError:
+                recorded = None
+            if recorded:
+                benches.add(str(recorded))
+    where = ", ".join(sorted(benches)) or "unknown (not in the runs' config.json)"
+    read = f"benchmark {where}"
+    if runs:
+        read += f"; run{'s' if len(runs) > 1 else ''} {', '.join(str(r) for r in runs)}"
+    return f"read: {read}"
 
 
 def _read_summary(folder: Path) -> dict[str, Any]:
@@ -313,6 +382,11 @@ def refuse(folder: str | Path, policy: str | None = None, notice: Callable[[str]
     notice = notice or (lambda message: print(message, file=sys.stderr))
     folder = Path(folder)
     config = load_config(folder)
+    with locked(folder, "fuse"):
+        return _refuse(folder, config, policy, notice)
+
+
+def _refuse(folder: Path, config: dict, policy: str | None, notice: Callable[[str], None]) -> dict:
     try:
         rubric = rubric_of_run(config)
     except RubricError as e:

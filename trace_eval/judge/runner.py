@@ -20,7 +20,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -549,7 +549,17 @@ def dry_run(options: JudgeOptions) -> dict:
 
 
 def run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
-    """Judge every pair of `options.bench`; write the run folder; return where and what it holds."""
+    """Judge every pair of `options.bench`; write the run folder; return where and what it holds.
+
+    The run holds the folder's lock (runfolder.locked) from start to end: a second run into the same
+    folder stops at once (RunFolderInUse) and says which process holds it.
+    """
+    out = Path(options.out) if options.out else default_out_dir(options.model)
+    with runfolder.locked(out, "judge"):
+        return _run_judge(replace(options, out=out), notice)
+
+
+def _run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = None) -> RunOutcome:
     notice = notice or (lambda message: print(message, file=sys.stderr))
     started = time.perf_counter()
     plan = _plan(options)

@@ -394,6 +394,11 @@ def _systems(pair: Pair) -> list[str | None]:
     return [pair.model_a, pair.model_b]
 
 
+def _relative(path: Path, out: Path) -> str:
+    """`path` relative to the folder the page is written in."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(out).resolve())).as_posix()
+
+
 def _describe_run(run: JudgeRun, out: Path) -> dict[str, Any]:
     config = run.config
     report = run.path / "evaluation" / "report.html"
@@ -402,7 +407,7 @@ def _describe_run(run: JudgeRun, out: Path) -> dict[str, Any]:
         counts[str(raw.get("status"))] = counts.get(str(raw.get("status")), 0) + 1
     return {
         "name": run.name,
-        "path": str(run.path.resolve()),
+        "path": _relative(run.path, out),  # relative to the page's folder: no path of this machine in the page
         "model": config.get("model"),
         "judge": config.get("judge"),
         "prompt_version": config.get("prompt_version"),
@@ -464,7 +469,7 @@ def leaderboard_panel(board: dict[str, Any]) -> dict[str, Any]:
             key: {
                 "pairs": table["pairs"],
                 "left_out": nonzero(table["left_out"]),
-                "fit": {k: table["fit"][k] for k in ("defined", "reason")},
+                "fit": {k: table["fit"].get(k) for k in ("defined", "reason", "prior")},
                 "systems": [{**row, "left_out": nonzero(row["left_out"])} for row in table["systems"]],
             }
             for key, table in source["tables"].items()
@@ -532,7 +537,11 @@ def page_data(
     return {
         "version": DATA_VERSION,
         "title": f"{bench.root.name}: {', '.join(run.name for run in runs)}",
-        "bench": {"path": str(bench.root), "manifest": str(bench.manifest_path), "items": len(bench.pairs)},
+        "bench": {
+            "path": _relative(bench.root, out),
+            "manifest": _relative(bench.manifest_path, out),
+            "items": len(bench.pairs),
+        },
         "rubric": {
             "name": rubric.name,
             "pairwise": rubric.pairwise,
