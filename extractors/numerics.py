@@ -6,17 +6,21 @@ every CPU" needs the same arithmetic, not close arithmetic. CTranslate2 and its 
 paths from the CPU they find (and MKL only on Intel CPUs: oneDNN elsewhere), so those choices are fixed here,
 through the variables the libraries read when they load:
 
-- ``avx2`` (the default where the CPU has AVX2 and FMA): CTranslate2's AVX2 kernels, Intel MKL for every
-  float32 matrix product whatever the vendor (``CT2_USE_MKL=1``), held to MKL's AVX2 branch in strict
-  reproducible mode (``MKL_CBWR=AVX2,STRICT``: the same products for any number of threads);
-- ``generic`` (CPUs without AVX2, or ``TRACE_NUMERIC_CLASS=generic``): CTranslate2's generic kernels and
-  MKL's SSE2 branch (``COMPATIBLE,STRICT``), which every x86-64 CPU runs; about half the speed.
+- ``avx2`` (the default where the CPU has AVX2 and FMA): CTranslate2's AVX2 kernels (their own vector code
+  for exp, no libm), Intel MKL for every float32 matrix product whatever the vendor (``CT2_USE_MKL=1``), on
+  MKL's SSE2 branch in strict reproducible mode (``MKL_CBWR=COMPATIBLE,STRICT``: the same products on every
+  x86-64 CPU and for any number of threads). MKL's faster AVX2 branch is not used: on other vendors' CPUs
+  MKL refuses it and runs its own dispatch (``MKL_VERBOSE`` reports ``CNR:AUTO,STRICT`` on AMD), so Intel and
+  AMD machines would compute different products;
+- ``generic`` (CPUs without AVX2, or ``TRACE_NUMERIC_CLASS=generic``): CTranslate2's generic C++ kernels
+  (libm's exp) and the same MKL branch; every x86-64 CPU runs it.
 
 Both also turn off MKL's and OpenMP's dynamic thread adjustment, so a busy machine cannot change how a product
 is cut up. The class in force is recorded in the recogniser's provenance and enters its fingerprint, so
 sections of two classes are never mixed silently; the committed golden blueprints (tests/goldens/) hold the
-numbers of each class. Variables already set are left alone; when they name no class the class is
-``unpinned`` (still recorded, never compared with the goldens).
+numbers of each class. Whoever sets one of the kernel variables (``CT2_FORCE_CPU_ISA``, ``CT2_USE_MKL``,
+``MKL_CBWR``) chooses all three: none is then set here. Arithmetic that names no class is ``unpinned``
+(recorded as such, never compared with the goldens).
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ __all__ = ["CLASSES", "CHOOSE", "ctranslate2_kernels", "default_class", "numeric
 CHOOSE = "TRACE_NUMERIC_CLASS"  # avx2 | generic: which class to pin when the process starts
 # Same results whatever the load: no library may change its thread count while it runs.
 _THREADS = {"MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+_KERNELS = ("CT2_FORCE_CPU_ISA", "CT2_USE_MKL", "MKL_CBWR")
 CLASSES: dict[str, dict[str, str]] = {
-    "avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "CT2_USE_MKL": "1", "MKL_CBWR": "AVX2,STRICT", **_THREADS},
+    "avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "CT2_USE_MKL": "1", "MKL_CBWR": "COMPATIBLE,STRICT", **_THREADS},
     "generic": {"CT2_FORCE_CPU_ISA": "GENERIC", "CT2_USE_MKL": "1", "MKL_CBWR": "COMPATIBLE,STRICT", **_THREADS},
 }
 
@@ -76,8 +81,10 @@ def pin() -> None:
         raise ValueError(f"{CHOOSE}={chosen!r}; expected one of: {', '.join(CLASSES)}")
     if chosen == "avx2" and not {"avx2", "fma"} <= _cpu_flags():
         raise ValueError(f"{CHOOSE}=avx2 on a CPU without AVX2 and FMA: set {CHOOSE}=generic")
+    chosen_by_hand = any(os.environ.get(name) is not None for name in _KERNELS)
     for name, value in CLASSES[chosen].items():
-        os.environ.setdefault(name, value)
+        if name not in _KERNELS or not chosen_by_hand:  # one kernel variable set by hand: the user chose them all
+            os.environ.setdefault(name, value)
 
 
 def numeric_class() -> str:
