@@ -5,7 +5,7 @@
     python scripts/make_goldens.py --check       # extract afresh and compare (what the test does)
     python scripts/make_goldens.py --audio       # synthesise the committed test clips again (espeak-ng)
 
-Two sets of clips, each run through the blueprint pipeline (`run_blueprints`, local engine, CPU profile,
+Three sets of clips, each run through the blueprint pipeline (`run_blueprints`, local engine, CPU profile,
 every section that runs offline):
 
 - `example`: the 23 clips of examples/mini;
@@ -13,7 +13,9 @@ every section that runs offline):
   rounding boundary, committed as FLAC in tests/goldens/audio/ (espeak-ng's output may change between its
   versions, so the audio is kept, not regenerated): the whispered "tick tock" on which beam search loops,
   "The thunder rolled across the distant hills" (a word probability at 0.27635), the 330 words-per-minute
-  fox and the whispered fox.
+  fox and the whispered fox;
+- `loop-whole`: the "tick tock" clip decoded whole (`asr.vad=false`, as tests/extractors/test_asr.py does):
+  beam search loops, and the sampled temperatures decide what is kept.
 
 A golden file holds, per clip, the blueprint less what may differ between runs of the same arithmetic
 (seconds spent, the engine's name, the numeric set-up's library versions and CPU): text, flags, every number
@@ -78,6 +80,7 @@ def golden_sets() -> list[GoldenSet]:
     return [
         GoldenSet("example", example),
         GoldenSet("fallback", clips),
+        GoldenSet("loop-whole", (clips[0],), ("asr", "rate"), {"asr": {"vad": False}}),
     ]
 
 

@@ -51,14 +51,14 @@ def test_the_generic_class_gives_its_golden_blueprints_on_this_machine():
     env = {k: v for k, v in os.environ.items() if k not in CLASSES["generic"]}
     env[CHOOSE] = "generic"
     proc = subprocess.run(
-        [sys.executable, "scripts/make_goldens.py", "--check", "--sets", "fallback"],
+        [sys.executable, "scripts/make_goldens.py", "--check", "--sets", "fallback,loop-whole"],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert "fallback (generic): identical" in proc.stdout
+    assert "fallback (generic): identical" in proc.stdout and "loop-whole (generic): identical" in proc.stdout
 
 
 def test_a_difference_names_the_clip_section_field_and_both_values():
