@@ -15,6 +15,14 @@ must find speech in it. Only the speech spans are decoded, grouped into windows
 of at most 30 s, which is also how files longer than Whisper's 30 s input are
 handled. A clip with no speech gets `agent_response` "" and `asr.reason`.
 
+The recogniser hears every clip at one loudness: after the silence gate, the
+clip is scaled to `input_loudness_lufs` (BS.1770, as the loudness extractor
+measures it), by at most `max_input_gain_db` and never past a 0 dBFS peak.
+Whisper's log-mel features are not level-invariant: a quiet answer (-40 LUFS)
+was heard as other words, with confidence. The blueprint keeps the original
+loudness (the loudness extractor measures the clip as recorded); `asr.input_gain_db`
+records the gain the recogniser's input was given.
+
 Each window is decoded the way Whisper itself does it: at temperature 0, and
 again at rising temperatures (0.2 ... 1.0) while its compression ratio is above
 2.4 (a repetition loop) or its average log-probability below -1; when none
@@ -104,6 +112,8 @@ class AsrConfig:
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans
     vad_pad_ms: int = 200  # audio kept either side of a speech span
     min_rms_dbfs: float = -60.0  # a clip whose loudest 50 ms is quieter is silence
+    input_loudness_lufs: float | None = -23.0  # the recogniser hears each clip at this loudness; None: as recorded
+    max_input_gain_db: float = 40.0  # ... raised by at most this much (and never past a 0 dBFS peak)
     temperatures: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # Whisper's fallback, tried in turn ...
     compression_ratio_threshold: float = 2.4  # ... while the text compresses more than this (a loop) ...
     logprob_threshold: float = -1.0  # ... or its average token log-probability is below this
@@ -137,6 +147,32 @@ def loudest_dbfs(samples: np.ndarray, frame_s: float = 0.05) -> float:
     return 20 * math.log10(max(rms, 1e-10))
 
 
+def input_gain_db(samples: np.ndarray, config: AsrConfig) -> float:
+    """The gain (dB) that brings a clip to `config.input_loudness_lufs`, capped; 0 when off or unmeasurable.
+
+    Loudness is BS.1770's gated integrated loudness (the loudness extractor's); a clip
+    shorter than a 400 ms block is measured as one block.
+    """
+    if config.input_loudness_lufs is None or not np.any(samples):
+        return 0.0
+    from extractors.loudness import block_powers, gated_loudness
+
+    block_s = min(0.4, len(samples) / SAMPLE_RATE)
+    loudness, _ = gated_loudness(block_powers(samples, SAMPLE_RATE, block_s, 0.75))
+    if not np.isfinite(loudness):
+        return 0.0
+    peak_dbfs = 20 * math.log10(float(np.max(np.abs(samples))))
+    return float(min(config.input_loudness_lufs - loudness, config.max_input_gain_db, -peak_dbfs))
+
+
+def recogniser_input(samples: np.ndarray, config: AsrConfig) -> tuple[np.ndarray, float]:
+    """The clip as the recogniser hears it (level-normalised) and the gain applied, in dB (rounded to 0.01)."""
+    gain_db = round(input_gain_db(samples, config), 2)
+    if gain_db == 0.0:
+        return samples, 0.0
+    return (samples * np.float32(10 ** (gain_db / 20))).astype(np.float32), gain_db
+
+
 def vad_spans(samples: np.ndarray, config: AsrConfig) -> list[tuple[float, float]]:
     """Speech spans in seconds, each at most WINDOW_S long (Silero VAD from faster-whisper)."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
@@ -167,8 +203,14 @@ def plan_windows(spans: list[tuple[float, float]], max_s: float = WINDOW_S) -> l
     return windows
 
 
-def speech_windows(samples: np.ndarray, config: AsrConfig) -> tuple[list[tuple[float, float]], str | None]:
-    """The windows to decode, or none and the reason there is no speech."""
+def speech_windows(
+    samples: np.ndarray, config: AsrConfig, heard: np.ndarray | None = None
+) -> tuple[list[tuple[float, float]], str | None]:
+    """The windows to decode, or none and the reason there is no speech.
+
+    The silence gate measures the clip as recorded (`samples`); voice activity
+    detection runs on what the recogniser hears (`heard`, by default the same).
+    """
     level = loudest_dbfs(samples)
     if level < config.min_rms_dbfs:
         if not np.any(samples):
@@ -177,7 +219,7 @@ def speech_windows(samples: np.ndarray, config: AsrConfig) -> tuple[list[tuple[f
     duration = len(samples) / SAMPLE_RATE
     if not config.vad:
         return plan_windows([(0.0, duration)]), None
-    spans = vad_spans(samples, config)
+    spans = vad_spans(samples if heard is None else heard, config)
     if not spans:
         return [], "no speech detected (voice activity detection)"
     return plan_windows(spans), None
@@ -282,7 +324,7 @@ def _packaged_weights(card: ModelCard) -> Path | None:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "3"
+    version = "4"
     description = "Whisper transcript, word timings and how far to trust them, decoded only where there is speech"
     sample_rate = SAMPLE_RATE
     uses_gpu = True
@@ -402,39 +444,46 @@ class AsrExtractor(Extractor):
         self.load()
         results: list[Section | ClipError | None] = [None] * len(clips)
         windows: list[tuple[int, float, float]] = []  # (clip index, start s, end s)
+        heard: dict[int, np.ndarray] = {}  # what the recogniser hears of each clip with speech
+        gains: dict[int, float] = {}
         for i, clip in enumerate(clips):
+            samples = clip.samples(SAMPLE_RATE)
+            heard[i], gains[i] = recogniser_input(samples, self.config)
             try:
-                spans, reason = speech_windows(clip.samples(SAMPLE_RATE), self.config)
+                spans, reason = speech_windows(samples, self.config, heard[i])
             except Exception as e:  # noqa: BLE001 - onnxruntime raises its own error types
                 results[i] = ClipError(f"voice activity detection failed: {e}")
                 continue
             if reason:
-                results[i] = self._section("", [], self.config.language, reason)
+                results[i] = self._section("", [], self.config.language, reason, gain_db=gains[i])
+                del heard[i]
             windows += [(i, start, end) for start, end in spans]
 
         by_clip: dict[int, list] = {}
-        for window, transcript in self._decode(clips, windows).items():
+        for window, transcript in self._decode(clips, heard, windows).items():
             by_clip.setdefault(window[0], []).append((window, transcript))
         for i, mine in by_clip.items():
             failure = next((t for _, t in mine if isinstance(t, Exception)), None)
             if failure is not None:
                 results[i] = ClipError(f"transcription failed: {type(failure).__name__}: {failure}")
             else:
-                results[i] = self._assemble(clips[i], mine)
+                results[i] = self._assemble(clips[i], mine, gains[i])
         return results  # type: ignore[return-value]
 
-    def _decode(self, clips: list[Clip], windows: list[tuple[int, float, float]]) -> dict:
-        """WindowTranscript (or the exception it raised) for each window."""
+    def _decode(self, clips: list[Clip], heard: dict[int, np.ndarray], windows: list[tuple[int, float, float]]) -> dict:
+        """WindowTranscript (or the exception it raised) for each window of what the recogniser hears."""
         out: dict = {}
         for batch in batches_by_duration(windows, self.config.batch_seconds):
-            out.update(self._decode_batch(clips, batch))
+            out.update(self._decode_batch(clips, heard, batch))
         return out
 
-    def _decode_batch(self, clips: list[Clip], batch: list[tuple[int, float, float]]) -> dict:
+    def _decode_batch(
+        self, clips: list[Clip], heard: dict[int, np.ndarray], batch: list[tuple[int, float, float]]
+    ) -> dict:
         audio, seeds = [], []
         for i, start, end in batch:
             first, last = int(start * SAMPLE_RATE), int(math.ceil(end * SAMPLE_RATE))
-            audio.append(clips[i].samples(SAMPLE_RATE)[first:last])
+            audio.append(heard[i][first:last])
             seeds.append(window_seed(self.config.seed, clips[i].sha256, first, last))
         try:
             return dict(zip(batch, self._backend.transcribe(audio, self.config.language, seeds), strict=True))
@@ -450,12 +499,14 @@ class AsrExtractor(Extractor):
         except Exception as e:  # noqa: BLE001
             return e
 
-    def _assemble(self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]]) -> Section:
+    def _assemble(
+        self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]], gain_db: float = 0.0
+    ) -> Section:
         cfg = self.config
         kept = [(start, end, t) for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]) if t.text]
         if not kept:
             doubt = "voice activity detection found speech but Whisper recognised no words"
-            return self._section("", [], cfg.language, "no words recognised in speech", [], [doubt])
+            return self._section("", [], cfg.language, "no words recognised in speech", [], [doubt], gain_db)
         duration = clip.duration_s
         words = [
             {
@@ -476,7 +527,7 @@ class AsrExtractor(Extractor):
             language = votes.most_common(1)[0][0]
         doubts = [doubt for start, end, t in kept for doubt in self._doubts(t, end - start)]
         text = " ".join(t.text for _, _, t in kept)
-        return self._section(text, words, language, None, [t for _, _, t in kept], doubts)
+        return self._section(text, words, language, None, [t for _, _, t in kept], doubts, gain_db)
 
     def _doubts(self, t: WindowTranscript, seconds: float) -> list[str]:
         """Why the transcript of one window of speech cannot be trusted (none: it can)."""
@@ -516,8 +567,10 @@ class AsrExtractor(Extractor):
         reason: str | None,
         windows: list[WindowTranscript] = (),
         doubts: list[str] = (),
+        gain_db: float = 0.0,
     ) -> Section:
         asr = {"language": language, "backend": self.config.backend, "model": self.card.hub_id or self.card.name}
+        asr["input_gain_db"] = gain_db  # the recogniser heard the clip this much louder (negative: quieter)
         if reason:
             asr["reason"] = reason
         values = {"agent_response": text, "words": words, "asr": asr, "transcript_quality": _quality(windows, doubts)}

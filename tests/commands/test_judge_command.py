@@ -407,3 +407,24 @@ def test_fuse_without_fusion_uses_the_runs_own_policy(tmp_path, capsys, monkeypa
     printed = capsys.readouterr().out
     assert "overall under vote (the run's own)" in printed and "quiet" in printed
     assert json.loads((out / "config.json").read_text())["fusion"] == "vote"
+
+
+def test_judge_without_bench_judges_the_current_benchmark_folder_or_stops(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_MODEL", raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["judge", "--model", "cues", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"no --bench, and the current folder ({elsewhere}) holds no manifest.json" in err
+    assert "give the benchmark folder with --bench DIR" in err
+    assert not list(elsewhere.iterdir()) and not (elsewhere / "runs").exists()  # nothing judged, nothing written
+
+    bench = _labelled_bench(tmp_path / "bench")
+    monkeypatch.chdir(bench)
+    assert main(["judge", "--model", "cues", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert f"benchmark: {bench} (the current folder)" in captured.err
+    assert f"  benchmark: {bench}" in captured.out and "judged 2 pairs" in captured.out
+    assert main(["fuse", str(tmp_path / "run")]) == 0
+    assert f"  benchmark: {bench}" in capsys.readouterr().out

@@ -107,3 +107,34 @@ def test_rank_correlations_equal_scipy_and_are_vectorised() -> None:
         assert rhos[row] == pytest.approx(stats.spearmanr(x[row], y[row]).statistic)
     assert np.isnan(metrics.kendall_tau_b(np.ones(4), np.arange(4.0)))  # one side constant
     assert np.isnan(metrics.spearman_rho(np.array([1.0, np.nan, 3.0]), np.arange(3.0)))
+
+
+def test_the_weak_prior_keeps_scores_finite_where_one_system_won_every_pair() -> None:
+    # 0 beat 1 and 2 every time; 1 and 2 split their games: no maximum-likelihood fit exists.
+    first = np.array([0, 0, 0, 0, 1, 1, 2, 2, 1])
+    second = np.array([1, 1, 2, 2, 2, 2, 1, 1, 0])
+    outcome = np.array([1, 1, 1, 1, 1, 0, 1, 0.5, 0])
+    points, games = counts(first, second, outcome, 3)
+    assert np.isnan(bradley_terry.fit(points, games)).all()
+    theta = bradley_terry.fit_with_prior(points, games)
+    expected = bradley_terry_scores(first, second, outcome, 3, prior_games=bradley_terry.PRIOR_GAMES)
+    np.testing.assert_allclose(bradley_terry.scores(theta), expected, atol=1e-3)
+    assert np.isfinite(theta).all() and theta[0] > max(theta[1], theta[2]) and theta.mean() == pytest.approx(0.0)
+    above, below = bradley_terry.unbounded(points)
+    assert above.tolist() == [True, False, False] and below.tolist() == [False, True, True]
+    # Where the maximum exists, nothing is open, and a batch mixes both kinds of row.
+    connected = points.copy()
+    connected[1, 0] = connected[0, 1] = 1.0
+    assert not np.concatenate(bradley_terry.unbounded(connected)).any()
+    batch = bradley_terry.fit_with_prior(np.stack([points, connected]), np.stack([games, games]))
+    np.testing.assert_allclose(batch[0], theta, atol=1e-9)
+
+
+def test_a_stronger_prior_pulls_the_scores_together() -> None:
+    first, second, outcome = np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1.0, 1.0, 1.0])
+    points, games = counts(first, second, outcome, 3)
+    weak = bradley_terry.fit_with_prior(points, games, 1.0)
+    strong = bradley_terry.fit_with_prior(points, games, 10.0)
+    assert np.ptp(strong) < np.ptp(weak) and list(np.argsort(-weak)) == [0, 1, 2]
+    with pytest.raises(ValueError, match="expected a positive number"):
+        bradley_terry.fit_with_prior(points, games, 0.0)

@@ -119,7 +119,7 @@ def test_wins_typed_ties_losses_acceptability_and_the_matrix_by_hand(tmp_path: P
     assert (quality["cat"]["wins"], quality["cat"]["losses"]) == (3, 0)
 
 
-def test_a_system_that_won_every_pair_has_no_score_and_says_why(tmp_path: Path) -> None:
+def test_a_system_that_won_every_pair_is_ranked_with_the_prior_and_an_open_end(tmp_path: Path) -> None:
     bench = write_manifest(
         tmp_path / "bench",
         [
@@ -130,11 +130,80 @@ def test_a_system_that_won_every_pair_has_no_score_and_says_why(tmp_path: Path) 
         ],
     )
     table = leaderboard(bench=bench, settings=QUICK)["sources"][0]["tables"]["overall"]
-    assert table["fit"]["defined"] is False and "amy won every scored pair" in table["fit"]["reason"]
-    for row in table["systems"]:
-        assert row["score"]["value"] is None and row["rank"]["value"] is None
-        assert row["score"]["reason"] == table["fit"]["reason"]
-    assert rows_by_system(table)["amy"]["wins"] == 3  # the counts stand
+    assert table["fit"]["defined"] is True and table["fit"]["reason"] is None
+    assert table["fit"]["maximum_likelihood"] is False and "amy won every scored pair" in table["fit"]["prior"]
+    assert "weak prior" in table["fit"]["prior"]
+    rows = rows_by_system(table)
+    assert [row["system"] for row in table["systems"]][0] == "amy" and rows["amy"]["rank"]["value"] == 1
+    assert (rows["cat"]["rank"]["value"], rows["bob"]["rank"]["value"]) == (2, 3)  # bob lost to amy twice, cat once
+    # The scores are those of an independent fit with the same prior.
+    expected = bradley_terry_scores([0, 1, 1, 2], [1, 0, 2, 0], [1.0, 0.0, 0.5, 0.0], 3, prior_games=1.0)
+    for name, value in zip(("amy", "bob", "cat"), expected):
+        assert rows[name]["score"]["value"] == pytest.approx(value, abs=0.01)
+    # The data bound amy's score from below only, and the others' from above only.
+    low, high = rows["amy"]["score"]["ci95"]
+    assert high is None and low is not None and low <= rows["amy"]["score"]["value"]
+    assert rows["bob"]["score"]["ci95"][0] is None and "open" in rows["amy"]["score"]
+    assert rows["amy"]["wins"] == 3  # the counts stand
+
+
+def test_a_benchmark_one_system_sweeps_ranks_every_system_and_agrees_with_people(tmp_path: Path, capsys) -> None:
+    """Three systems: alpha says the words cleanly, bravo says them under noise or says other words, charlie
+    says other words cleanly. alpha wins every pair (for the people and for the judge alike)."""
+    rng = np.random.default_rng(3)
+    made = {"alpha": (True, True), "charlie": (False, True)}
+    specs, systems = [], {}
+    for n in range(24):
+        a, b = [("alpha", "bravo"), ("alpha", "charlie"), ("bravo", "charlie")][n % 3]
+        answers = []
+        for name in (a, b):
+            answers.append(made.get(name) or (bool(rng.random() < 0.6), False))
+        dims = {
+            "content": _typed_tie(answers[0][0], answers[1][0]),
+            "voice_quality": _typed_tie(answers[0][1], answers[1][1]),
+            "paralinguistics": G,
+        }
+        specs.append(
+            PairSpec(
+                id=f"s{n:02d}",
+                instruction_text=f'Say "{QUOTE}" please (item {n}).',
+                response_1=blueprint(*_said(answers[0])),
+                response_2=blueprint(*_said(answers[1])),
+                label={**dims, "overall": TRACE.fusion.fuse("cap", dims)},
+            )
+        )
+        systems[f"s{n:02d}"] = (a, b)
+    bench = write_benchmark(tmp_path / "bench", specs)
+    manifest = json.loads((bench / "manifest.json").read_text())
+    for entry in manifest:
+        entry["model_a"], entry["model_b"] = systems[entry["id"]]
+    (bench / "manifest.json").write_text(json.dumps(manifest))
+    run_judge(
+        JudgeOptions(bench=bench, cache_dir=tmp_path / "cache", out=tmp_path / "cues", progress=False),
+        notice=lambda message: None,
+    )
+    board = leaderboard([tmp_path / "cues"], settings=QUICK)
+    for source in board["sources"]:
+        table = source["tables"]["overall"]
+        assert "alpha won every scored pair" in table["fit"]["prior"]
+        assert _ranking(table) == ["alpha", "bravo", "charlie"]
+        assert [row["rank"]["value"] for row in table["systems"]] == [1, 2, 3]
+        assert all(np.isfinite(row["score"]["value"]) for row in table["systems"])
+        assert table["systems"][0]["score"]["ci95"][1] is None  # the data put no bound above alpha
+    [agreement] = board["agreement"]
+    assert agreement["systems"] == ["alpha", "bravo", "charlie"] and agreement["kendall_tau"]["value"] == 1.0
+    assert agreement["same_top"] is True
+    assert main(["leaderboard", str(tmp_path / "cues"), "--out", str(tmp_path / "board")]) == 0
+    printed = capsys.readouterr().out
+    assert "prior: alpha won every scored pair" in printed and "Kendall tau 1.00" in printed
+    assert "n/a" not in printed.split("cues vs human")[0]
+    markdown = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "Prior: alpha won every scored pair" in markdown and ", ∞]" in markdown
+
+
+def _said(answer: tuple[bool, bool]) -> tuple[str, float]:
+    says, clean = answer
+    return (QUOTE if says else UNRELATED), (CLEAN if clean else NOISY)
 
 
 def test_errors_say_what_to_do(tmp_path: Path) -> None:

@@ -29,7 +29,9 @@ from extractors.asr import (
     compression_ratio,
     longest_repeat,
     plan_windows,
+    recogniser_input,
 )
+from extractors.loudness import LoudnessExtractor
 from extractors.rate import RateExtractor
 from trace_eval.audio import Audio, load_audio
 from trace_eval.synth import Voice, speak
@@ -177,6 +179,43 @@ def test_silence_and_noise_give_an_empty_transcript_with_a_reason(tiny_en):
         assert "no speech" in section.values["asr"]["reason"]
 
 
+def _at_loudness(source: Path, lufs: float, out: Path) -> Clip:
+    """`source` brought to `lufs` by sox (16-bit, no dither), as a quiet answer is delivered."""
+    measured = LoudnessExtractor().extract_one(clip_of(source)).values["agent_audio_properties"]
+    gain = lufs - measured["Integrated_Loudness_LUFS"]
+    subprocess.run(["sox", "-D", "-R", str(source), "-b", "16", str(out), "gain", f"{gain:.2f}"], check=True)
+    return clip_of(out)
+
+
+def test_a_quiet_answer_is_heard_as_its_level_normalised_copy(tiny_en, tmp_path):
+    # Heard as "You know what I mean, Brad did." (and trusted) when Whisper was fed the quiet clip as it is.
+    sources = [
+        speak("Dinner is ready.", tmp_path / "dinner.wav", Voice(voice="en-gb")),
+        Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav"),
+    ]
+    for source in sources:
+        quiet = _at_loudness(source, -40.0, tmp_path / f"{source.stem}-quiet.wav")
+        normal = _at_loudness(source, -23.0, tmp_path / f"{source.stem}-normal.wav")
+        heard_quiet, heard_normal = tiny_en.extract([quiet, normal])
+        assert normalise(heard_quiet.values["agent_response"]) == normalise(heard_normal.values["agent_response"])
+        assert heard_quiet.values["transcript_quality"]["reliable"] is True
+        assert heard_quiet.values["asr"]["input_gain_db"] == pytest.approx(17.0, abs=0.3)
+        # The blueprint keeps the loudness the answer was delivered at.
+        kept = LoudnessExtractor().extract_one(quiet).values["agent_audio_properties"]["Integrated_Loudness_LUFS"]
+        assert kept == pytest.approx(-40.0, abs=0.3)
+    assert normalise(heard_quiet.values["agent_response"]) == "he was not an old sposed young man"
+
+
+def test_the_input_level_setting_enters_the_fingerprint():
+    default, as_recorded = AsrExtractor(AsrConfig()), AsrExtractor(AsrConfig(input_loudness_lufs=None))
+    assert default.fingerprint() != as_recorded.fingerprint()
+    rng = np.random.default_rng(1)
+    quiet = (rng.standard_normal(RATE) * 0.001).astype(np.float32)
+    assert recogniser_input(quiet, as_recorded.config) == (quiet, 0.0)
+    louder, gain = recogniser_input(quiet, AsrConfig(max_input_gain_db=12.0))
+    assert gain == 12.0 and np.allclose(louder, quiet * 10 ** (12 / 20))
+
+
 def test_files_longer_than_30_s_are_transcribed_whole(tiny_en, speech):
     clip = long_clip([speech[f"plain{i}"] for i in range(len(SENTENCES))] * 2)
     assert clip.duration_s > 35
@@ -255,6 +294,7 @@ def test_a_looping_clip_goes_to_the_fallback_and_a_loop_that_survives_it_is_flag
     clip = clip_of(path)
 
     def decoded(**config) -> tuple[dict, dict]:
+        config = {"input_loudness_lufs": None, **config}  # as recorded: brought to -23 LUFS, every attempt loops
         (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
         blueprint = {"duration_s": clip.duration_s, **section.values}
         return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
@@ -277,6 +317,12 @@ def test_a_looping_clip_goes_to_the_fallback_and_a_loop_that_survives_it_is_flag
     assert len(fixed["agent_response"].split()) < len(looping["agent_response"].split()) / 4, fixed["agent_response"]
     still_loops = quality["compression_ratio"] > 2.4 or longest_repeat(fixed["agent_response"])[1] > 4
     assert ("repetition loop" in (quality["reason"] or "")) == still_loops, quality
+
+    # Heard at -23 LUFS, the loop survives every temperature: the transcript is kept and flagged.
+    louder, rates = decoded(input_loudness_lufs=-23.0)
+    quality = louder["transcript_quality"]
+    assert quality["reliable"] is False and "repetition loop" in quality["reason"], quality
+    assert rates["Speech_Rate_WPM"] is None
 
 
 def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, temperature: float = 0.0):

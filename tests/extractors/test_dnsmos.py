@@ -178,7 +178,7 @@ def test_only_speech_is_rated(extractor, speech, tmp_path):
     )
     # Scored as they are, digital silence gets P.808 2.3 and background 4.1, white noise P.808 about 2.
     assert _reason(silence) == "digital silence: no speech to rate"
-    assert _reason(white).startswith("no speech: Praat's pitch tracker finds 0.00 s voiced, less than 0.1 s")
+    assert _reason(white).startswith("no speech: voice activity detection (Silero VAD) finds 0.00 s of speech")
     level = re.fullmatch(
         r"silence: the loudest 400 ms is at (-\d+\.\d) dBFS, below -70 dBFS: no speech to rate", _reason(quiet)
     )
@@ -193,8 +193,42 @@ def test_only_speech_is_rated(extractor, speech, tmp_path):
     )
 
 
-def synth_noise(path: Path, seconds: float, gain_db: float) -> Path:
-    """White noise made by sox with a fixed seed (-R), the same on every run."""
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+
+
+def test_speech_under_loud_white_noise_is_rated_and_coloured_noise_alone_is_not(extractor, tmp_path):
+    """The speech gate works in noise: speech at -10 dB SNR is rated (and rated bad), noise alone is not."""
+    white = load_audio(synth_noise(tmp_path / "white.wav", seconds=20, gain_db=-10)).at(SAMPLE_RATE)
+    spoken = [load_audio(LIBRIVOX / f"sense_and_sensibility_01_austen_64kb-{n}.wav").at(SAMPLE_RATE) for n in READ]
+    noisy = [s + _white_at_snr(s, white, snr_db=-10) for s in spoken]
+    noises = {kind: synth_noise(tmp_path / f"{kind}.wav", seconds=10, gain_db=-10, kind=kind) for kind in COLOURS}
+    sections = extractor.extract(
+        [_clip(s, f"read speech {i}") for i, s in enumerate(spoken)]
+        + [_clip(s, f"read speech {i} under white noise at -10 dB SNR") for i, s in enumerate(noisy)]
+        + [_clip(load_audio(path).at(SAMPLE_RATE), f"10 s of {kind}") for kind, path in noises.items()]
+    )
+    clean, under_noise, noise_alone = sections[:3], sections[3:6], sections[6:]
+    for quiet, loud in zip(clean, under_noise):
+        assert not loud.null_reasons and all(isinstance(v, float) for v in loud.values["agent_audio_quality"].values())
+        drop = (
+            quiet.values["agent_audio_quality"]["P808_Overall_Quality"]
+            - loud.values["agent_audio_quality"]["P808_Overall_Quality"]
+        )
+        assert drop > 0.5, (quiet.values, loud.values)
+    for kind, section in zip(noises, noise_alone):
+        assert re.fullmatch(
+            r"no speech: voice activity detection \(Silero VAD\) finds 0\.\d\d s of speech, less than 0\.25 s "
+            r"\(noise or other sound only\)",
+            _reason(section),
+        ), (kind, section.null_reasons)
+
+
+COLOURS = ("whitenoise", "pinknoise", "brownnoise")
+READ = ("0870", "0890", "0920")  # sentences of 5-7 s (one of 3 s under this noise is not found)
+
+
+def synth_noise(path: Path, seconds: float, gain_db: float, kind: str = "whitenoise") -> Path:
+    """Noise (white by default; pinknoise, brownnoise) made by sox with a fixed seed (-R), the same on every run."""
     import subprocess
 
     subprocess.run(
@@ -211,7 +245,7 @@ def synth_noise(path: Path, seconds: float, gain_db: float) -> Path:
             str(path),
             "synth",
             str(seconds),
-            "whitenoise",
+            kind,
             "gain",
             str(gain_db),
         ],
@@ -243,7 +277,7 @@ def test_tiny_clips_are_not_rated(extractor, speech):
     ]
     for section in extractor.extract(clips):
         json.dumps(section.values, allow_nan=False)
-        assert _reason(section).startswith("no speech: Praat's pitch tracker finds")
+        assert _reason(section).startswith("no speech: voice activity detection (Silero VAD) finds")
 
 
 def test_long_runs_are_scored_a_block_at_a_time(extractor, clips_by_length, batched, monkeypatch):

@@ -135,6 +135,9 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     if args.fusion and rubric.fusion is None:
         print(f"error: --fusion re-fuses the overall label; the {rubric.name} rubric has none", file=sys.stderr)
         return 2
+    from trace_eval.judge.runfolder import read_line
+
+    print(read_line(args.runs, args.labels))
     files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
     for line in scores.report_of(rubric).lines(files):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)

@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         overall += f", undetermined {undetermined} (a dimension lacked evidence: null under every policy)"
     policy = args.fusion or f"{summary['fusion']} (the run's own)"
     print(f"{args.run_dir}: overall under {policy}: {overall}")
+    if summary.get("settings", {}).get("bench"):
+        print(f"  benchmark: {summary['settings']['bench']}")
     if args.table:
         print_table(Path(args.run_dir))
     return 0

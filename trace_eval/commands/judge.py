@@ -60,7 +60,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         type=Path,
         default=None,
-        help=f"benchmark folder with blueprints (default: the bundled example, {EXAMPLE_BENCH.name})",
+        help="benchmark folder with blueprints (default: the current folder, when it holds manifest.json or "
+        f"manifest.jsonl; the bundled example is --bench {EXAMPLE_BENCH.relative_to(EXAMPLE_BENCH.parents[1])})",
     )
     p.add_argument(
         "--model",
@@ -183,10 +184,16 @@ def run(args: argparse.Namespace) -> int:
     from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
     from trace_eval.judge.runner import dry_run
 
-    bench = args.bench or EXAMPLE_BENCH
-    if args.bench is None and not EXAMPLE_BENCH.is_dir():
-        print(f"error: the bundled example {EXAMPLE_BENCH} is not here; give --bench DIR", file=sys.stderr)
+    bench = args.bench or _bench_here()
+    if bench is None:
+        print(
+            f"error: no --bench, and the current folder ({Path.cwd()}) holds no manifest.json or manifest.jsonl: "
+            "give the benchmark folder with --bench DIR, or run from inside it"
+            + (f" (the bundled example: --bench {EXAMPLE_BENCH})" if EXAMPLE_BENCH.is_dir() else ""),
+            file=sys.stderr,
+        )
         return 2
+    print(f"benchmark: {bench}" + (" (the current folder)" if args.bench is None else ""), file=sys.stderr)
     model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
     if not model:
         model = "cues"
@@ -241,6 +248,13 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print_summary(outcome)
     return 1 if outcome.stopped or _empty(outcome.summary) else 0
+
+
+def _bench_here() -> Path | None:
+    """The current folder when it is a benchmark folder (it holds a manifest); a missing --bench is never guessed
+    further."""
+    here = Path.cwd()
+    return here if any((here / name).is_file() for name in ("manifest.json", "manifest.jsonl")) else None
 
 
 def _empty(summary: dict) -> bool:
@@ -314,6 +328,8 @@ def print_summary(outcome) -> None:
     cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
     settings = s["settings"]
     print(f"judged {s['pairs']} pairs with {settings['model']} ({settings['prompt_version']}): {counts or 'none'}")
+    if settings.get("bench"):
+        print(f"  benchmark: {settings['bench']}")
     print(
         f"  calls {run.get('calls', 0)}, cached {run.get('cache_hits', 0)}, retries {run.get('retries', 0)}, "
         f"spent ${run.get('spent_usd', 0.0):.4f} (answers cost {cost}), {run.get('wall_s', 0.0):.1f} s"

@@ -85,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
     ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from trace_eval.judge.runfolder import read_line
+
+    print(read_line(args.runs, board["bench"]))
     for line in leaderboard_lines(board):
         print(line)
     out = Path(args.out) if args.out else Path(args.runs[0]) / "leaderboard" if len(args.runs) == 1 else None

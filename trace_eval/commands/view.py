@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     except (ViewError, RunFolderError, ManifestError, FileNotFoundError, RubricError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from trace_eval.judge.runfolder import read_line
+
+    print(read_line(args.runs, args.bench))
     copied = f", {files.audio_copied} audio files copied into {out / 'audio'}" if args.copy_audio else ""
     print(f"wrote {files.index}: {files.items} items, {files.page_bytes / 1e6:.1f} MB without the audio{copied}")
     print(f"open it in a browser: {files.index.resolve().as_uri()}")

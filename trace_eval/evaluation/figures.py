@@ -172,39 +172,64 @@ def _source_name(source: dict[str, Any]) -> str:
 
 
 def system_scores_figure(board: dict[str, Any], path: Path) -> Path:
-    """Per dimension ranked on: every system's score with its 95% interval, each source side by side."""
+    """Per dimension ranked on: every system's score with its 95% interval, each source side by side.
+
+    At most two panels a row, each wide enough to read at the report's width; an interval's open end
+    (the data bound the score on one side only) is an arrow to the panel's edge.
+    """
     keys, sources, systems = board["by"], board["sources"], board["systems"]
-    height = 1.0 + 0.32 * len(systems) * max(1.0, len(sources) / 2)
-    figure = Figure(layout="constrained", figsize=(5.2 * len(keys), height))
+    columns = min(2, len(keys))
+    grid_rows = -(-len(keys) // columns)
+    panel_height = 1.4 + 0.45 * len(systems) * max(1.0, len(sources) / 2)
+    figure = Figure(layout="constrained", figsize=(6.0 * columns, 0.6 + panel_height * grid_rows))
     offset = 0.7 / len(sources)
     for index, key in enumerate(keys):
-        axes = figure.add_subplot(1, len(keys), index + 1)
+        axes = figure.add_subplot(grid_rows, columns, index + 1)
         # The first source's ranking orders the rows (the human labels when present).
         order = [r["system"] for r in sources[0]["tables"][key]["systems"]][::-1]
+        finite = [
+            v
+            for source in sources
+            for r in source["tables"][key]["systems"]
+            for v in [r["score"]["value"], *(r["score"].get("ci95") or [])]
+            if v is not None
+        ] or [1000.0]
+        span = max(max(finite) - min(finite), 100.0)
+        left_edge, right_edge = min(finite) - 0.15 * span, max(finite) + 0.15 * span
         for s, source in enumerate(sources):
             rows = {r["system"]: r["score"] for r in source["tables"][key]["systems"]}
+            colour = "0.25" if source["kind"] == "human" else f"C{s}"
             y = np.arange(len(order)) + (s - (len(sources) - 1) / 2) * offset
             values = np.array([rows[name]["value"] if rows[name]["value"] is not None else np.nan for name in order])
-            low = [v - rows[name]["ci95"][0] if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
-            high = [rows[name]["ci95"][1] - v if rows[name].get("ci95") else 0.0 for v, name in zip(values, order)]
+            ends = [rows[name].get("ci95") or [v, v] for v, name in zip(values, order)]
+            low = [v - (e[0] if e[0] is not None else v) for v, e in zip(values, ends)]
+            high = [(e[1] if e[1] is not None else v) - v for v, e in zip(values, ends)]
             axes.errorbar(
                 values,
                 y,
                 xerr=[low, high],
                 fmt="o",
-                markersize=4,
-                capsize=2,
-                color="0.25" if source["kind"] == "human" else f"C{s}",
+                markersize=5,
+                capsize=3,
+                color=colour,
                 label=_source_name(source),
             )
+            for v, yy, e in zip(values, y, ends):
+                for end, edge in ((e[0], left_edge), (e[1], right_edge)):
+                    if end is None and not np.isnan(v):
+                        axes.annotate(
+                            "", (edge, yy), (v, yy), arrowprops={"arrowstyle": "->", "color": colour, "lw": 1.0}
+                        )
+        axes.set_xlim(left_edge, right_edge)
         axes.axvline(1000.0, color="0.7", linewidth=0.8, zorder=0)
-        axes.set_yticks(range(len(order)), [_short(name, 26) for name in order], fontsize=8)
-        axes.set_xlabel("Bradley-Terry score (95% CI)")
-        axes.set_title(_title(key), fontsize=10)
+        axes.set_yticks(range(len(order)), [_short(name, 26) for name in order], fontsize=10)
+        axes.tick_params(axis="x", labelsize=9)
+        axes.set_xlabel("Bradley-Terry score (95% CI; arrow: open end)", fontsize=10)
+        axes.set_title(_title(key), fontsize=12)
         axes.grid(axis="x", alpha=0.3)
         if index == 0:
-            axes.legend(fontsize=8, loc="lower right")
-    figure.suptitle("System scores: 400·log10(strength) + 1000", fontsize=11)
+            axes.legend(fontsize=9, loc="lower right")
+    figure.suptitle("System scores: 400·log10(strength) + 1000", fontsize=13)
     return _save(figure, path)
 
 

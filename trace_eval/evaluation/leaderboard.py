@@ -65,10 +65,12 @@ CONVENTION = {
     "bradley_terry": "P(i beats j) = s_i / (s_i + s_j); a tie counts half a win to each side; the strengths maximise "
     "the likelihood of the scored pairs, with their geometric mean 1 over the systems of the table",
     "score": "400 * log10(s) + 1000; the mean score of a table is 1000, and a lead of 400 points means 10-to-1 odds",
-    "undefined": "where the systems split into two groups one of which scored nothing (no win, no tie) against "
-    "the other, the maximum-likelihood scores are infinite: they are null, and a bootstrap resample "
-    "where this happens is left out of the intervals, which are null when more than "
-    "(1 - confidence) of the resamples are left out",
+    "prior": "where the systems split into two groups one of which scored nothing (no win, no tie) against "
+    "the other (a system won or lost every pair), the maximum-likelihood scores are infinite; there, and in "
+    "every bootstrap resample where this happens, the scores are fitted with a weak prior: one tie of every "
+    "system against a virtual system of score 1000. The prior alone decides how far such a system sits "
+    "from the others; the interval's end on that side is open (null) when the data bound it in fewer "
+    "than (1 + confidence) / 2 of the resamples",
     "win_rate": "(wins + ties / 2) / pairs",
     "acceptability": "share of a system's scored answers the label accepts (its own number or both_good; the "
     "RatingMin reading of the labels, so the losing answer of a named winner counts as not "
@@ -269,6 +271,10 @@ def _register(
 # -- statistics over the resamples ----------------------------------------------------------
 
 NO_SCORES_DRAWN = "where a system won or lost every pair drawn, the scores are infinite: too few pairs"
+OPEN_END = (
+    "the data bound the score on one side only (it won or lost every pair, in the data or in over {share} "
+    "of the resamples): that end of the interval is open"
+)
 
 
 def _interval(samples: np.ndarray, settings: BootstrapSettings, why: str = "") -> tuple[list[float] | None, str | None]:
@@ -305,10 +311,26 @@ def _no_fit_reason(points: np.ndarray, names: list[str]) -> str:
     lost_all = [n for n, row in zip(names, points) if row.sum() == 0]
     won_all = [n for n, column in zip(names, points.T) if column.sum() == 0]
     if won_all:
-        return f"{', '.join(won_all)} won every scored pair: the scores would be infinite"
+        return f"{', '.join(won_all)} won every scored pair: the maximum-likelihood scores would be infinite"
     if lost_all:
-        return f"{', '.join(lost_all)} lost every scored pair: the scores would be infinite"
-    return "the systems split into groups that never scored against each other: the scores would be infinite"
+        return f"{', '.join(lost_all)} lost every scored pair: the maximum-likelihood scores would be infinite"
+    return (
+        "the systems split into groups that never scored against each other: "
+        "the maximum-likelihood scores would be infinite"
+    )
+
+
+PRIOR_NOTE = (
+    "scores fitted with a weak prior (one tie of every system against a virtual system of score 1000), "
+    "which alone decides how far apart those systems sit"
+)
+
+
+def _open_ends(interval: list[float] | None, open_above: bool, open_below: bool) -> list[float | None] | None:
+    """The interval with an end the data do not bound made open (None)."""
+    if interval is None:
+        return None
+    return [None if open_below else interval[0], None if open_above else interval[1]]
 
 
 def _table(
@@ -333,17 +355,37 @@ def _table(
 
     present = np.flatnonzero(played[0].sum(axis=1) > 0)
     score = np.full((rows, n), np.nan)
+    above = np.zeros((rows, n), dtype=bool)  # the data do not bound the score from above (below) in that row
+    below = np.zeros((rows, n), dtype=bool)
+    maximum_likelihood, prior = False, None
     if len(present) >= 2:
         sub = np.ix_(np.arange(rows), present, present)
-        score[:, present] = bradley_terry.scores(bradley_terry.fit(scored[sub], played[sub]))
+        theta = bradley_terry.fit(scored[sub], played[sub])
+        no_maximum = np.isnan(theta).any(axis=-1)
+        if no_maximum.any():  # a system won or lost every pair: the weak prior keeps the scores finite
+            theta[no_maximum] = bradley_terry.fit_with_prior(scored[sub][no_maximum], played[sub][no_maximum])
+        score[:, present] = bradley_terry.scores(theta)
+        above[:, present], below[:, present] = bradley_terry.unbounded(scored[sub], played[sub])
+        maximum_likelihood = not no_maximum[0]
+        if not maximum_likelihood:
+            prior = (
+                _no_fit_reason(scored[0][np.ix_(present, present)], [games.systems[i] for i in present])
+                + f"; {PRIOR_NOTE}"
+            )
     fitted = len(present) >= 2 and not np.isnan(score[0, present]).any()
     fit_reason = None
     if len(present) < 2:
         fit_reason = "fewer than two systems have a scored pair"
     elif not fitted:
-        fit_reason = _no_fit_reason(scored[0][np.ix_(present, present)], [games.systems[i] for i in present])
+        fit_reason = "the Bradley-Terry fit did not converge"
     rank = bradley_terry.ranks(score)
     undefined = int(np.isnan(score[1:, present]).any(axis=1).sum()) if fitted else None
+    with_prior = int((above[1:, present] | below[1:, present]).any(axis=1).sum()) if fitted else None
+    # An end is open where the data do not bound it, or more than half of (1 - confidence) of the resamples
+    # do not: the percentile there would be the prior's number.
+    tail = (1.0 - settings.confidence) / 2 * (rows - 1)
+    open_above = above[0] | (above[1:].sum(axis=0) > tail)
+    open_below = below[0] | (below[1:].sum(axis=0) > tail)
 
     counts = _outcome_counts(games, slots.codes)
     left_out = _left_out(games, source.why[key])
@@ -354,6 +396,9 @@ def _table(
         row: dict[str, Any] = {"system": system, "pairs": pairs, **counts[i]}
         if fitted and i in present:
             row["score"] = _slot(score[0, i], score[1:, i], settings, "", NO_SCORES_DRAWN)
+            if open_above[i] or open_below[i]:
+                row["score"]["ci95"] = _open_ends(row["score"]["ci95"], bool(open_above[i]), bool(open_below[i]))
+                row["score"]["open"] = OPEN_END.format(share=f"{(1.0 - settings.confidence) / 2:.1%}")
             low_rank, high_rank = (None, None)
             interval, reason = _interval(rank[1:, i], settings, NO_SCORES_DRAWN)
             if interval:
@@ -384,7 +429,15 @@ def _table(
     table = {
         "pairs": int(played[0].sum() / 2),
         "left_out": {reason: sum(why == reason for why in source.why[key]) for reason in LEFT_OUT},
-        "fit": {"defined": fitted, "reason": fit_reason, "systems": len(present), "undefined_resamples": undefined},
+        "fit": {
+            "defined": fitted,
+            "reason": fit_reason,
+            "maximum_likelihood": maximum_likelihood,
+            "prior": prior,
+            "systems": len(present),
+            "prior_resamples": with_prior,
+            "undefined_resamples": undefined,
+        },
         "systems": rows_out,
         "matrix": _matrix(games, slots.codes, played[0], scored[0]),
     }
@@ -780,10 +833,14 @@ def _source_title(source: dict[str, Any]) -> str:
     return f"Run {source['name']}" + (f" ({details})" if details else "")
 
 
+def _end(value: float | None, open_as: str) -> str:
+    return open_as if value is None else f"{value:.1f}"
+
+
 def _score(slot: dict[str, Any]) -> str:
     if slot["value"] is None:
         return "n/a"
-    interval = f" [{slot['ci95'][0]:.1f}, {slot['ci95'][1]:.1f}]" if slot.get("ci95") else ""
+    interval = f" [{_end(slot['ci95'][0], '−∞')}, {_end(slot['ci95'][1], '∞')}]" if slot.get("ci95") else ""
     return f"{slot['value']:.1f}{interval}"
 
 
@@ -896,6 +953,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
                 blocks.append(Paragraph(f"No intervals: {_reasons(table)}."))
+            if table["fit"].get("prior"):
+                blocks.append(Paragraph(f"Prior: {table['fit']['prior']}; ∞ marks an interval's open end."))
     blocks.append(Image("system_scores.png", "Scores with 95% intervals"))
     blocks += [
         Heading(level + 1, "Acceptability"),
@@ -1016,10 +1075,16 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
                 lines.append(f"  no scores: {table['fit']['reason']}")
             elif not any(r["score"]["ci95"] for r in table["systems"]):
                 lines.append(f"  no intervals: {_reasons(table)}")
+            if table["fit"].get("prior"):
+                lines.append(f"  prior: {table['fit']['prior']}; inf: an interval's open end")
             width = max(len(r["system"]) for r in table["systems"])
             for r in table["systems"]:
                 score = r["score"]
-                interval = f"[{score['ci95'][0]:7.1f}, {score['ci95'][1]:7.1f}]" if score.get("ci95") else " " * 18
+                interval = (
+                    "[{:>7}, {:>7}]".format(*(_end(v, e) for v, e in zip(score["ci95"], ("-inf", "inf"))))
+                    if score.get("ci95")
+                    else " " * 18
+                )
                 value = f"{score['value']:7.1f}" if score["value"] is not None else "    n/a"
                 rate = f"{r['win_rate']['value']:6.1%}" if r["win_rate"]["value"] is not None else "   n/a"
                 lines.append(

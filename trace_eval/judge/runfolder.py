@@ -147,6 +147,25 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def read_line(runs: Iterable[str | Path], bench: str | Path | None = None) -> str:
+    """What a command read, in one line: the benchmark (given, else the one the runs judged) and the runs."""
+    runs = [Path(r) for r in runs]
+    benches = {str(bench)} if bench is not None else set()
+    if bench is None:
+        for run in runs:
+            try:
+                recorded = read_config(run).get("bench")
+            except RunFolderError:
+                recorded = None
+            if recorded:
+                benches.add(str(recorded))
+    where = ", ".join(sorted(benches)) or "unknown (not in the runs' config.json)"
+    read = f"benchmark {where}"
+    if runs:
+        read += f"; run{'s' if len(runs) > 1 else ''} {', '.join(str(r) for r in runs)}"
+    return f"read: {read}"
+
+
 def _read_summary(folder: Path) -> dict[str, Any]:
     """summary.json, or {} when it is absent or unreadable (it only adds to a report)."""
     try:

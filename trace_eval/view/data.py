@@ -463,7 +463,7 @@ def leaderboard_panel(board: dict[str, Any]) -> dict[str, Any]:
             key: {
                 "pairs": table["pairs"],
                 "left_out": nonzero(table["left_out"]),
-                "fit": {k: table["fit"][k] for k in ("defined", "reason")},
+                "fit": {k: table["fit"].get(k) for k in ("defined", "reason", "prior")},
                 "systems": [{**row, "left_out": nonzero(row["left_out"])} for row in table["systems"]],
             }
             for key, table in source["tables"].items()

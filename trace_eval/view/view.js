@@ -770,7 +770,9 @@
   }
 
   const percent = (v) => `${(v * 100).toFixed(0)}%`;
-  const interval = (slot, show) => (slot.ci95 ? `${show(slot.ci95[0])}–${show(slot.ci95[1])}` : "");
+  // An open end (null: the data bound the score on one side only) shows as −∞ or ∞.
+  const interval = (slot, show) => (slot.ci95 ?
+    `${slot.ci95[0] === null ? "−∞" : show(slot.ci95[0])}–${slot.ci95[1] === null ? "∞" : show(slot.ci95[1])}` : "");
   const leftOut = (counts) => Object.entries(counts).map(([why, n]) => `${n} ${why.replace(/_/g, " ")}`).join(", ");
 
   function boardIntro(board, key) {
@@ -827,6 +829,7 @@
       const facts = [`${table.pairs} pairs scored`,
         Object.keys(table.left_out).length ? `left out: ${leftOut(table.left_out)}` : "",
         table.fit.defined ? "" : `no scores: ${table.fit.reason}`,
+        table.fit.prior ? `prior: ${table.fit.prior}` : "",
         unsure ? `no intervals: ${unsure.score.reason}` : ""].filter(Boolean).join("; ");
       return h("tbody", { class: "source" },
         h("tr", { class: "source-head" }, h("th", { colspan: width },
@@ -847,8 +850,9 @@
         score.value === null ? "–" : score.value.toFixed(1)),
       h("td", { class: "ci", title: score.reason || "" }, interval(score, (v) => v.toFixed(0)) || "–"),
       h("td", { class: "interval" },
-        score.ci95 ? styled(h("span", { class: "range" }), { left: at(score.ci95[0]),
-          width: `calc(${at(score.ci95[1])} - ${at(score.ci95[0])})` }) : "",
+        score.ci95 ? styled(h("span", { class: "range" }), { left: score.ci95[0] === null ? "0%" : at(score.ci95[0]),
+          width: `calc(${score.ci95[1] === null ? "100%" : at(score.ci95[1])} - ` +
+            `${score.ci95[0] === null ? "0%" : at(score.ci95[0])})` }) : "",
         score.value === null ? "" : styled(h("span", { class: "point" }), { left: at(score.value) })),
       h("td", {}, r.pairs), h("td", {}, r.wins), h("td", {}, r.ties.both_good), h("td", {}, r.ties.both_bad),
       h("td", {}, r.losses),
