@@ -106,7 +106,7 @@ class AsrConfig:
     # environment (TRACE_NUMERIC_CLASS); None on CUDA. In the fingerprint: classes are never mixed silently.
     numeric_class: str | None = None
     batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
-    num_threads: int = 0  # CPU threads for faster-whisper, 0: its default (speed only)
+    num_threads: int = 0  # CPU threads for faster-whisper, 0: two on every machine (at least two: see _whisper_ct2)
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
     vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans

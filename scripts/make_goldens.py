@@ -195,8 +195,9 @@ def _section_of(path: tuple) -> str:
         return str(path[2])
     dotted = ".".join(str(p) for p in path)
     for name, cls in REGISTRY.items():
-        if any(dotted == key or dotted.startswith(key + ".") or dotted.startswith(key + "[") for key in cls.outputs):
-            return name
+        for key in cls.outputs:  # the field is an output, inside one, or holds one
+            if dotted == key or dotted.startswith((key + ".", key + "[")) or key.startswith(dotted + "."):
+                return name
     return "(blueprint)"
 
 
