@@ -9,10 +9,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from extractors import numerics
 from extractors.base import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
 
+numerics.pin()  # before any extractor loads a numeric library: they read their code paths from the environment once
+
 for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "base" and not _module.name.startswith("_"):
+    if _module.name not in ("base", "numerics") and not _module.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["REGISTRY", "Clip", "ClipError", "Extractor", "ExtractorUnavailable", "ModelInfo", "Section", "register"]

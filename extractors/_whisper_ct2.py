@@ -17,7 +17,6 @@ Beam search at temperature 0 uses no randomness and runs on the model loaded onc
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import ctranslate2
@@ -49,8 +48,9 @@ class FasterWhisper:
             device=kind,
             device_index=int(index or 0),
             compute_type=compute_type,
-            # At least two threads: MKL takes another path, with other roundings, on one thread.
-            cpu_threads=max(2, num_threads or min(4, os.cpu_count() or 1)),
+            # Two threads unless asked: the same count on every machine, whatever its cores (a thread count may
+            # cut a sum differently), and never one (MKL takes another path, with other roundings, on one thread).
+            cpu_threads=max(2, num_threads or 2),
             local_files_only=True,
         )
         self.model = self._load()

@@ -30,12 +30,10 @@ passes, the most probable attempt that does not loop is kept. Sampling is seeded
 per window from the clip's audio hash, so a window's transcript does not depend
 on its batch, the engine or the worker (extractors/_whisper_decoding.py).
 
-On the CPU the arithmetic is float32 on pinned kernels (`CPU_KERNELS`): int8
-kernels differ from one instruction set to the next (AVX-512, AVX2, AVX,
-generic) enough to change transcripts; float32 keeps beam search's transcripts
-on every instruction set, and pinning the kernels keeps even the sampled
-fallback bit for bit the same on every x86-64 CPU (docs/blueprints.md: Same
-audio, same blueprint). Provenance records the numeric set-up of every section.
+On the CPU the arithmetic is float32 in a pinned numeric class (extractors/numerics.py: CTranslate2's AVX2 kernels
+with MKL on its compatible branch where the CPU has AVX2, generic kernels elsewhere): int8 kernels differ from one
+instruction set to the next enough to change transcripts, and a sampled fallback amplifies even a float32
+product's last bit. The class is part of the fingerprint and of provenance (docs/reproducibility.md).
 
 `transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the
@@ -48,10 +46,8 @@ transcript is kept, because the voice-activity gate found speech there.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 import math
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,10 +70,10 @@ from extractors.base import (
     ExtractorUnavailable,
     ModelInfo,
     Section,
-    cpu_isa,
     library_versions,
     register,
 )
+from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
 from trace_eval.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
 
 __all__ = [
@@ -113,8 +109,11 @@ class AsrConfig:
     compute_type: str | None = (
         None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
     )
+    # The arithmetic on the CPU (extractors/numerics.py): avx2 | generic | unpinned, set from the process's
+    # environment (TRACE_NUMERIC_CLASS); None on CUDA. In the fingerprint: classes are never mixed silently.
+    numeric_class: str | None = None
     batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
-    num_threads: int = 0  # CPU threads for faster-whisper, 0: its default (speed only)
+    num_threads: int = 0  # CPU threads for faster-whisper, 0: two on every machine (at least two: see _whisper_ct2)
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
     vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans
@@ -305,39 +304,17 @@ def _default_compute_type(device: str) -> str:
     return "float16" if device.startswith("cuda") else "float32"
 
 
-# CTranslate2 and its Intel MKL read these when they are loaded, so they are set on import, before
-# faster-whisper is. Its generic kernels and MKL's SSE2 code path ("COMPATIBLE") run on every x86-64
-# CPU, and STRICT makes MKL's products the same for any number of threads (one thread takes another
-# path: FasterWhisper uses at least two). Without them a sampled fallback can end in other words on
-# another CPU. A variable already set is left as it is, and provenance records what was in force.
-CPU_KERNELS = {"CT2_FORCE_CPU_ISA": "GENERIC", "CT2_USE_MKL": "1", "MKL_CBWR": "COMPATIBLE,STRICT"}
-for _name, _value in CPU_KERNELS.items():
-    os.environ.setdefault(_name, _value)
-
-
-def ctranslate2_kernels() -> dict:
-    """The CPU kernels CTranslate2 runs: its instruction set, and the library its float32 matrix products use."""
-    forced = os.environ.get("CT2_FORCE_CPU_ISA")
-    use_mkl = os.environ.get("CT2_USE_MKL")
-    intel = "GenuineIntel" in _cpuinfo_field("vendor_id")
-    mkl = intel if use_mkl is None else use_mkl.strip().lower() in ("1", "true", "on", "yes")
-    best = cpu_isa() if cpu_isa() in ("AVX512", "AVX2", "AVX") else "GENERIC"
-    kernels: dict[str, str | bool | None] = {"isa": forced or best, "gemm": "MKL" if mkl else "oneDNN"}
-    if mkl:
-        kernels["mkl_cbwr"] = os.environ.get("MKL_CBWR")
-    kernels["pinned"] = all(os.environ.get(k) == v for k, v in CPU_KERNELS.items())
-    return kernels
-
-
-@functools.cache
-def _cpuinfo_field(name: str) -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(name):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return ""
+def _numeric_class(asked: str | None, device: str) -> str | None:
+    """The class in force on the CPU; one asked for must be the one the process started with."""
+    if device.startswith("cuda"):
+        return None
+    in_force = numeric_class()
+    if asked not in (None, in_force):
+        raise ValueError(
+            f"asr.numeric_class={asked} but this process runs {in_force}: its libraries read the class when they "
+            f"load, so set {CHOOSE}={asked} in the environment before starting"
+        )
+    return in_force
 
 
 def _packaged_weights(card: ModelCard) -> Path | None:
@@ -378,6 +355,7 @@ class AsrExtractor(Extractor):
             model=self.card.name,
             compute_type=self.config.compute_type or _default_compute_type(self.device),
             temperatures=_temperatures(self.config.temperatures),
+            numeric_class=_numeric_class(self.config.numeric_class, self.device),
         )
         self._backend: WhisperBackend | None = None
         self._source: str | None = None

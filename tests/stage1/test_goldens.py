@@ -1,0 +1,90 @@
+"""A fresh extraction gives the committed golden blueprints exactly, on whatever machine runs the suite.
+
+tests/goldens/<class>/*.json hold the example's blueprints and those of clips that make Whisper fall back to
+sampling, at stored precision (scripts/make_goldens.py writes and documents them). The class this process
+runs (extractors/numerics.py: avx2 on a CPU with AVX2, else generic) is compared in process; the generic
+class, which every x86-64 CPU can run, is compared in a subprocess on the clips that fall back, so both
+classes are checked on every machine. A failure names the clip, section, field and both values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from script_modules import load_script
+
+from extractors.numerics import CHOOSE, CLASSES, numeric_class
+
+goldens = load_script("make_goldens")
+ROOT = Path(__file__).resolve().parents[2]
+SETS = {s.name: s for s in goldens.golden_sets()}
+
+
+def _report(found: list[str]) -> str:
+    shown = "\n  ".join(found[:40])
+    more = f"\n  ... and {len(found) - 40} more" if len(found) > 40 else ""
+    return f"{len(found)} values differ from the golden files:\n  {shown}{more}"
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_a_fresh_extraction_gives_the_golden_blueprints(name, tmp_path):
+    numerics = numeric_class()
+    if numerics == "unpinned":
+        pytest.skip("the environment pins no numeric class; golden files hold pinned ones")
+    golden = goldens.read_golden(SETS[name], numerics)
+    missing = f"no golden file {goldens.golden_path(SETS[name], numerics)}"
+    if golden is None and numerics != "avx2":  # the default class must have every set; generic holds the fallback
+        pytest.skip(missing)
+    assert golden is not None, missing
+    found = goldens.differences(golden, goldens.extract(SETS[name], tmp_path))
+    assert not found, _report(found)
+
+
+def test_the_generic_class_gives_its_golden_blueprints_on_this_machine():
+    if numeric_class() == "generic":
+        pytest.skip("the generic class is the one compared in process")
+    env = {k: v for k, v in os.environ.items() if k not in CLASSES["generic"]}
+    env[CHOOSE] = "generic"
+    proc = subprocess.run(
+        [sys.executable, "scripts/make_goldens.py", "--check", "--sets", "fallback,loop-whole"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "fallback (generic): identical" in proc.stdout and "loop-whole (generic): identical" in proc.stdout
+
+
+def test_a_difference_names_the_clip_section_field_and_both_values():
+    golden = {"a.wav": {"agent_response": "hello", "words": [{"word": "hello", "probability": 0.2763}]}}
+    fresh = {"a.wav": {"agent_response": "hello", "words": [{"word": "hello", "probability": 0.2764}]}}
+    assert goldens.differences(golden, fresh) == [
+        "a.wav: section asr, field words[0].probability: golden 0.2763, fresh 0.2764"
+    ]
+    fresh["a.wav"]["agent_audio_quality"] = {"P808_Overall_Quality": 3.0}
+    assert goldens.differences(golden, {"b.wav": {}}) == [
+        "a.wav: missing from the fresh run",
+        "b.wav: not in the golden file",
+    ]
+    assert "section dnsmos, field agent_audio_quality: golden '<absent>'" in goldens.differences(golden, fresh)[1]
+
+
+def test_the_class_in_force_enters_the_recogniser_fingerprint_and_provenance():
+    from extractors.asr import AsrConfig, AsrExtractor
+
+    asr = AsrExtractor()
+    assert asr.config.numeric_class == numeric_class()
+    assert asr.numerics()["kernels"]["class"] == numeric_class()
+    other = "generic" if numeric_class() != "generic" else "avx2"
+    with pytest.raises(ValueError, match=f"{CHOOSE}={other}"):
+        AsrExtractor(AsrConfig(numeric_class=other))
+    assert AsrExtractor(AsrConfig(numeric_class=numeric_class())).fingerprint() == asr.fingerprint()
+    elsewhere = AsrExtractor()
+    elsewhere.config = dataclasses.replace(elsewhere.config, numeric_class=other)  # as a machine of the other class
+    assert elsewhere.fingerprint() != asr.fingerprint()
