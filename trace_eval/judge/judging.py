@@ -19,6 +19,7 @@ from trace_eval.judge import runfolder
 from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
 from trace_eval.judge.caller import BudgetReached, Caller, CallFailed, RunStopped
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
+from trace_eval.judge.confidence import answer_confidence
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, Prompt, PromptError
 from trace_eval.rubrics import Rubric
@@ -50,6 +51,7 @@ class UnitResult:
     reason: str | None = None
     verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
+    confidence: dict[str, float] = field(default_factory=dict)  # dimension -> how sure the answer says it is
     reasoning: Any = None  # as the judge gave it
     raw: str | None = None
     prompt_tokens: int = 0
@@ -78,6 +80,7 @@ class UnitResult:
             "status": self.status,
             "reason": self.reason,
             "verdicts": self.verdicts,
+            "confidence": self.confidence or None,
             "reasoning": self.reasoning,
             "raw": self.raw,
             "cache_hit": self.calls == 0 and self.cache_hits > 0,
@@ -182,6 +185,7 @@ class Judging:
                 )
                 result.reasoning = parsed.reasoning
                 result.undetermined = parsed.undetermined
+                result.confidence = parsed.confidence
                 result.status, result.reason = "ok", None
                 return result
             else:
@@ -313,6 +317,9 @@ def pair_record(
         "repairs": sum(u.repairs for u in units),
         "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
     }
+    answers = [(u.verdicts, u.confidence) for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
+    confidence, source, why = answer_confidence(verdicts, answers)
+    record.update(confidence=confidence, confidence_source=source, confidence_reason=why)
     runfolder.set_overall(record, options.fusion, rubric)
     if options.swap and len(orders) == 2:
         record["orders"] = orders
@@ -339,5 +346,8 @@ def unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status
         "cache_hit": False,
         "repairs": 0,
         "undetermined": {},
+        "confidence": {dim: None for dim in verdicts},
+        "confidence_source": None,
+        "confidence_reason": "no verdict",
     }
     return runfolder.set_overall(record, policy, rubric)

@@ -218,6 +218,12 @@ class Rubric:
                     "propertyNames": {"enum": list(names)},
                     "additionalProperties": {"type": "string", "minLength": 1},
                 },
+                # A judge that can say how sure it is (the cues backbone: its margins) gives it per dimension.
+                "confidence": {
+                    "type": "object",
+                    "propertyNames": {"enum": list(names)},
+                    "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+                },
             },
             "if": {"required": ["undetermined"]},
             "then": {

@@ -1,0 +1,83 @@
+"""How sure a verdict is, per dimension and for the fused label, from what the run already holds.
+
+Sources (the record's `confidence_source`):
+
+- "stated": the judge says how sure it is in its answer (`confidence` in the verdict JSON). The offline
+  `cues` backbone does, from how far the deciding cues sit from their thresholds (trace_eval/judge/cues.py).
+  With several answers, a dimension's confidence is the mean stated confidence of the answers that gave
+  the final label, times their share. No extra call.
+- "agreement": several answers of an LLM (--samples N, both orders with --swap): a dimension's confidence
+  is the share of the answers (swapped ones put back in the manifest's numbering) that gave the final
+  label. Costs N calls per pair (2N with --swap) instead of one.
+- none: one answer that states nothing. The confidence is null, and `confidence_reason` says how to get
+  one.
+
+The fused label's confidence: with "agreement", the share of answers whose own fused label (each answer
+fused alone, under the run's policy) is the record's overall label; with "stated", the lowest confidence
+among the dimensions (fusion can turn on any of them). It is recomputed whenever the overall label is
+(`fuse` under another policy).
+
+A confidence is a score to rank verdicts by, not a probability: how far it can be trusted is what
+`python -m trace_eval calibrate` measures on human-labelled pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trace_eval.rubrics import Rubric
+
+__all__ = ["NO_CONFIDENCE", "answer_confidence", "overall_confidence", "OVERALL"]
+
+OVERALL = "overall"
+NO_CONFIDENCE = (
+    "one answer that states no confidence: judge with --samples N (N >= 3) or --swap for a confidence from "
+    "the agreement among answers"
+)
+
+
+def answer_confidence(
+    verdicts: Mapping[str, Any],
+    answers: Sequence[tuple[Mapping[str, Any], Mapping[str, float]]],
+) -> tuple[dict[str, float | None], str | None, str | None]:
+    """({dimension: confidence}, source, why there is none) of the final `verdicts` from the usable
+    `answers`: (verdicts in the manifest's numbering, the confidence each states per dimension)."""
+    if not answers:
+        return {dim: None for dim in verdicts}, None, "no usable answer"
+    stated = all(dim in said for labels, said in answers for dim, label in labels.items() if label is not None)
+    stated = stated and any(said for _, said in answers)
+    if not stated and len(answers) < 2:
+        return {dim: None for dim in verdicts}, None, NO_CONFIDENCE
+    result: dict[str, float | None] = {}
+    for dim, label in verdicts.items():
+        if label is None:
+            result[dim] = None
+            continue
+        agreeing = [said for labels, said in answers if labels.get(dim) == label]
+        if stated:
+            # Mean stated confidence of the answers that gave the label, times their share.
+            values = [float(said[dim]) for said in agreeing]
+            result[dim] = round(sum(values) / len(answers), 4) if values else 0.0
+        else:
+            result[dim] = round(len(agreeing) / len(answers), 4)
+    return result, "stated" if stated else "agreement", None
+
+
+def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -> float | None:
+    """The confidence of the record's overall label under `policy` (see the module docstring)."""
+    confidence = record.get("confidence") or {}
+    source = record.get("confidence_source")
+    overall = record.get(OVERALL)
+    if rubric.fusion is None or overall is None or source is None:
+        return None
+    if source == "stated":
+        values = [confidence.get(dim) for dim in (record.get("verdicts") or {})]
+        if not values or any(v is None for v in values):
+            return None
+        return min(float(v) for v in values if v is not None)
+    answers = [s.get("verdicts") for s in record.get("samples") or [] if s.get("status") == "ok" and s.get("verdicts")]
+    if not answers:
+        return None
+    same = sum(rubric.fusion.fuse_all(labels).get(policy) == overall for labels in answers)
+    return round(same / len(answers), 4)
