@@ -10,12 +10,13 @@ import os
 import sys
 
 # In the order of the work: Stage 1, Stage 2, fusion, evaluation, ranking, the audit page; then a look at one blueprint.
-VERBS = ("blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "show")
+VERBS = ("blueprints", "judge", "fuse", "evaluate", "calibrate", "leaderboard", "view", "show")
 EXAMPLES = {
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
     "evaluate": "python -m trace_eval evaluate runs/demo",
+    "calibrate": "python -m trace_eval calibrate runs/demo --agreement 0.85 --delta 0.1 --out calibration.json",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
     "view": "python -m trace_eval view runs/demo",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",

@@ -26,13 +26,27 @@ promised about the verdicts below the threshold.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.stats import binomtest
 
-__all__ = ["ASSUMPTIONS", "METHOD", "Calibration", "ThresholdTest", "calibrate", "coverage_at", "first_count"]
+from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun
+from trace_eval.judge.confidence import CALIBRATION_KIND, CALIBRATION_VERSION, calibrated_settings, judge_key
+
+__all__ = [
+    "ASSUMPTIONS",
+    "METHOD",
+    "Calibration",
+    "ThresholdTest",
+    "calibrate",
+    "calibrate_runs",
+    "coverage_at",
+    "first_count",
+]
 
 METHOD = (
     "fixed-sequence testing over the distinct calibration confidences, most confident first (from the first "
@@ -136,3 +150,86 @@ def coverage_at(confidences: Sequence[float | None], threshold: float | None) ->
     if threshold is None:
         return 0.0
     return sum(c is not None and c >= threshold for c in confidences) / len(confidences)
+
+
+# -- judged runs with human labels into a calibration file ---------------------------------------
+
+
+def calibrate_runs(
+    runs: list[JudgeRun], labels: HumanLabels, target: float, delta: float, on: str = OVERALL
+) -> dict[str, Any]:
+    """The calibration file's document: per judge (runs of one --model and --judge pooled), the threshold
+    its verdicts on `on` (the fused label, or a dimension) are trusted above.
+
+    A pair counts when people labelled it and the judge gave it a label with a confidence; pairs the judge
+    left without a label (failed, undetermined) or without a confidence are counted apart, never guessed.
+    """
+    groups: dict[str, list[JudgeRun]] = {}
+    for run in runs:
+        groups.setdefault(judge_key(str(run.config.get("model") or run.name), run.config.get("judge")), []).append(run)
+    judges: dict[str, Any] = {}
+    for key, group in groups.items():
+        settings = [calibrated_settings(run.config) for run in group]
+        differing = sorted({k for s in settings for k in s if s[k] != settings[0][k]})
+        if differing:
+            raise EvaluationError(
+                f"runs of {key} were made with different {', '.join(differing)} "
+                f"({', '.join(str(run.path) for run in group)}): calibrate each setting apart"
+            )
+        confidences: list[float] = []
+        agree: list[bool] = []
+        seen: set[str] = set()
+        counts = {"labelled": 0, "without_verdict": 0, "without_confidence": 0, "repeated": 0}
+        costs: list[float] = []
+        for run in group:
+            for item_id, raw in run.raws.items():
+                human = labels.labels.get(item_id, {}).get(on)
+                if human is None:
+                    continue
+                if item_id in seen:
+                    counts["repeated"] += 1
+                    continue
+                seen.add(item_id)
+                counts["labelled"] += 1
+                if raw.get("cost_usd") is not None:
+                    costs.append(float(raw["cost_usd"]))
+                label = raw.get(OVERALL) if on == OVERALL else (raw.get("verdicts") or {}).get(on)
+                if raw.get("status") != "ok" or label is None:
+                    counts["without_verdict"] += 1
+                    continue
+                confidence = (raw.get("confidence") or {}).get(on)
+                if confidence is None:
+                    counts["without_confidence"] += 1
+                    continue
+                confidences.append(float(confidence))
+                agree.append(label == human)
+        result = calibrate(confidences, agree, target, delta)
+        if not confidences and counts["without_confidence"]:
+            result.reason = (
+                f"none of the {counts['without_confidence']} verdicts has a confidence: "
+                "judge with --samples N (N >= 3) or --swap"
+            )
+        judges[key] = {
+            **result.as_dict(),
+            "coverage_of_labelled": result.trusted / counts["labelled"] if counts["labelled"] else None,
+            **counts,
+            "cost_usd_per_pair": sum(costs) / len(costs) if costs else None,
+            "settings": settings[0],
+            "runs": [str(run.path) for run in group],
+        }
+    return {
+        "kind": CALIBRATION_KIND,
+        "format_version": CALIBRATION_VERSION,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "target_agreement": target,
+        "delta": delta,
+        "label": on,
+        "labels": str(labels.manifest),
+        "guarantee": (
+            f"on new pairs drawn like the calibration pairs, agreement with people on the verdicts at or above "
+            f"a judge's threshold is at least {target:.0%} with probability at least {1 - delta:.0%}"
+        ),
+        "method": METHOD,
+        "assumptions": list(ASSUMPTIONS),
+        "judges": judges,
+    }

@@ -28,7 +28,19 @@ from typing import Any
 
 from trace_eval.rubrics import Rubric
 
-__all__ = ["NO_CONFIDENCE", "answer_confidence", "overall_confidence", "OVERALL"]
+__all__ = [
+    "CALIBRATED_SETTINGS",
+    "CALIBRATION_KIND",
+    "CALIBRATION_VERSION",
+    "CalibrationFileError",
+    "NO_CONFIDENCE",
+    "OVERALL",
+    "answer_confidence",
+    "calibrated_settings",
+    "judge_key",
+    "overall_confidence",
+    "read_calibration",
+]
 
 OVERALL = "overall"
 NO_CONFIDENCE = (
@@ -81,3 +93,48 @@ def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -
         return None
     same = sum(rubric.fusion.fuse_all(labels).get(policy) == overall for labels in answers)
     return round(same / len(answers), 4)
+
+
+# -- who a verdict comes from, and the thresholds a calibration file gives ------------------------
+
+CALIBRATION_KIND = "trace-eval calibration"
+CALIBRATION_VERSION = 1
+# Settings that change a judge's confidences: a threshold holds only for verdicts made with the same.
+CALIBRATED_SETTINGS = ("model", "judge", "rubric", "fusion", "samples", "swap", "drop", "temperature")
+
+
+def judge_key(model: str, judge: str | None) -> str:
+    """How a calibration file and a cascade name a judge: its --model and, after @, its --judge prompt."""
+    return f"{model}@{judge}" if judge else model
+
+
+def calibrated_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a run (config.json) its confidences depend on."""
+    return {key: config.get(key) for key in CALIBRATED_SETTINGS}
+
+
+class CalibrationFileError(ValueError):
+    """A calibration file that cannot be used: missing, damaged, or without the judge asked for."""
+
+
+def read_calibration(path: Any) -> dict[str, Any]:
+    """A calibration file written by `python -m trace_eval calibrate`."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CalibrationFileError(
+            f"{path}: no such calibration file; make one with `python -m trace_eval calibrate`"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise CalibrationFileError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != CALIBRATION_KIND or not isinstance(doc.get("judges"), dict):
+        raise CalibrationFileError(f"{path}: not a calibration file written by `python -m trace_eval calibrate`")
+    if doc.get("format_version") != CALIBRATION_VERSION:
+        raise CalibrationFileError(
+            f"{path}: calibration format {doc.get('format_version')!r}; this version reads {CALIBRATION_VERSION}"
+        )
+    return doc
