@@ -8,10 +8,12 @@ import re
 import threading
 from pathlib import Path
 
+import pytest
 from llm_server import LLMServer, PairSpec, Reply, blueprint, prompt_text, verdict_json, write_benchmark
 
 from trace_eval.cli import main as cli
-from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
+from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+from trace_eval.judge.cascade import run_cascade
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
 RIGHT = {"content": "1", "voice_quality": "1", "paralinguistics": "1", "overall": "1"}
@@ -49,11 +51,12 @@ def labelled_bench(root: Path, n: int) -> Path:
     return write_benchmark(root, specs)
 
 
-def judge(bench: Path, out: Path, cache: Path, **options) -> list[dict]:
+def judge(bench: Path, out: Path, cache: Path | None = None, **options) -> list[dict]:
     options.setdefault("retry", FAST_RETRY)
-    outcome = run_judge(
-        JudgeOptions(bench=bench, cache_dir=cache, out=out, progress=False, **options), notice=lambda m: None
-    )
+    options.setdefault("progress", False)
+    if cache is not None:
+        options["cache_dir"] = cache
+    outcome = run_judge(JudgeOptions(bench=bench, out=out, **options), notice=lambda m: None)
     return outcome.records
 
 
@@ -127,3 +130,155 @@ def test_one_answer_has_no_confidence_and_says_why(tmp_path):
         )
     assert all(r["confidence"]["overall"] is None and r["confidence_source"] is None for r in records)
     assert "--samples" in records[0]["confidence_reason"]
+
+
+# -- the cascade ------------------------------------------------------------------------------------
+
+
+def calibration_file(path: Path, thresholds: dict[str, tuple[float | None, int]]) -> Path:
+    """A calibration file as `calibrate` writes it, with chosen thresholds: {MODEL@PROMPT: (threshold, samples)}."""
+    judges = {}
+    for key, (threshold, samples) in thresholds.items():
+        model, judge_prompt = key.split("@")
+        judges[key] = {
+            "threshold": threshold,
+            "reason": None if threshold is not None else "no threshold meets 85% agreement at delta 0.1",
+            "settings": {
+                "model": model,
+                "judge": judge_prompt,
+                "rubric": "trace",
+                "fusion": "cap",
+                "samples": samples,
+                "swap": False,
+                "drop": [],
+                "temperature": 0.0,
+            },
+        }
+    doc = {
+        "kind": "trace-eval calibration",
+        "format_version": 1,
+        "target_agreement": 0.85,
+        "delta": 0.1,
+        "label": "overall",
+        "judges": judges,
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+class Judges:
+    """The text and the audio judge on one test server, told apart by the model asked for.
+
+    Pairs: even ones the cues backbone trusts (clean clips); odd ones reach the text judge (response 2 just
+    above the P.808 floor). The text judge is sure of pairs 1, 5, 9 (always "1"), and torn on 3, 7, 11
+    (answers alternate). The audio judge is sure of 3 and 11, torn on 7.
+    """
+
+    def __init__(self, bench: Path, n: int, audio_fails: bool = False):
+        import base64
+
+        self.pair_of_audio = {
+            base64.b64encode((bench / "audio" / f"p{i:03d}_audio1.wav").read_bytes()).decode(): i for i in range(n)
+        }
+        self.audio_fails = audio_fails
+        self.asked: dict[tuple[str, int], int] = {}
+        self.audio_parts: list[int] = []
+        self.by_model: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict):
+        from llm_server import Fail
+
+        model = body["model"]
+        with self.lock:
+            self.by_model[model] = self.by_model.get(model, 0) + 1
+        if model == "audio":
+            if self.audio_fails:
+                return Fail(401, "invalid key")
+            parts = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"]]
+            audio = [p["input_audio"]["data"] for p in parts if p.get("type") == "input_audio"]
+            self.audio_parts.append(len(audio))
+            pair = next(self.pair_of_audio[a] for a in audio if a in self.pair_of_audio)
+            torn = pair % 8 == 7
+        else:
+            pair = int(re.search(r"answer (\d+) one", prompt_text(body)).group(1))
+            torn = pair % 4 == 3
+        with self.lock:
+            sample = self.asked[(model, pair)] = self.asked.get((model, pair), -1) + 1
+        label = "2" if torn and sample % 3 == 1 else "1"
+        return Reply(verdict_json(label, label, label))
+
+
+def cascade_bench(root: Path, n: int) -> Path:
+    specs = [
+        PairSpec(
+            id=f"p{i:03d}",
+            response_1=blueprint(f"answer {i} one"),
+            response_2=blueprint(f"answer {i} two", p808=2.75 if i % 2 else 3.6),
+            label=RIGHT,
+        )
+        for i in range(n)
+    ]
+    return write_benchmark(root, specs)
+
+
+def test_cascade_escalates_resumes_and_names_the_deciding_judge(tmp_path):
+    n = 12
+    bench = cascade_bench(tmp_path / "bench", n)
+    calibration = calibration_file(
+        tmp_path / "calibration.json",
+        {"cues@trace": (0.8, 1), "openai/text@trace": (0.9, 3), "openai/audio@audio": (0.9, 3)},
+    )
+    cascade = ["cues", "openai/text", "openai/audio@audio"]
+    common = {"cache_dir": tmp_path / "cache", "api_key": "dummy", "retry": FAST_RETRY, "progress": False}
+
+    # A single-judge run of the text judge first: the cascade reuses its cached answers.
+    judges = Judges(bench, n, audio_fails=True)
+    with LLMServer(responder=judges) as server:
+        judge(bench, tmp_path / "single", model="openai/text", api_base=server.api_base, samples=3, **common)
+        assert judges.by_model == {"text": 3 * n}
+        options = JudgeOptions(bench=bench, api_base=server.api_base, out=tmp_path / "cascade", **common)
+        # The audio judge's key is rejected: the cascade stops there; what it decided is kept.
+        stopped = run_cascade(options, cascade, calibration, notice=lambda m: None)
+        assert judges.by_model["text"] == 3 * n  # every text answer came from the cache
+        assert stopped.stopped and "openai/audio@audio" in stopped.stopped
+        first = {r["id"]: r for r in stopped.records}
+        assert first["p003"]["status"] == "skipped" and "not finished" in first["p003"]["reason"]
+        assert first["p000"]["cascade"]["decided_by"] == "cues@trace"
+
+        # The same command again, the key fixed: only what is left is asked.
+        judges.audio_fails, judges.by_model = False, {}
+        outcome = run_cascade(options, cascade, calibration, notice=lambda m: None)
+    assert outcome.stopped is None
+    assert judges.by_model == {"audio": 3 * 3}  # the three pairs that reached the audio judge
+    assert judges.audio_parts == [3] * 9  # instruction and both responses, as audio
+    by_id = {r["id"]: r for r in outcome.records}
+    for i in range(0, n, 2):
+        assert by_id[f"p{i:03d}"]["cascade"]["decided_by"] == "cues@trace"
+    for i in (1, 5, 9):
+        record = by_id[f"p{i:03d}"]
+        assert record["cascade"]["decided_by"] == "openai/text@trace" and record["cascade"]["confidence"] == 1.0
+        assert [s["judge"] for s in record["cascade"]["steps"]] == ["cues@trace", "openai/text@trace"]
+    for i in (3, 11):
+        assert by_id[f"p{i:03d}"]["cascade"]["decided_by"] == "openai/audio@audio"
+        assert by_id[f"p{i:03d}"]["overall"] == "1"
+    torn = by_id["p007"]
+    assert torn["cascade"]["decided_by"] is None and torn["overall"] is None
+    assert torn["undetermined"]["content"] == "confidence 0.67 below 0.90 for openai/audio@audio"
+    assert [s["trusted"] for s in torn["cascade"]["steps"]] == [False, False, False]
+    assert outcome.summary["cascade"]["undetermined"] == 1
+    assert outcome.summary["cascade"]["decided_by"] == {
+        "cues@trace": 6,
+        "openai/text@trace": 3,
+        "openai/audio@audio": 2,
+    }
+    # Each judge's answers sit in a run folder of its own, over the pairs that reached it.
+    folders = sorted(p.name for p in (tmp_path / "cascade" / "judges").iterdir())
+    assert folders == ["1-cues-trace", "2-openai-text-trace", "3-openai-audio-audio"]
+
+
+def test_a_judge_the_calibration_does_not_know_is_refused(tmp_path):
+    bench = cascade_bench(tmp_path / "bench", 2)
+    calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.8, 1)})
+    with pytest.raises(JudgeError, match=r"openai/x@trace is not calibrated in .*it holds cues@trace"):
+        run_cascade(JudgeOptions(bench=bench, out=tmp_path / "c"), ["cues", "openai/x"], calibration)

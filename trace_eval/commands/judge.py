@@ -175,6 +175,23 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="print the calls the run would make (after the cache), their prompt tokens and estimated "
         "cost; ask nothing and write nothing",
     )
+    p.add_argument(
+        "--cascade",
+        metavar="JUDGE",
+        nargs="+",
+        default=None,
+        help="judges from cheap to strong, each MODEL[@PROMPT] as the calibration file names it (e.g. cues "
+        "openai/gpt-4o-mini openai/gpt-4o-audio-preview@audio): a verdict below its judge's threshold goes to "
+        "the next; what the last does not trust is undetermined; each judge runs with its calibrated settings "
+        "(docs/trust.md)",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="the thresholds of the --cascade judges, written by `python -m trace_eval calibrate`",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -223,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
         skip_failed=args.skip_failed,
         progress=not args.quiet,
     )
+    if args.cascade or args.calibration:
+        return _run_cascade(args, options)
     if args.dry_run:
         try:
             print_dry_run(dry_run(options))
@@ -241,6 +260,44 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print_summary(outcome)
     return 1 if outcome.stopped or _empty(outcome.summary) else 0
+
+
+def _run_cascade(args: argparse.Namespace, options) -> int:
+    from trace_eval.bench import ManifestError
+    from trace_eval.judge import JudgeError
+    from trace_eval.judge.cascade import run_cascade
+
+    if not (args.cascade and args.calibration):
+        print("error: --cascade JUDGE... and --calibration FILE go together", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(
+            "error: --dry-run does not foresee a cascade (which pairs escalate depends on the answers)", file=sys.stderr
+        )
+        return 2
+    try:
+        outcome = run_cascade(options, args.cascade, args.calibration)
+    except (JudgeError, ManifestError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished pairs are saved; run the same command with the same --out to resume",
+            file=sys.stderr,
+        )
+        return 130
+    s = outcome.summary
+    cascade, run = s["cascade"], s["run"]
+    print(f"judged {s['pairs']} pairs with the {s['settings']['model']}")
+    for judge, n in cascade["decided_by"].items():
+        print(f"  decided by {judge}: {n}")
+    print(f"  undetermined (no judge trusted): {cascade['undetermined']}; coverage {cascade['coverage']:.0%}")
+    cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
+    print(f"  calls {run['calls']}, cached {run['cache_hits']}, answers cost {cost}, {run['wall_s']:.1f} s")
+    if outcome.stopped:
+        print(f"  stopped: {outcome.stopped}; fix the cause and re-run with --out {outcome.out}", file=sys.stderr)
+    print(f"  run folder: {outcome.out}")
+    return 1 if outcome.stopped else 0
 
 
 def _empty(summary: dict) -> bool:

@@ -818,11 +818,17 @@ def quality_margin(
     dp = abs(p1 - p2)
     db = (b1 - b2) if p1 > p2 else (b2 - b1)
     clear = _distance(dp, "quality_clear_margin", t)
-    noise = min(_distance(dp, "quality_noise_margin_p808", t), _distance(db, "quality_noise_margin_background", t))
-    if label == "both_good":  # no lead reached a winner's margin: as sure as the nearest one
-        return min(margin, clear, noise)
+    leads = [
+        (dp >= t.quality_noise_margin_p808, _distance(dp, "quality_noise_margin_p808", t)),
+        (db >= t.quality_noise_margin_background, _distance(db, "quality_noise_margin_background", t)),
+    ]
+    if label == "both_good":
+        # No winner: as sure as the nearest rule is from making one. The noise rule needs both leads, so
+        # its distance is the larger shortfall (when both leads are there, the pace or voice gate held it).
+        shortfalls = [d for reached, d in leads if not reached]
+        return min(margin, clear, max(shortfalls) if shortfalls else clear)
     by_noise = clearly_better(bp1, bp2, t)[1].startswith(f"response {label} cleaner")
-    return min(margin, noise if by_noise else clear)
+    return min(margin, min(d for _, d in leads) if by_noise else clear)
 
 
 def _cue_margin(name: str, bp: dict | None, t: Thresholds) -> Margin:

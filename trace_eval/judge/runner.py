@@ -137,6 +137,7 @@ class JudgeOptions:
     cache_dir: Path | None = None
     out: Path | None = None
     limit: int | None = None  # judge only the first N pairs
+    only: frozenset[str] | None = None  # judge only these items (a cascade's escalated pairs); None: all
     skip_failed: bool = False  # items with a clip without blueprint are recorded "skipped", the rest judged
     progress: bool = True
 
@@ -484,6 +485,8 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
     bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
+    if options.only is not None:
+        pairs = [p for p in pairs if p.id in options.only]
     backbone = _backbone(options, prompt, rubric, check_key)
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else {}
     skipped = (
