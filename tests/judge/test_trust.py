@@ -276,6 +276,15 @@ def test_cascade_escalates_resumes_and_names_the_deciding_judge(tmp_path):
     folders = sorted(p.name for p in (tmp_path / "cascade" / "judges").iterdir())
     assert folders == ["1-cues-trace", "2-openai-text-trace", "3-openai-audio-audio"]
 
+    # evaluate: agreement on the trusted verdicts, coverage, the risk-coverage picture.
+    assert cli(["evaluate", str(tmp_path / "cascade"), "--out", str(tmp_path / "eval")]) == 0
+    trust = json.loads((tmp_path / "eval" / "metrics.json").read_text())["trust"]["runs"][0]
+    assert trust["coverage"]["correct"] == 11 and trust["coverage"]["n"] == n
+    assert trust["agreement"]["n"] == 11 and trust["agreement"]["ci95"] is not None
+    assert trust["decided_by"]["undetermined"] == 1
+    assert (tmp_path / "eval" / "risk_coverage.png").is_file()
+    assert "## Trusted verdicts" in (tmp_path / "eval" / "report.md").read_text()
+
 
 def test_a_judge_the_calibration_does_not_know_is_refused(tmp_path):
     bench = cascade_bench(tmp_path / "bench", 2)
