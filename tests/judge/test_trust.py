@@ -291,3 +291,45 @@ def test_a_judge_the_calibration_does_not_know_is_refused(tmp_path):
     calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.8, 1)})
     with pytest.raises(JudgeError, match=r"openai/x@trace is not calibrated in .*it holds cues@trace"):
         run_cascade(JudgeOptions(bench=bench, out=tmp_path / "c"), ["cues", "openai/x"], calibration)
+
+
+def test_logprobs_give_each_label_the_probability_of_its_tokens(tmp_path):
+    import math
+
+    bench = labelled_bench(tmp_path / "bench", 2)
+    content = verdict_json("both_good", "1", "2")
+    # Every token certain except the label tokens: "both" (p 0.9) "_good" (p 0.8); "1" p 0.6; "2" p 0.95.
+    tokens = re.findall(r"both|_good|\w+|\W", content)
+    chances = iter([0.9, 0.8, 0.6, 0.95])
+    spelled = []
+    for token in tokens:
+        label_token = token in ("both", "_good") or (token in ("1", "2") and spelled and spelled[-1][0] == '"')
+        spelled.append((token, math.log(next(chances)) if label_token else 0.0))
+    with LLMServer(default=Reply(content, token_logprobs=tuple(spelled))) as server:
+        records = judge(
+            bench,
+            tmp_path / "run",
+            tmp_path / "cache",
+            model="openai/lp",
+            api_base=server.api_base,
+            api_key="dummy",
+            logprobs=True,
+        )
+        assert all(body.get("logprobs") is True for body in server.requests)
+        # The same run again: the answers, log-probabilities included, come from the cache.
+        again = judge(
+            bench,
+            tmp_path / "run2",
+            tmp_path / "cache",
+            model="openai/lp",
+            api_base=server.api_base,
+            api_key="dummy",
+            logprobs=True,
+        )
+        assert server.request_count == 2
+    for record in (records[0], again[0]):
+        assert record["confidence_source"] == "logprobs"
+        assert record["confidence"]["content"] == pytest.approx(0.72)
+        assert record["confidence"]["voice_quality"] == pytest.approx(0.6)
+        assert record["confidence"]["paralinguistics"] == pytest.approx(0.95)
+        assert record["confidence"]["overall"] == pytest.approx(0.6)

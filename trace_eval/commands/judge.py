@@ -176,6 +176,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "cost; ask nothing and write nothing",
     )
     p.add_argument(
+        "--logprobs",
+        action="store_true",
+        help="ask for the answer tokens' log-probabilities: each label's probability is its confidence (where "
+        "the provider returns them; no extra call)",
+    )
+    p.add_argument(
         "--cascade",
         metavar="JUDGE",
         nargs="+",
@@ -227,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         structured=args.structured,
         repair_attempts=args.repairs,
+        logprobs=args.logprobs,
         concurrency=args.concurrency,
         rpm=args.rpm,
         timeout_s=args.timeout,

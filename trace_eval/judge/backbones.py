@@ -90,6 +90,8 @@ class Completion:
     cost_usd: float | None = None  # None when the price of the model is unknown
     latency_s: float = 0.0
     finish_reason: str | None = None  # "length": cut at the token budget
+    # (token, natural log of its probability) of every answer token, where asked (--logprobs) and returned
+    logprobs: tuple[tuple[str, float], ...] | None = None
 
 
 # Answer budget when --max-tokens is not given. Answers with two sentences of reasoning per
@@ -126,6 +128,7 @@ class BackboneSettings:
     price_in_per_token: float | None = None  # USD, for models no price map knows
     price_out_per_token: float | None = None
     check_key: bool = True  # False for a dry run, which prices calls without a key
+    logprobs: bool = False  # ask for the answer tokens' log-probabilities (a confidence of each label)
 
 
 class Backbone:

@@ -102,6 +102,7 @@ def _options_for(options: JudgeOptions, judge: CascadeJudge, out: Path, only: fr
         swap=bool(s.get("swap")),
         drop=tuple(s.get("drop") or ()),
         temperature=float(s.get("temperature") or 0.0),
+        logprobs=bool(s.get("logprobs")),
         out=out,
         only=only,
     )

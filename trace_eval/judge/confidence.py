@@ -6,6 +6,9 @@ Sources (the record's `confidence_source`):
   `cues` backbone does, from how far the deciding cues sit from their thresholds (trace_eval/judge/cues.py).
   With several answers, a dimension's confidence is the mean stated confidence of the answers that gave
   the final label, times their share. No extra call.
+- "logprobs": the probability the model gave each label's tokens (judge --logprobs, where the provider
+  returns log-probabilities): the product over the tokens that spell the label in the answer. No extra
+  call; with several answers, combined as stated confidences are.
 - "agreement": several answers of an LLM (--samples N, both orders with --swap): a dimension's confidence
   is the share of the answers (swapped ones put back in the manifest's numbering) that gave the final
   label. Costs N calls per pair (2N with --swap) instead of one.
@@ -13,7 +16,7 @@ Sources (the record's `confidence_source`):
   one.
 
 The fused label's confidence: with "agreement", the share of answers whose own fused label (each answer
-fused alone, under the run's policy) is the record's overall label; with "stated", the lowest confidence
+fused alone, under the run's policy) is the record's overall label; with "stated" or "logprobs", the lowest confidence
 among the dimensions (fusion can turn on any of them). It is recomputed whenever the overall label is
 (`fuse` under another policy).
 
@@ -38,6 +41,7 @@ __all__ = [
     "answer_confidence",
     "calibrated_settings",
     "judge_key",
+    "label_probabilities",
     "overall_confidence",
     "read_calibration",
 ]
@@ -76,6 +80,35 @@ def answer_confidence(
     return result, "stated" if stated else "agreement", None
 
 
+def label_probabilities(
+    text: str, logprobs: Sequence[tuple[str, float]], verdicts: Mapping[str, Any]
+) -> dict[str, float]:
+    """{dimension: probability the model gave its label}: the product of the probabilities of the tokens
+    that spell the label's value in the answer's JSON (`"content": "both_good"`). {} when the tokens do not
+    spell the text (nothing can be placed), and a dimension is left out when its label cannot be found."""
+    import math
+    import re
+
+    if "".join(token for token, _ in logprobs) != text:
+        return {}
+    starts, at = [], 0
+    for token, _ in logprobs:
+        starts.append(at)
+        at += len(token)
+    found: dict[str, float] = {}
+    for dim, label in verdicts.items():
+        if label is None:
+            continue
+        match = re.search(rf'"{re.escape(dim)}"\s*:\s*"?({re.escape(str(label))})', text, re.IGNORECASE)
+        if match is None:
+            continue
+        begin, end = match.span(1)
+        spelled = [p for (token, p), s in zip(logprobs, starts) if s < end and s + len(token) > begin]
+        if spelled:
+            found[dim] = round(math.exp(sum(spelled)), 4)
+    return found
+
+
 def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -> float | None:
     """The confidence of the record's overall label under `policy` (see the module docstring)."""
     confidence = record.get("confidence") or {}
@@ -83,7 +116,7 @@ def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -
     overall = record.get(OVERALL)
     if rubric.fusion is None or overall is None or source is None:
         return None
-    if source == "stated":
+    if source in ("stated", "logprobs"):
         values = [confidence.get(dim) for dim in (record.get("verdicts") or {})]
         if not values or any(v is None for v in values):
             return None
@@ -100,7 +133,7 @@ def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -
 CALIBRATION_KIND = "trace-eval calibration"
 CALIBRATION_VERSION = 1
 # Settings that change a judge's confidences: a threshold holds only for verdicts made with the same.
-CALIBRATED_SETTINGS = ("model", "judge", "rubric", "fusion", "samples", "swap", "drop", "temperature")
+CALIBRATED_SETTINGS = ("model", "judge", "rubric", "fusion", "samples", "swap", "drop", "temperature", "logprobs")
 
 
 def judge_key(model: str, judge: str | None) -> str:

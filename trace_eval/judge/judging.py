@@ -19,7 +19,7 @@ from trace_eval.judge import runfolder
 from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
 from trace_eval.judge.caller import BudgetReached, Caller, CallFailed, RunStopped
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
-from trace_eval.judge.confidence import answer_confidence
+from trace_eval.judge.confidence import answer_confidence, label_probabilities
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, Prompt, PromptError
 from trace_eval.rubrics import Rubric
@@ -51,7 +51,8 @@ class UnitResult:
     reason: str | None = None
     verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
-    confidence: dict[str, float] = field(default_factory=dict)  # dimension -> how sure the answer says it is
+    confidence: dict[str, float] = field(default_factory=dict)  # dimension -> how sure the answer is
+    confidence_from: str | None = None  # "stated" (in the answer) | "logprobs" (of its label tokens)
     reasoning: Any = None  # as the judge gave it
     raw: str | None = None
     prompt_tokens: int = 0
@@ -185,7 +186,10 @@ class Judging:
                 )
                 result.reasoning = parsed.reasoning
                 result.undetermined = parsed.undetermined
-                result.confidence = parsed.confidence
+                result.confidence, result.confidence_from = parsed.confidence, "stated" if parsed.confidence else None
+                if not parsed.confidence and completion.logprobs:
+                    result.confidence = label_probabilities(completion.text, completion.logprobs, parsed.verdicts)
+                    result.confidence_from = "logprobs" if result.confidence else None
                 result.status, result.reason = "ok", None
                 return result
             else:
@@ -317,8 +321,11 @@ def pair_record(
         "repairs": sum(u.repairs for u in units),
         "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
     }
-    answers = [(u.verdicts, u.confidence) for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
+    answered = [u for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
+    answers = [(u.verdicts, u.confidence) for u in answered]
     confidence, source, why = answer_confidence(verdicts, answers)
+    if source == "stated":  # said by the answers, or read from their label tokens' probabilities
+        source = next((u.confidence_from for u in answered if u.confidence_from), source)
     record.update(confidence=confidence, confidence_source=source, confidence_reason=why)
     runfolder.set_overall(record, options.fusion, rubric)
     if options.swap and len(orders) == 2:

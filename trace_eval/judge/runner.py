@@ -63,9 +63,10 @@ RESUME_KEYS = (
     "max_tokens",
     "structured",
     "repair_attempts",
+    "logprobs",
 )
 # What a run folder written before a setting existed was made with.
-_BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1"}
+_BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1", "logprobs": False}
 
 
 class JudgeError(Exception):
@@ -126,6 +127,7 @@ class JudgeOptions:
     # of --api-base; dropped for the rest of the run when the backbone refuses it)
     structured: str = "auto"
     repair_attempts: int = 1
+    logprobs: bool = False  # ask for the label tokens' log-probabilities: a confidence from one answer
     concurrency: int = 8
     rpm: float | None = None  # requests per minute, None for no limit
     timeout_s: float = 120.0
@@ -201,6 +203,7 @@ def _backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric, check_key: 
         price_in_per_token=None if options.price_in_per_mtok is None else options.price_in_per_mtok / 1e6,
         price_out_per_token=None if options.price_out_per_mtok is None else options.price_out_per_mtok / 1e6,
         check_key=check_key,
+        logprobs=options.logprobs,
     )
     try:
         return make_backbone(backbone_for(options.model), settings)
@@ -251,6 +254,7 @@ def build_config(
         "max_tokens": options.max_tokens,
         "structured": structured,
         "repair_attempts": options.repair_attempts,
+        "logprobs": options.logprobs,
         "concurrency": options.concurrency,
         "rpm": options.rpm,
         "timeout_s": options.timeout_s,
