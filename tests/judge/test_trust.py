@@ -333,3 +333,45 @@ def test_logprobs_give_each_label_the_probability_of_its_tokens(tmp_path):
         assert record["confidence"]["voice_quality"] == pytest.approx(0.6)
         assert record["confidence"]["paralinguistics"] == pytest.approx(0.95)
         assert record["confidence"]["overall"] == pytest.approx(0.6)
+
+
+def test_leaderboard_and_view_can_use_trusted_verdicts_only(tmp_path):
+    from trace_eval.evaluation.leaderboard import leaderboard
+    from trace_eval.view import write_view
+
+    n = 40
+    # Systems: response 1 by "a", response 2 by "b"; an LLM sure of the first half of the pairs.
+    specs = [
+        PairSpec(
+            id=f"p{i:03d}",
+            response_1=blueprint(f"answer {i} one"),
+            response_2=blueprint(f"answer {i} two"),
+            label=RIGHT,
+        )
+        for i in range(n)
+    ]
+    bench = write_benchmark(tmp_path / "bench", specs)
+    manifest = json.loads((bench / "manifest.json").read_text())
+    for item in manifest:
+        item["model_a"], item["model_b"] = "a", "b"
+    (bench / "manifest.json").write_text(json.dumps(manifest))
+    with LLMServer(responder=KnownJudge({i: 1.0 if i < n // 2 else 0.5 for i in range(n)})) as server:
+        judge(
+            bench,
+            tmp_path / "run",
+            tmp_path / "cache",
+            model="openai/half",
+            api_base=server.api_base,
+            api_key="dummy",
+            samples=3,
+        )
+    calibration = calibration_file(tmp_path / "calibration.json", {"openai/half@trace": (1.0, 3)})
+    with pytest.raises(Exception, match="nothing says which verdicts are trusted"):
+        leaderboard([tmp_path / "run"], trusted_only=True)
+    board = leaderboard([tmp_path / "run"], trusted_only=True, calibration=calibration)
+    everything = leaderboard([tmp_path / "run"])
+    assert json.dumps(board) != json.dumps(everything)
+
+    files = write_view([tmp_path / "run"], tmp_path / "view", trusted_only=True, calibration=calibration)
+    data = (files.index.parent / "data.js").read_text()
+    assert "not trusted: confidence >= 1" in data and '"confidence_source":"agreement"' in data

@@ -20,10 +20,10 @@ from trace_eval.judge.confidence import CalibrationFileError, judge_key, read_ca
 
 from .bootstrap import BootstrapSettings
 from .engine import Estimates
-from .records import OVERALL, HumanLabels, JudgeRun
+from .records import OVERALL, EvaluationError, HumanLabels, JudgeRun
 from .report import Block, Heading, Image, Paragraph, Table, percent
 
-__all__ = ["risk_coverage_figure", "trust_blocks", "trust_lines", "trust_section", "trusted_ids"]
+__all__ = ["keep_trusted", "risk_coverage_figure", "trust_blocks", "trust_lines", "trust_section", "trusted_ids"]
 
 CURVE_POINTS = 101
 
@@ -228,3 +228,34 @@ def trust_lines(section: dict[str, Any] | None) -> list[str]:
             line += f" ({strongest['judge']} alone: {_usd(strongest['usd_per_1000'])})"
         lines.append(line)
     return lines
+
+
+def keep_trusted(runs: list[JudgeRun], calibration: Path | None = None) -> list[JudgeRun]:
+    """The runs with every verdict that is not trusted made undetermined ("not trusted: ..."), for the
+    leaderboard and the audit page (--trusted-only). A cascade run says which it trusted; a single-judge
+    run needs the calibration file."""
+    from dataclasses import replace
+
+    calibrated = read_calibration(calibration) if calibration else None
+    kept = []
+    for run in runs:
+        trusted, how = trusted_ids(run, calibrated)
+        if trusted is None:
+            raise EvaluationError(f"run {run.name}: nothing says which verdicts are trusted ({how})")
+        records = {}
+        for item_id, raw in run.raws.items():
+            if item_id in trusted or raw.get("status") != "ok" or raw.get("verdicts") is None:
+                records[item_id] = raw
+                continue
+            confidence = _confidence(raw)
+            why = f"not trusted: {how}" + ("" if confidence is None else f", confidence {confidence:.2f}")
+            verdicts = {dim: None for dim in raw["verdicts"]}
+            records[item_id] = {
+                **raw,
+                "verdicts": verdicts,
+                "fused": {policy: None for policy in raw.get("fused") or {}},
+                OVERALL: None,
+                "undetermined": {dim: why for dim in verdicts},
+            }
+        kept.append(JudgeRun(run.name, replace(run.folder, records=records)))
+    return kept
