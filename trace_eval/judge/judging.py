@@ -20,13 +20,13 @@ from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError,
 from trace_eval.judge.caller import BudgetReached, Caller, CallFailed, RunStopped
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
 from trace_eval.judge.confidence import answer_confidence, label_probabilities
+from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, Prompt, PromptError
 from trace_eval.rubrics import Rubric
 
 if TYPE_CHECKING:
     from trace_eval.bench import Pair
-    from trace_eval.judge.runner import JudgeOptions
 
 __all__ = ["Judging", "StructuredOutput", "Unit", "UnitResult", "pair_record", "response_format", "unusable_record"]
 
