@@ -141,6 +141,7 @@ class Backbone:
     cacheable: bool = True  # False for backbones cheaper to run than to look up
     may_leave_undetermined: bool = False  # may answer null with the reason; others must give every label
     no_calls: str | None = None  # why a dry run has nothing to count (the backbone answers locally)
+    states_confidence: bool = False  # its answers' `confidence` (dimension -> 0..1) is recorded as the confidence
 
     def __init__(self, settings: BackboneSettings):
         self.settings = settings

@@ -945,6 +945,7 @@ class CuesBackbone(Backbone):
 
     cacheable = False
     may_leave_undetermined = True  # a dimension whose deciding cue is missing stays null, with the reason
+    states_confidence = True  # from the margins of its deciding cues
     no_calls = "the cues backbone reads the blueprints"
 
     def __init__(self, settings: BackboneSettings, thresholds: Thresholds = DEFAULT_THRESHOLDS):

@@ -186,8 +186,9 @@ class Judging:
                 )
                 result.reasoning = parsed.reasoning
                 result.undetermined = parsed.undetermined
-                result.confidence, result.confidence_from = parsed.confidence, "stated" if parsed.confidence else None
-                if not parsed.confidence and completion.logprobs:
+                if self.backbone.states_confidence and parsed.confidence:
+                    result.confidence, result.confidence_from = parsed.confidence, "stated"
+                elif completion.logprobs:
                     result.confidence = label_probabilities(completion.text, completion.logprobs, parsed.verdicts)
                     result.confidence_from = "logprobs" if result.confidence else None
                 result.status, result.reason = "ok", None

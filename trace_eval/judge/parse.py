@@ -117,6 +117,14 @@ def parse_verdict(
                 for key in undetermined
             ),
         )
-    stated = doc.get("confidence") or {}
-    confidence = {key: float(stated[key]) for key in names if key in stated and doc[key] is not None}
+    stated = doc.get("confidence")
+    stated = stated if isinstance(stated, dict) else {}
+    confidence = {
+        key: float(stated[key])
+        for key in names
+        if doc[key] is not None
+        and isinstance(stated.get(key), (int, float))
+        and not isinstance(stated.get(key), bool)
+        and 0.0 <= stated[key] <= 1.0
+    }
     return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined, confidence)

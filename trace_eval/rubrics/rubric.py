@@ -218,12 +218,9 @@ class Rubric:
                     "propertyNames": {"enum": list(names)},
                     "additionalProperties": {"type": "string", "minLength": 1},
                 },
-                # A judge that can say how sure it is (the cues backbone: its margins) gives it per dimension.
-                "confidence": {
-                    "type": "object",
-                    "propertyNames": {"enum": list(names)},
-                    "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
-                },
+                # A judge that says how sure it is (the cues backbone: its margins) gives it per dimension; read
+                # only from backbones that declare it (Backbone.states_confidence), so it is not checked here.
+                "confidence": {},
             },
             "if": {"required": ["undetermined"]},
             "then": {
