@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import threading
@@ -375,3 +376,44 @@ def test_leaderboard_and_view_can_use_trusted_verdicts_only(tmp_path):
     files = write_view([tmp_path / "run"], tmp_path / "view", trusted_only=True, calibration=calibration)
     data = (files.index.parent / "data.js").read_text()
     assert "not trusted: confidence >= 1" in data and '"confidence_source":"agreement"' in data
+
+
+# -- the cues backbone's margins --------------------------------------------------------------------
+
+
+def _cues_confidence(instruction: str, bp1: dict, bp2: dict) -> dict:
+    from trace_eval.judge.cues import DEFAULT_THRESHOLDS, judge_case
+    from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+
+    keys = load_prompt("trace").blueprint_keys
+    views = (blueprint_view(bp1, keys, ()), blueprint_view(bp2, keys, ()))
+    case = Case("x", None, instruction, views, (None, None, None), False, (bp1, bp2), (), {})
+    verdict = judge_case(case, DEFAULT_THRESHOLDS)
+    return {
+        dim: (verdict[dim], verdict.get("confidence", {}).get(dim))
+        for dim in ("content", "voice_quality", "paralinguistics")
+    }
+
+
+def test_cues_confidence_grows_with_the_distance_from_the_threshold():
+    say = 'Say "hello there" please.'
+    near = _cues_confidence(say, blueprint("hello there", p808=3.0), blueprint("hello there", p808=2.75))
+    far = _cues_confidence(say, blueprint("hello there"), blueprint("hello there", p808=2.0))
+    assert near["voice_quality"][0] == "both_good" and far["voice_quality"][0] == "1"
+    # 0.05 above the P.808 floor of 2.7 (a sixth of a unit) against 0.7 below it (2.3 units).
+    assert near["voice_quality"][1] == pytest.approx(1 - 0.5 * math.exp(-0.05 / 0.3), abs=1e-3)
+    assert far["voice_quality"][1] == pytest.approx(1 - 0.5 * math.exp(-0.7 / 0.3), abs=1e-3)
+    # No manner asked: acceptable by default, one unit.
+    assert near["paralinguistics"] == ("both_good", pytest.approx(1 - 0.5 * math.exp(-1.0), abs=1e-3))
+    # Silence fails every dimension surely.
+    silent = _cues_confidence(say, blueprint("hello there"), blueprint(""))
+    # Response 1 says every quoted word at full length: 2 units past the length floor; silence is surer.
+    assert silent["content"] == ("1", pytest.approx(1 - 0.5 * math.exp(-2.0), abs=1e-3))
+
+
+def test_cues_confidence_of_a_manner_is_the_distance_of_its_reading():
+    slow = "Say it slowly."
+    just = _cues_confidence(slow, blueprint(wpm=125.0), blueprint(wpm=210.0))
+    clear = _cues_confidence(slow, blueprint(wpm=90.0), blueprint(wpm=210.0))
+    assert just["paralinguistics"][0] == clear["paralinguistics"][0] == "1"
+    assert just["paralinguistics"][1] < clear["paralinguistics"][1]
