@@ -417,3 +417,37 @@ def test_cues_confidence_of_a_manner_is_the_distance_of_its_reading():
     clear = _cues_confidence(slow, blueprint(wpm=90.0), blueprint(wpm=210.0))
     assert just["paralinguistics"][0] == clear["paralinguistics"][0] == "1"
     assert just["paralinguistics"][1] < clear["paralinguistics"][1]
+
+
+def test_calibrate_refuses_runs_of_one_judge_made_with_other_settings(tmp_path, capsys):
+    bench = labelled_bench(tmp_path / "bench", 3)
+    judge(bench, tmp_path / "a", model="cues")
+    judge(bench, tmp_path / "b", model="cues", drop=("emotion",))
+    out = tmp_path / "calibration.json"
+    assert cli(["calibrate", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 2
+    assert "runs of cues@trace were made with different drop" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_fusing_again_recomputes_the_confidence_of_the_overall_label(tmp_path):
+    from trace_eval.judge.runfolder import read_results, refuse
+
+    n = 6
+    bench = labelled_bench(tmp_path / "bench", n)
+    with LLMServer(responder=KnownJudge({i: 0.6 for i in range(n)}, seed=3)) as server:
+        judge(
+            bench,
+            tmp_path / "run",
+            tmp_path / "cache",
+            model="openai/m",
+            api_base=server.api_base,
+            api_key="dummy",
+            samples=5,
+        )
+    refuse(tmp_path / "run", "vote")
+    for record in read_results(tmp_path / "run" / "results.jsonl").records:
+        answers = [s["verdicts"] for s in record["samples"]]
+        from trace_eval.rubrics import load_rubric
+
+        fused = [load_rubric("trace").fusion.fuse_all(a)["vote"] for a in answers]
+        assert record["confidence"]["overall"] == pytest.approx(fused.count(record["overall"]) / len(fused))
