@@ -83,7 +83,7 @@ def cascade_judges(specs: list[str], calibration: dict[str, Any], rubric: Rubric
         judges.append(CascadeJudge(key, model, prompt, entry.get("threshold"), entry.get("reason"), settings))
     if len({j.key for j in judges}) != len(judges):
         raise JudgeError("a judge is named twice in --cascade")
-    policies = {j.settings.get("fusion") for j in judges} - {None}
+    policies = {str(j.settings["fusion"]) for j in judges if j.settings.get("fusion")}
     if len(policies) > 1:
         raise JudgeError(f"the judges were calibrated under different fusion policies ({', '.join(sorted(policies))})")
     return judges
@@ -169,7 +169,10 @@ def run_cascade(
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     out = Path(options.out) if options.out else default_out_dir("cascade")
     out.mkdir(parents=True, exist_ok=True)
-    config = {
+    stages: list[dict[str, Any]] = [
+        {"judge": j.key, "threshold": j.threshold, "settings": j.settings, "folder": None} for j in judges
+    ]
+    config: dict[str, Any] = {
         "format_version": runfolder.FORMAT_VERSION,
         "cascade_format_version": FORMAT_VERSION,
         "bench": str(bench.root),
@@ -182,9 +185,7 @@ def run_cascade(
         "dimensions": list(rubric.names),
         "fusion": policy,
         "cascade": {
-            "judges": [
-                {"judge": j.key, "threshold": j.threshold, "settings": j.settings, "folder": None} for j in judges
-            ],
+            "judges": stages,
             "calibration": str(calibration),
             "label": on,
             "target_agreement": doc.get("target_agreement"),
@@ -212,7 +213,7 @@ def run_cascade(
         if not pending:
             break
         folder = out / JUDGES_DIR / f"{n}-{_slug(judge.key)}"
-        config["cascade"]["judges"][n - 1]["folder"] = str(folder)
+        stages[n - 1]["folder"] = str(folder)
         outcome = run_judge(_options_for(options, judge, folder, frozenset(pending)), notice)
         run = outcome.summary.get("run", {})
         calls, cache_hits = calls + int(run.get("calls", 0)), cache_hits + int(run.get("cache_hits", 0))

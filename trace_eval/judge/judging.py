@@ -323,7 +323,7 @@ def pair_record(
         "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
     }
     answered = [u for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
-    answers = [(u.verdicts, u.confidence) for u in answered]
+    answers = [(u.verdicts or {}, u.confidence) for u in answered]
     confidence, source, why = answer_confidence(verdicts, answers)
     if source == "stated":  # said by the answers, or read from their label tokens' probabilities
         source = next((u.confidence_from for u in answered if u.confidence_from), source)
