@@ -35,7 +35,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="overall",
         help="the label calibrated: overall (the fused label) or a dimension (default: %(default)s)",
     )
-    p.add_argument("--out", metavar="FILE", type=Path, default=Path("calibration.json"), help="(default: %(default)s)")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        type=Path,
+        default=Path("calibration.json"),
+        help="the calibration file to write (default: %(default)s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
