@@ -208,6 +208,8 @@ def risk_coverage_figure(section: dict[str, Any], path: Path) -> Path:
     axes.xaxis.set_major_formatter(PercentFormatter(1.0))
     axes.yaxis.set_major_formatter(PercentFormatter(1.0))
     axes.set_xlim(0, 1)
+    lowest = min((point[1] for run in section["runs"] for point in run["risk_coverage"]), default=0.0)
+    axes.set_ylim(max(0.0, lowest - 0.05), 1.005)  # agreement never passes 100%
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.savefig(path, dpi=110, bbox_inches="tight", facecolor="white")
