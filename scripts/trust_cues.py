@@ -120,7 +120,9 @@ def main() -> int:
         for target in TARGETS:
             cal = calibrate(c, a, target, DELTA)
             if cal.threshold is None:
-                print(f"| {name} ({len(rows)}) | {target:.0%} | none | 0% | - |")
+                first = cal.tests[0] if cal.tests else None
+                why = f"none (first test: {first.agree}/{first.n} agree, p {first.p_value:.2f})" if first else "none"
+                print(f"| {name} ({len(rows)}) | {target:.0%} | {why} | 0% | - |")
             else:
                 cover = cal.trusted / len(rows)
                 print(
