@@ -21,6 +21,7 @@ free-form fields such as character, dialogue_history, style_elements).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -55,6 +56,9 @@ class Reply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     finish_reason: str = "stop"  # "length": the answer was cut at max_tokens
+    # (token, log-probability) sent when the request asks for logprobs; None: the content split into words and
+    # punctuation, each with log-probability 0
+    token_logprobs: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,18 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._send(behaviour.status, {"error": error}, headers)
             return
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": behaviour.content},
+            "finish_reason": behaviour.finish_reason,
+        }
+        if body.get("logprobs"):
+            tokens = behaviour.token_logprobs or tuple((t, 0.0) for t in re.findall(r"\w+|\W", behaviour.content))
+            choice["logprobs"] = {
+                "content": [
+                    {"token": t, "logprob": p, "bytes": list(t.encode()), "top_logprobs": []} for t, p in tokens
+                ]
+            }
         self._send(
             200,
             {
@@ -162,13 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "test"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": behaviour.content},
-                        "finish_reason": behaviour.finish_reason,
-                    }
-                ],
+                "choices": [choice],
                 "usage": {
                     "prompt_tokens": behaviour.prompt_tokens,
                     "completion_tokens": behaviour.completion_tokens,

@@ -26,7 +26,18 @@ def test_the_top_level_help_lists_the_tasks_in_order_with_an_example_each(capsys
         main(["--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert VERBS == ("prepare", "blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "audit", "show")
+    assert VERBS == (
+        "prepare",
+        "blueprints",
+        "judge",
+        "fuse",
+        "evaluate",
+        "calibrate",
+        "leaderboard",
+        "view",
+        "audit",
+        "show",
+    )
     places = [out.index(f"\n  {verb} ") for verb in VERBS]
     assert places == sorted(places)
     for verb in VERBS:

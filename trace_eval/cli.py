@@ -9,15 +9,16 @@ import importlib
 import os
 import sys
 
-# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, ranking, the audit page,
-# the bias audit; then a look at one blueprint.
-VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "leaderboard", "view", "audit", "show")
+# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
+# ranking, the audit page, the bias audit; then a look at one blueprint.
+VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "calibrate", "leaderboard", "view", "audit", "show")
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
     "evaluate": "python -m trace_eval evaluate runs/demo",
+    "calibrate": "python -m trace_eval calibrate runs/demo --agreement 0.85 --delta 0.1 --out calibration.json",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
     "view": "python -m trace_eval view runs/demo",
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",

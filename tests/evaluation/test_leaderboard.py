@@ -537,7 +537,8 @@ def test_the_command_writes_the_files_and_evaluate_adds_the_leaderboard(known_sy
     metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
     assert metrics["leaderboard"]["version"] == 1 and metrics["leaderboard"]["by"] == ["overall", *DIMENSIONS]
     report = (tmp_path / "eval" / "report.html").read_text()
-    assert "<h2>Leaderboard</h2>" in report and report.count('src="data:image/png;base64,') == 6
+    # accuracy, fusion, confusion, distribution, the two leaderboard pictures, risk-coverage (cues confidences)
+    assert "<h2>Leaderboard</h2>" in report and report.count('src="data:image/png;base64,') == 7
 
 
 def test_command_errors(known_systems, tmp_path: Path, capsys) -> None:

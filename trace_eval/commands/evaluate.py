@@ -58,6 +58,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--resamples", type=int, default=MIN_RESAMPLES, help="bootstrap resamples (at least %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument(
+        "--calibration",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="a calibration file (`calibrate`): also report agreement and coverage of the verdicts at or above "
+        "each judge's threshold (cascade runs report theirs without it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,6 +132,7 @@ def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     from trace_eval.evaluation import evaluate_folders, report_of
+    from trace_eval.judge.confidence import CalibrationFileError
 
     if args.out:
         out = Path(args.out)
@@ -139,9 +148,25 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
     from trace_eval.judge.runfolder import read_line
 
     print(read_line(args.runs, args.labels))
-    files = evaluate_folders(args.runs, out, rubric, labels=args.labels, policy=args.fusion, settings=settings)
+    try:
+        files = evaluate_folders(
+            args.runs,
+            out,
+            rubric,
+            labels=args.labels,
+            policy=args.fusion,
+            settings=settings,
+            calibration=args.calibration,
+        )
+    except CalibrationFileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for line in report_of(rubric).lines(files):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
+    from trace_eval.evaluation.trust import trust_lines
+
+    for line in trust_lines(files.metrics.get("trust")):
+        print(line)
     if "leaderboard" in files.metrics:  # the items name their systems
         from trace_eval.evaluation.leaderboard import leaderboard_lines
 

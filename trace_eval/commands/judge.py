@@ -187,6 +187,29 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="print the calls the run would make (after the cache), their prompt tokens and estimated "
         "cost; ask nothing and write nothing",
     )
+    p.add_argument(
+        "--logprobs",
+        action="store_true",
+        help="ask for the answer tokens' log-probabilities: each label's probability is its confidence (where "
+        "the provider returns them; no extra call)",
+    )
+    p.add_argument(
+        "--cascade",
+        metavar="JUDGE",
+        nargs="+",
+        default=None,
+        help="judges from cheap to strong, each MODEL[@PROMPT] as the calibration file names it (e.g. cues "
+        "openai/gpt-4o-mini openai/gpt-4o-audio-preview@audio): a verdict below its judge's threshold goes to "
+        "the next; what the last does not trust is undetermined; each judge runs with its calibrated settings "
+        "(docs/trust.md)",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="the thresholds of the --cascade judges, written by `python -m trace_eval calibrate`",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -236,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         structured=args.structured,
         repair_attempts=args.repairs,
+        logprobs=args.logprobs,
         concurrency=args.concurrency,
         rpm=args.rpm,
         timeout_s=args.timeout,
@@ -249,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
         skip_failed=args.skip_failed,
         progress=not args.quiet,
     )
+    if args.cascade or args.calibration:
+        return _run_cascade(args, options)
     if args.dry_run:
         try:
             print_dry_run(dry_run(options))
@@ -274,6 +300,45 @@ def _bench_here() -> Path | None:
     further."""
     here = Path.cwd()
     return here if any((here / name).is_file() for name in ("manifest.json", "manifest.jsonl")) else None
+
+
+def _run_cascade(args: argparse.Namespace, options) -> int:
+    from trace_eval.bench import ManifestError
+    from trace_eval.judge import JudgeError
+    from trace_eval.judge.cascade import run_cascade
+    from trace_eval.judge.runfolder import RunFolderInUse
+
+    if not (args.cascade and args.calibration):
+        print("error: --cascade JUDGE... and --calibration FILE go together", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(
+            "error: --dry-run does not foresee a cascade (which pairs escalate depends on the answers)", file=sys.stderr
+        )
+        return 2
+    try:
+        outcome = run_cascade(options, args.cascade, args.calibration)
+    except (JudgeError, ManifestError, FileNotFoundError, RunFolderInUse) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished pairs are saved; run the same command with the same --out to resume",
+            file=sys.stderr,
+        )
+        return 130
+    s = outcome.summary
+    cascade, run = s["cascade"], s["run"]
+    print(f"judged {s['pairs']} pairs with the {s['settings']['model']}")
+    for judge, n in cascade["decided_by"].items():
+        print(f"  decided by {judge}: {n}")
+    print(f"  undetermined (no judge trusted): {cascade['undetermined']}; coverage {cascade['coverage']:.0%}")
+    cost = "unknown" if s.get("cost_usd") is None else f"${s['cost_usd']:.4f}"
+    print(f"  calls {run['calls']}, cached {run['cache_hits']}, answers cost {cost}, {run['wall_s']:.1f} s")
+    if outcome.stopped:
+        print(f"  stopped: {outcome.stopped}; fix the cause and re-run with --out {outcome.out}", file=sys.stderr)
+    print(f"  run folder: {outcome.out}")
+    return 1 if outcome.stopped else 0
 
 
 def _empty(summary: dict) -> bool:

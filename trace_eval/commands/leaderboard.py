@@ -55,6 +55,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"bootstrap resamples (at least {MIN_RESAMPLES}; default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    parser.add_argument(
+        "--trusted-only",
+        action="store_true",
+        help="count only trusted verdicts: a cascade run's decided ones, or those at or above the thresholds of "
+        "--calibration (docs/trust.md)",
+    )
+    parser.add_argument("--calibration", metavar="FILE", help="calibration file for --trusted-only")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             args.fusion,
             args.baseline,
             BootstrapSettings(resamples=args.resamples, seed=args.seed),
+            trusted_only=args.trusted_only,
+            calibration=args.calibration,
         )
     except (
         EvaluationError,

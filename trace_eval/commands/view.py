@@ -30,6 +30,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="copy the audio into DIR/audio, so the folder can be sent as it is (default: the page "
         "plays the benchmark's files through relative paths)",
     )
+    _trust_options(parser)
+
+
+def _trust_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trusted-only",
+        action="store_true",
+        help="show only trusted verdicts (a cascade run's decided ones, or those at or above the thresholds of "
+        "--calibration); the others appear undetermined, with why",
+    )
+    parser.add_argument("--calibration", metavar="FILE", help="calibration file for --trusted-only")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +57,14 @@ def run(args: argparse.Namespace) -> int:
         print("error: several runs need --out DIR for the page that shows them side by side", file=sys.stderr)
         return 2
     try:
-        files = write_view(args.runs, out, bench=args.bench, copy_audio=args.copy_audio)
+        files = write_view(
+            args.runs,
+            out,
+            bench=args.bench,
+            copy_audio=args.copy_audio,
+            trusted_only=args.trusted_only,
+            calibration=args.calibration,
+        )
     except (ViewError, RunFolderError, ManifestError, FileNotFoundError, RubricError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

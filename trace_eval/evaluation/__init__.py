@@ -24,6 +24,7 @@ from .records import EvaluationError, HumanLabels, JudgeRun, bench_of, load_huma
 from .report import EvaluationFiles, Paragraph, write_report
 from .rubric_report import evaluate_rubric_runs, report_of
 from .scores import METRICS, UnknownMetric
+from .trust import risk_coverage_figure, trust_blocks, trust_section
 
 __all__ = [
     "BootstrapSettings",
@@ -52,9 +53,12 @@ def evaluate_folders(
     labels: str | Path | None = None,
     policy: str | None = None,
     settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    calibration: Path | None = None,
 ) -> EvaluationFiles:
     """Evaluate run folders judged with `rubric` against the benchmark's human labels and write the report
-    of the rubric's metrics into `out`. `policy` re-fuses every run's verdicts (rubrics that fuse)."""
+    of the rubric's metrics into `out`. `policy` re-fuses every run's verdicts (rubrics that fuse).
+    Runs whose verdicts carry confidences add the trusted verdicts (trust.py; `calibration` gives the
+    thresholds of single-judge runs)."""
     report = report_of(rubric)
     runs = load_runs(run_dirs)
     bench = bench_of(runs, labels)
@@ -78,6 +82,12 @@ def evaluate_folders(
         metrics["leaderboard"] = board
         blocks += leaderboard_blocks({**board, "labels_manifest": shown["labels_manifest"]}, level=2)
         pictures = {**pictures, **write_leaderboard_figures(board, out)}
+    trusted = trust_section(runs, human, settings, calibration) if rubric.fusion else None
+    if trusted is not None:
+        metrics["trust"] = trusted
+        blocks += trust_blocks(trusted)
+        if any(run["risk_coverage"] for run in trusted["runs"]):
+            pictures = {**pictures, "risk_coverage.png": risk_coverage_figure(trusted, out / "risk_coverage.png")}
     return write_report(out, metrics, blocks, pictures)
 
 

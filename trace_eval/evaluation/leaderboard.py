@@ -660,9 +660,13 @@ def leaderboard(
     policy: str | None = None,
     baseline: str | None = None,
     settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    trusted_only: bool = False,
+    calibration: str | Path | None = None,
 ) -> dict[str, Any]:
     """The leaderboard of judge run folders and of their benchmark's human labels, or of a benchmark's human
     labels alone (`bench` without runs; its audio need not exist): exactly what leaderboard.json holds.
+    `trusted_only` counts only trusted verdicts (a cascade's decided ones, or those at or above the
+    thresholds of `calibration`; trace_eval/evaluation/trust.py).
 
     `bench` names the benchmark (default: the one the runs judged); `by` is "overall", a typed-tie dimension,
     a list of them or "all"; `policy` re-fuses every run's overall label (`--fusion`; default: each run's own);
@@ -671,6 +675,10 @@ def leaderboard(
     if not runs and bench is None:
         raise EvaluationError("give judge run folder(s), or a benchmark folder for its human labels")
     loaded = load_runs(list(runs))
+    if trusted_only:
+        from .trust import keep_trusted
+
+        loaded = keep_trusted(loaded, Path(calibration) if calibration else None)
     rubric = _rubric(loaded)
     bench_path = bench_of(loaded, bench) if loaded or bench is None else Path(bench)
     human = load_human_labels(bench_path, rubric)

@@ -11,8 +11,10 @@ Modules: prompts (versioned templates -> messages), backbones (the interface and
 the registry by name), litellm_backbone and cues (the two built in; cues is
 offline, TRACE only), parse (answer -> verdict in the rubric's label spaces), cache
 (answers by request key), caller (one call: cache, budget, rate limit, retries),
-judging (the loop: repairs, swapped orders, records), combine (samples, swapped
-orders), runfolder (files of a run), runner (options, cases, the run).
+options (what a run is made with), judging (the loop: repairs, swapped orders,
+records), combine (samples, swapped orders), confidence (how sure a verdict is),
+runfolder (files of a run), runner (cases, the run), cascade (judges from cheap to
+strong, escalating below calibrated thresholds).
 """
 
 from trace_eval.judge.caller import RetryPolicy

@@ -90,6 +90,8 @@ class Completion:
     cost_usd: float | None = None  # None when the price of the model is unknown
     latency_s: float = 0.0
     finish_reason: str | None = None  # "length": cut at the token budget
+    # (token, natural log of its probability) of every answer token, where asked (--logprobs) and returned
+    logprobs: tuple[tuple[str, float], ...] | None = None
 
 
 # Answer budget when --max-tokens is not given. Answers with two sentences of reasoning per
@@ -126,6 +128,7 @@ class BackboneSettings:
     price_in_per_token: float | None = None  # USD, for models no price map knows
     price_out_per_token: float | None = None
     check_key: bool = True  # False for a dry run, which prices calls without a key
+    logprobs: bool = False  # ask for the answer tokens' log-probabilities (a confidence of each label)
 
 
 class Backbone:
@@ -138,6 +141,7 @@ class Backbone:
     cacheable: bool = True  # False for backbones cheaper to run than to look up
     may_leave_undetermined: bool = False  # may answer null with the reason; others must give every label
     no_calls: str | None = None  # why a dry run has nothing to count (the backbone answers locally)
+    states_confidence: bool = False  # its answers' `confidence` (dimension -> 0..1) is recorded as the confidence
 
     def __init__(self, settings: BackboneSettings):
         self.settings = settings

@@ -122,7 +122,8 @@ class Caller:
                 "api_base": without_credentials(self.api_base),
                 "prompt_version": self.prompt_version,
                 "messages": messages,
-                "sampling": {"temperature": self.temperature, "max_tokens": max_tokens},
+                "sampling": {"temperature": self.temperature, "max_tokens": max_tokens}
+                | ({"logprobs": True} if self.backbone.settings.logprobs else {}),
                 "response_format": response_format,
                 "sample_index": sample,
             }
@@ -151,6 +152,7 @@ class Caller:
                     entry.get("cost_usd"),
                     0.0,
                     entry.get("finish_reason"),
+                    tuple((str(t), float(p)) for t, p in entry["logprobs"]) if entry.get("logprobs") else None,
                 ), True
         completion = await self._call_with_retries(messages, case, response_format, max_tokens)
         self.calls += 1
@@ -166,6 +168,7 @@ class Caller:
                     "completion_tokens": completion.completion_tokens,
                     "cost_usd": completion.cost_usd,
                     "finish_reason": completion.finish_reason,
+                    "logprobs": [list(pair) for pair in completion.logprobs] if completion.logprobs else None,
                     "latency_s": round(completion.latency_s, 4),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 },

@@ -86,6 +86,7 @@ The numbers are in `Thresholds`; they match how the bundled example is made
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -732,6 +733,202 @@ def judge_paralinguistics(
     return label, "; ".join(notes), why
 
 
+# -- confidence: how far the deciding cues sit from their thresholds -------------------------
+
+# One unit of margin per rule, in the cue's own unit: a cue this far past its threshold is one unit sure.
+MARGIN_SCALES = {
+    "content_min_recall": 0.1,  # share of the quoted words
+    "content_min_length": 0.2,  # transcript length over quote length
+    "quality_min_p808": 0.3,  # MOS
+    "quality_min_background": 0.3,  # MOS
+    "quality_min_lufs": 5.0,  # LU
+    "quality_clear_margin": 0.3,  # MOS lead
+    "quality_noise_margin_p808": 0.2,  # MOS lead
+    "quality_noise_margin_background": 0.1,  # MOS lead
+    "slow_max_wpm": 20.0,
+    "fast_min_wpm": 20.0,
+    "slow_max_syllables_per_s": 0.5,
+    "fast_min_syllables_per_s": 0.5,
+    "quiet_max_lufs": 3.0,
+    "loud_min_lufs": 3.0,
+    "high_min_hz": 20.0,
+    "low_max_hz": 15.0,
+    "emotion_min_score": 0.15,
+    "pace_change_min_ratio": 0.3,
+}
+SURE_MARGIN = 3.0  # a response with no speech at all: no threshold decides it
+DEFAULT_MARGIN = 1.0  # Paralinguistics with no cue word: both acceptable by default, not by measurement
+
+Margin = float | None
+
+
+def confidence_of(margin: float) -> float:
+    """0.5 at a threshold, 0.82 one unit past it, 0.93 two units, 0.975 three, towards 1."""
+    return round(1.0 - 0.5 * math.exp(-margin), 4)
+
+
+def _distance(value: float, field: str, t: Thresholds) -> float:
+    return abs(value - getattr(t, field)) / MARGIN_SCALES[field]
+
+
+def _response_margin(checks: list[tuple[bool, float]], unknown: bool) -> Margin:
+    """A response that passes every cue is as sure as its closest pass; one that fails, as its clearest
+    failure (every failure must be undone to pass it); unknown when it passes what was measured only."""
+    failures = [m for passed, m in checks if not passed]
+    if failures:
+        return max(failures)
+    if unknown:
+        return None
+    return min((m for _, m in checks), default=SURE_MARGIN)
+
+
+def _pair_margin(margins: list[Margin]) -> Margin:
+    """The label changes when either response's decision does: the smaller margin decides."""
+    return None if None in margins else min(m for m in margins if m is not None)
+
+
+def content_margin(
+    instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None]
+) -> Margin:
+    """Content: the quoted-word recall and the length ratio against their floors; no speech is sure."""
+    quoted = _words(read_instruction(instruction).quoted)
+    margins: list[Margin] = []
+    for bp, doubt in zip((bp1, bp2), doubts, strict=True):
+        transcript = (bp or {}).get("agent_response")
+        if transcript is None or doubt:
+            margins.append(None)
+        elif not transcript.strip():
+            margins.append(SURE_MARGIN)
+        elif not quoted:
+            margins.append(None)
+        else:
+            said = _words(transcript)
+            recall = _recall(quoted, said, t)
+            length = len(_letters(said)) / max(1, len(_letters(quoted)))
+            checks = [
+                (recall >= t.content_min_recall, _distance(recall, "content_min_recall", t)),
+                (length >= t.content_min_length, _distance(length, "content_min_length", t)),
+            ]
+            margins.append(_response_margin(checks, False))
+    return _pair_margin(margins)
+
+
+def quality_margin(
+    bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None], label: str | None
+) -> Margin:
+    """Voice Quality: each cue against its floor; of two acceptable responses, the P.808 and BAK leads
+    against the margins that make a winner (the pace and voice gates are not measured as margins)."""
+    margins: list[Margin] = []
+    for bp, doubt in zip((bp1, bp2), doubts, strict=True):
+        if no_speech(bp, doubt):
+            margins.append(SURE_MARGIN)
+            continue
+        checks, unknown = [], False
+        for section, key, _name, field in QUALITY_CUES:
+            value = _get(bp, section, key)
+            if value is None:
+                unknown = True
+            else:
+                checks.append((value >= getattr(t, field), _distance(value, field, t)))
+        margins.append(_response_margin(checks, unknown))
+    margin = _pair_margin(margins)
+    if margin is None or label not in ("1", "2", "both_good"):
+        return margin
+    p1, p2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
+    b1, b2 = (_get(bp, "agent_audio_quality", "DNSMOS_Personalized_Background_Quality") for bp in (bp1, bp2))
+    if None in (p1, p2, b1, b2):
+        return margin
+    assert p1 is not None and p2 is not None and b1 is not None and b2 is not None
+    dp = abs(p1 - p2)
+    db = (b1 - b2) if p1 > p2 else (b2 - b1)
+    clear = _distance(dp, "quality_clear_margin", t)
+    leads = [
+        (dp >= t.quality_noise_margin_p808, _distance(dp, "quality_noise_margin_p808", t)),
+        (db >= t.quality_noise_margin_background, _distance(db, "quality_noise_margin_background", t)),
+    ]
+    if label == "both_good":
+        # No winner: as sure as the nearest rule is from making one. The noise rule needs both leads, so
+        # its distance is the larger shortfall (when both leads are there, the pace or voice gate held it).
+        shortfalls = [d for reached, d in leads if not reached]
+        return min(margin, clear, max(shortfalls) if shortfalls else clear)
+    by_noise = clearly_better(bp1, bp2, t)[1].startswith(f"response {label} cleaner")
+    return min(margin, min(d for _, d in leads) if by_noise else clear)
+
+
+def _cue_margin(name: str, bp: dict | None, t: Thresholds) -> Margin:
+    """How far a response's reading of one paralinguistic cue sits from its threshold (None: no measure)."""
+    properties = "agent_audio_properties"
+    if name in ("slow", "fast"):
+        wpm = _get(bp, properties, "Speech_Rate_WPM")
+        if wpm is not None:
+            return _distance(wpm, f"{name}_{'max' if name == 'slow' else 'min'}_wpm", t)
+        syllables = _get(bp, "agent_voicing", "Syllable_Rate_Per_S")
+        field = f"{name}_{'max' if name == 'slow' else 'min'}_syllables_per_s"
+        return None if syllables is None else _distance(syllables, field, t)
+    if name in ("quiet", "loud"):
+        lufs = _get(bp, properties, "Integrated_Loudness_LUFS")
+        return None if lufs is None else _distance(lufs, "quiet_max_lufs" if name == "quiet" else "loud_min_lufs", t)
+    if name in ("high pitch", "low pitch"):
+        hz = _get(bp, properties, "Mean_Pitch_Hz")
+        return None if hz is None else _distance(hz, "high_min_hz" if name == "high pitch" else "low_max_hz", t)
+    if name in set(EMOTION_WORDS.values()):
+        scores = (bp or {}).get("agent_emotion")
+        if not isinstance(scores, dict):
+            return None
+        by_label = {_emotion_label(k): float(v) for k, v in scores.items() if isinstance(v, (int, float))}
+        return _distance(by_label.get(name, 0.0), "emotion_min_score", t) if by_label else None
+    halves = _pace_halves(bp) if name in ("speeding up", "slowing down", "slow then fast", "fast then slow") else None
+    if halves is not None and min(halves) > 0:
+        early, late = halves
+        ratio = late / early if name in ("speeding up", "slow then fast") else early / late
+        return _distance(ratio, "pace_change_min_ratio", t)
+    return None
+
+
+def paralinguistics_margin(
+    instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None]
+) -> Margin:
+    """Paralinguistics: every cue asked for against its threshold; no cue word is a default, not a reading."""
+    cues = paralinguistic_cues(instruction, t)
+    if not cues:
+        return DEFAULT_MARGIN
+    margins: list[Margin] = []
+    for bp, doubt in zip((bp1, bp2), doubts, strict=True):
+        if no_speech(bp, doubt):
+            margins.append(SURE_MARGIN)
+            continue
+        seen = _without_transcript_cues(bp) if doubt else bp
+        checks, unknown = [], False
+        for cue in cues:
+            ok, _ = cue.check(seen)
+            distance = _cue_margin(cue.name, seen, t)
+            if ok is None or distance is None:
+                unknown = unknown or ok is None or ok is True
+                if ok is False:  # a failure no margin measures: as sure as a reading at the threshold
+                    checks.append((False, 0.0))
+            else:
+                checks.append((ok, distance))
+        margins.append(_response_margin(checks, unknown))
+    return _pair_margin(margins)
+
+
+def cue_confidence(
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None],
+    labels: dict[str, str | None],
+) -> dict[str, float]:
+    """{dimension: confidence} of each determined label, from the margin of its deciding cues."""
+    margins = {
+        "content": content_margin(instruction, bp1, bp2, t, doubts),
+        "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality")),
+        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts),
+    }
+    return {dim: confidence_of(m) for dim, m in margins.items() if labels.get(dim) is not None and m is not None}
+
+
 # -- the backbone ----------------------------------------------------------------------
 
 
@@ -762,6 +959,8 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     }
     if undetermined:
         verdict["undetermined"] = undetermined
+    labels = {"content": content, "voice_quality": quality, "paralinguistics": para}
+    verdict["confidence"] = cue_confidence(instruction, bp1, bp2, thresholds, doubts, labels)
     return verdict
 
 
@@ -770,6 +969,7 @@ class CuesBackbone(Backbone):
 
     cacheable = False
     may_leave_undetermined = True  # a dimension whose deciding cue is missing stays null, with the reason
+    states_confidence = True  # from the margins of its deciding cues
     no_calls = "the cues backbone reads the blueprints"
 
     def __init__(self, settings: BackboneSettings, thresholds: Thresholds = DEFAULT_THRESHOLDS):

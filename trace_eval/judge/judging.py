@@ -19,13 +19,14 @@ from trace_eval.judge import runfolder
 from trace_eval.judge.backbones import Backbone, Completion, FatalBackboneError, RequestRejected
 from trace_eval.judge.caller import BudgetReached, Caller, CallFailed, RunStopped
 from trace_eval.judge.combine import majority, resolve_orders, swap_back
+from trace_eval.judge.confidence import answer_confidence, label_probabilities
+from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, Prompt, PromptError
 from trace_eval.rubrics import Rubric
 
 if TYPE_CHECKING:
     from trace_eval.bench import Pair
-    from trace_eval.judge.runner import JudgeOptions
 
 __all__ = ["Judging", "StructuredOutput", "Unit", "UnitResult", "pair_record", "response_format", "unusable_record"]
 
@@ -50,6 +51,8 @@ class UnitResult:
     reason: str | None = None
     verdicts: dict[str, str | None] | None = None  # in the manifest's numbering
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
+    confidence: dict[str, float] = field(default_factory=dict)  # dimension -> how sure the answer is
+    confidence_from: str | None = None  # "stated" (in the answer) | "logprobs" (of its label tokens)
     reasoning: Any = None  # as the judge gave it
     raw: str | None = None
     prompt_tokens: int = 0
@@ -78,6 +81,7 @@ class UnitResult:
             "status": self.status,
             "reason": self.reason,
             "verdicts": self.verdicts,
+            "confidence": self.confidence or None,
             "reasoning": self.reasoning,
             "raw": self.raw,
             "cache_hit": self.calls == 0 and self.cache_hits > 0,
@@ -182,6 +186,11 @@ class Judging:
                 )
                 result.reasoning = parsed.reasoning
                 result.undetermined = parsed.undetermined
+                if self.backbone.states_confidence and parsed.confidence:
+                    result.confidence, result.confidence_from = parsed.confidence, "stated"
+                elif completion.logprobs:
+                    result.confidence = label_probabilities(completion.text, completion.logprobs, parsed.verdicts)
+                    result.confidence_from = "logprobs" if result.confidence else None
                 result.status, result.reason = "ok", None
                 return result
             else:
@@ -217,16 +226,12 @@ class Judging:
             if self.caller.stop_reason:
                 raise RunStopped(self.caller.stop_reason)
             outcomes = await asyncio.gather(*(self.judge_unit(u) for u in units), return_exceptions=True)
+        results = []
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        record = pair_record(
-            pair_id,
-            list(outcomes),
-            self.options,
-            self.rubric,  # type: ignore[arg-type]
-            units[0].case.dimensions or None,
-        )
+            results.append(outcome)
+        record = pair_record(pair_id, results, self.options, self.rubric, units[0].case.dimensions or None)
         self.writer.append(record)
         caller = self.caller
         self.progress.update(1)
@@ -313,6 +318,12 @@ def pair_record(
         "repairs": sum(u.repairs for u in units),
         "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
     }
+    answered = [u for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
+    answers = [(u.verdicts or {}, u.confidence) for u in answered]
+    confidence, source, why = answer_confidence(verdicts, answers)
+    if source == "stated":  # said by the answers, or read from their label tokens' probabilities
+        source = next((u.confidence_from for u in answered if u.confidence_from), source)
+    record.update(confidence=confidence, confidence_source=source, confidence_reason=why)
     runfolder.set_overall(record, options.fusion, rubric)
     if options.swap and len(orders) == 2:
         record["orders"] = orders
@@ -339,5 +350,8 @@ def unusable_record(pair: Pair, reason: str, policy: str, rubric: Rubric, status
         "cache_hit": False,
         "repairs": 0,
         "undetermined": {},
+        "confidence": {dim: None for dim in verdicts},
+        "confidence_source": None,
+        "confidence_reason": "no verdict",
     }
     return runfolder.set_overall(record, policy, rubric)

@@ -114,6 +114,17 @@ def _describe(error: Exception) -> str:
     return text[:500] or type(error).__name__
 
 
+def _token_logprobs(choice: Any) -> tuple[tuple[str, float], ...] | None:
+    """(token, log-probability) of the answer's tokens, when the provider returned them."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    try:
+        return tuple((str(t.token), float(t.logprob)) for t in content)
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 class LiteLLMBackbone(Backbone):
     """Any litellm model. Calls are made once each: retries belong to the runner, which can honour Retry-After."""
 
@@ -289,6 +300,8 @@ class LiteLLMBackbone(Backbone):
         kwargs["max_tokens"] = max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if s.logprobs:
+            kwargs["logprobs"] = True
         if s.price_in_per_token is not None:
             kwargs["input_cost_per_token"] = s.price_in_per_token
             kwargs["output_cost_per_token"] = s.price_out_per_token or 0.0
@@ -381,6 +394,7 @@ class LiteLLMBackbone(Backbone):
         usage = getattr(response, "usage", None)
         return Completion(
             text=text,
+            logprobs=_token_logprobs(choice),
             finish_reason=getattr(choice, "finish_reason", None),
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),

@@ -12,7 +12,8 @@ key) makes the answer invalid: it is never guessed into a label.
 Undetermined dimensions (a null label explained in the answer's `undetermined`
 object) are accepted only with `allow_undetermined`, which the runner sets for
 backbones that declare `may_leave_undetermined` (the offline cues backbone); from
-any other backbone a null label is invalid like any other non-label.
+any other backbone a null label is invalid like any other non-label. A `confidence`
+object (dimension -> 0..1) is kept as the judge's own statement of how sure it is.
 
 Answers are checked against the schema the rubric generates for the dimensions
 asked (`Rubric.verdict_schema`; for TRACE the same as schemas/verdict.schema.json).
@@ -43,6 +44,7 @@ class ParsedVerdict:
     reasoning: Any  # as the judge gave it: text, one text per dimension, a list
     error: str | None
     undetermined: dict[str, str] = field(default_factory=dict)  # dimension -> why its label is null
+    confidence: dict[str, float] = field(default_factory=dict)  # dimension -> how sure the judge says it is
 
     @property
     def ok(self) -> bool:
@@ -116,4 +118,14 @@ def parse_verdict(
                 for key in undetermined
             ),
         )
-    return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined)
+    stated = doc.get("confidence")
+    stated = stated if isinstance(stated, dict) else {}
+    confidence = {
+        key: float(stated[key])
+        for key in names
+        if doc[key] is not None
+        and isinstance(stated.get(key), (int, float))
+        and not isinstance(stated.get(key), bool)
+        and 0.0 <= stated[key] <= 1.0
+    }
+    return ParsedVerdict({key: doc[key] for key in names}, doc["reasoning"], None, undetermined, confidence)

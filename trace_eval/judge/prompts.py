@@ -84,12 +84,12 @@ class Case:
     pair_id: str
     instruction_transcript: str | None
     instruction_text: str | None
-    blueprints: tuple[dict | None, dict | None] = (None, None)
+    blueprints: tuple[dict | None, ...] = (None, None)  # one per answer: two, or one for a pointwise rubric
     audio: tuple[Path | None, Path | None, Path | None] = (None, None, None)  # instruction, response 1, response 2
     swapped: bool = False
     # The responses' blueprints as stored (word timings, transcript quality), in presentation order, for
     # backbones that read cues directly; never rendered into prompts.
-    stored: tuple[dict | None, dict | None] = (None, None)
+    stored: tuple[dict | None, ...] = (None, None)
     # The dimensions the judge is asked about this item (empty: every dimension of the rubric).
     dimensions: tuple[str, ...] = ()
     # Text the rubric adds to the template variables: item fields, $dimensions, $answer_format.

@@ -28,6 +28,13 @@ results.jsonl fields (one line per item):
     samples       with --samples/--swap: every answer: order, sample, status, reason, verdicts
                   (in the manifest's numbering), reasoning, raw, cache_hit
     orders        with --swap: {"original", "swapped"} verdicts per order (swapped mapped back)
+    confidence    (format 2) {dimension: 0..1, "overall": 0..1} how sure the verdict is (trace_eval.judge.confidence);
+                  a value is null where the label is null or nothing measures it
+    confidence_source  "stated" (the judge's own, e.g. the cues backbone's margins) | "agreement" (share of
+                  the answers, --samples/--swap, that gave the label) | null
+    confidence_reason  why the confidence is null (e.g. one answer that states none), else null
+    cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked
+                  (trace_eval.judge.cascade)
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from typing import Any
 
 import fusion
 from trace_eval.io import atomic_write_text, read_json, write_json
+from trace_eval.judge.confidence import OVERALL, overall_confidence
 from trace_eval.rubrics import Rubric, RubricError, rubric_of_run
 
 __all__ = [
@@ -65,7 +73,7 @@ __all__ = [
     "position_consistency",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: confidence, confidence_source, confidence_reason, cascade
 RESULTS, CONFIG, SUMMARY = "results.jsonl", "config.json", "summary.json"
 STATUSES = ("ok", "invalid", "error", "skipped")
 
@@ -265,6 +273,8 @@ def set_overall(record: dict, policy: str, rubric: Rubric) -> dict:
     verdicts = record.get("verdicts") if record.get("status") == "ok" else None
     record["fused"] = rubric.fusion.fuse_all(verdicts)
     record["overall"] = record["fused"].get(policy)
+    if isinstance(record.get("confidence"), dict):
+        record["confidence"][OVERALL] = overall_confidence(record, policy, rubric)
     return record
 
 

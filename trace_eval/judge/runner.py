@@ -19,7 +19,7 @@ import asyncio
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,9 @@ from trace_eval.io import write_json
 from trace_eval.judge import evidence, runfolder
 from trace_eval.judge.backbones import Backbone, BackboneSettings, FatalBackboneError, backbone_for, make_backbone
 from trace_eval.judge.cache import AnswerCache, default_cache_dir
-from trace_eval.judge.caller import Caller, RetryPolicy, without_credentials
+from trace_eval.judge.caller import Caller, without_credentials
 from trace_eval.judge.judging import Judging, StructuredOutput, Unit, response_format, token_budget, unusable_record
+from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
 from trace_eval.store import BlueprintStore
@@ -63,9 +64,10 @@ RESUME_KEYS = (
     "max_tokens",
     "structured",
     "repair_attempts",
+    "logprobs",
 )
 # What a run folder written before a setting existed was made with.
-_BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1"}
+_BEFORE_THE_SETTING = {"rubric": DEFAULT_RUBRIC, "rubric_version": f"{DEFAULT_RUBRIC}-v1", "logprobs": False}
 
 
 class JudgeError(Exception):
@@ -104,41 +106,6 @@ class MissingBlueprintsError(JudgeError):
                 "; or pass --skip-failed to judge the other pairs"
             )
         super().__init__(". ".join(parts))
-
-
-@dataclass
-class JudgeOptions:
-    """Everything a judge run is made with. Only some fields change answers (see RESUME_KEYS)."""
-
-    bench: Path
-    model: str = "cues"  # a backbone's name (cues: the offline rules), else a litellm model id
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # never written anywhere
-    rubric: str | Path = DEFAULT_RUBRIC  # a bundled rubric's name or a rubric file
-    judge: str | None = None  # prompt of the rubric (trace: trace | transcript | audio); None for its first
-    fusion: str = "cap"
-    drop: tuple[str, ...] = ()  # blueprint groups hidden from the judge: emotion, accent, quality, properties
-    samples: int = 1
-    swap: bool = False
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    # JSON-schema response_format: on | off | auto (where litellm says the model supports it, and on the server
-    # of --api-base; dropped for the rest of the run when the backbone refuses it)
-    structured: str = "auto"
-    repair_attempts: int = 1
-    concurrency: int = 8
-    rpm: float | None = None  # requests per minute, None for no limit
-    timeout_s: float = 120.0
-    max_cost: float | None = None  # USD; no new calls once spent
-    price_in_per_mtok: float | None = None  # USD per million tokens, for models litellm has no price for
-    price_out_per_mtok: float | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    use_cache: bool = True  # False: ask again even when cached (fresh answers replace cached ones)
-    cache_dir: Path | None = None
-    out: Path | None = None
-    limit: int | None = None  # judge only the first N pairs
-    skip_failed: bool = False  # items with a clip without blueprint are recorded "skipped", the rest judged
-    progress: bool = True
 
 
 @dataclass
@@ -200,6 +167,7 @@ def _backbone(options: JudgeOptions, prompt: Prompt, rubric: Rubric, check_key: 
         price_in_per_token=None if options.price_in_per_mtok is None else options.price_in_per_mtok / 1e6,
         price_out_per_token=None if options.price_out_per_mtok is None else options.price_out_per_mtok / 1e6,
         check_key=check_key,
+        logprobs=options.logprobs,
     )
     try:
         return make_backbone(backbone_for(options.model), settings)
@@ -250,6 +218,7 @@ def build_config(
         "max_tokens": options.max_tokens,
         "structured": structured,
         "repair_attempts": options.repair_attempts,
+        "logprobs": options.logprobs,
         "concurrency": options.concurrency,
         "rpm": options.rpm,
         "timeout_s": options.timeout_s,
@@ -269,20 +238,37 @@ def build_config(
 
 # -- cases ------------------------------------------------------------------------------
 
-Blueprints = Mapping[str, dict | None]  # clip path (relative to the benchmark) -> its blueprint, None if it has none
+
+class Blueprints(Mapping[str, "dict | None"]):
+    """Clip path (relative to the benchmark) -> its blueprint (None if it has none), and why each clip whose
+    extraction failed has none: what a run reads from the blueprint store, once, and hands on."""
+
+    def __init__(self, clips: dict[str, dict | None], failures: dict[str, str]):
+        self.clips = clips
+        self.failures = failures  # clip path -> the failure recorded when its blueprint was made
+
+    def __getitem__(self, path: str) -> dict | None:
+        return self.clips[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.clips)
+
+    def __len__(self) -> int:
+        return len(self.clips)
 
 
-def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> dict[str, dict | None]:
-    """The blueprint of every clip of `pairs`, read from the store once: the cases, the items lacking one and
-    the summary of the cues measured all come from it."""
+def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> Blueprints:
+    """The blueprint of every clip of `pairs` and the recorded failures, read from the store once: the cases,
+    the items lacking one and the summary of the cues measured all come from it."""
     store = BlueprintStore(bench.root)
-    return {path: store.get_by_path(path) for path in dict.fromkeys(p for pair in pairs for p in pair.audio_paths())}
+    paths = dict.fromkeys(p for pair in pairs for p in pair.audio_paths())
+    return Blueprints({path: store.get_by_path(path) for path in paths}, store.recorded_failures())
 
 
 def lacking_clips(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints | None) -> dict[str, str]:
     """Item id -> which of its clips do not exist or, when the prompt shows `blueprints` (None when it shows
     none), have no blueprint, and why (the failure recorded when it was made, or never made)."""
-    failures = BlueprintStore(bench.root).recorded_failures()
+    failures = blueprints.failures if blueprints is not None else {}
 
     def lacking(path: str) -> str | None:
         if not bench.resolve(path).is_file():
@@ -335,6 +321,7 @@ def build_cases(
                 None,
             )
             continue
+        assert pair.audio1_path is not None and pair.audio2_path is not None  # a pairwise rubric's items have both
         instruction_bp = bp1 = bp2 = None
         if prompt.needs_blueprints:
             for relative in (pair.instruction_path, pair.audio1_path, pair.audio2_path):
@@ -371,7 +358,7 @@ def build_cases(
         )
         cases[pair.id] = (original, swapped)
     if missing:
-        raise MissingBlueprintsError(bench.root, list(missing), BlueprintStore(bench.root).recorded_failures())
+        raise MissingBlueprintsError(bench.root, list(missing), blueprints.failures if blueprints else {})
     return cases, unusable
 
 
@@ -426,10 +413,10 @@ def _resume(
         raise JudgeError(
             f"{out} holds a run made with other settings ({details}); give another --out or remove that folder"
         )
-    previous = runfolder.read_results(out / runfolder.RESULTS)
-    for problem in previous.problems:
+    earlier = runfolder.read_results(out / runfolder.RESULTS)
+    for problem in earlier.problems:
         notice(f"warning: {out}: {problem}")
-    return [r for r in previous.records if r.get("status") == "ok" and r["id"] in pair_ids]
+    return [r for r in earlier.records if r.get("status") == "ok" and r["id"] in pair_ids]
 
 
 @dataclass
@@ -444,7 +431,7 @@ class _Plan:
     cases: dict[str, tuple[Case, Case | None]]
     unusable: dict[str, str]
     skipped: dict[str, str]
-    blueprints: Blueprints  # every clip's, when the prompt shows blueprints (read once)
+    blueprints: Blueprints | None  # every clip's, when the prompt shows blueprints (read once); else None
     structured: bool
     cache_dir: Path
     cache: AnswerCache
@@ -484,11 +471,11 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
     bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
+    if options.only is not None:
+        pairs = [p for p in pairs if p.id in options.only]
     backbone = _backbone(options, prompt, rubric, check_key)
-    blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else {}
-    skipped = (
-        lacking_clips(bench, pairs, blueprints if prompt.needs_blueprints else None) if options.skip_failed else {}
-    )
+    blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else None
+    skipped = lacking_clips(bench, pairs, blueprints) if options.skip_failed else {}
     cases, unusable = build_cases(
         bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop, blueprints
     )
@@ -615,9 +602,10 @@ def _run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = Non
     responses = dict.fromkeys(
         p for pair in pairs if pair.id in cases for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p
     )
+    shown = plan.blueprints
     cues = (
-        evidence.cue_availability((plan.blueprints[p] for p in responses), prompt.blueprint_keys, options.drop)
-        if prompt.needs_blueprints
+        evidence.cue_availability((shown[p] for p in responses), prompt.blueprint_keys, options.drop)
+        if shown is not None
         else None
     )
     summary = runfolder.summarize(records, config, run_info, rubric, cues)

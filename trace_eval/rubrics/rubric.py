@@ -225,6 +225,9 @@ class Rubric:
                     "propertyNames": {"enum": list(names)},
                     "additionalProperties": {"type": "string", "minLength": 1},
                 },
+                # A judge that says how sure it is (the cues backbone: its margins) gives it per dimension; read
+                # only from backbones that declare it (Backbone.states_confidence), so it is not checked here.
+                "confidence": {},
             },
             "if": {"required": ["undetermined"]},
             "then": {

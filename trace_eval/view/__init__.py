@@ -46,7 +46,12 @@ def default_page(run_dir: str | Path) -> Path:
 
 
 def write_view(
-    run_dirs: list[str | Path], out: str | Path, bench: str | Path | None = None, copy_audio: bool = False
+    run_dirs: list[str | Path],
+    out: str | Path,
+    bench: str | Path | None = None,
+    copy_audio: bool = False,
+    trusted_only: bool = False,
+    calibration: str | Path | None = None,
 ) -> ViewFiles:
     """Write the page of `run_dirs` (runs of one rubric, on one benchmark) into `out`.
 
@@ -59,6 +64,13 @@ def write_view(
     from trace_eval.view.data import AudioLinks, page_data
 
     runs = load_runs(list(run_dirs))
+    if trusted_only:  # verdicts not trusted shown undetermined, with why
+        from trace_eval.evaluation.trust import keep_trusted
+
+        try:
+            runs = keep_trusted(runs, Path(calibration) if calibration else None)
+        except EvaluationError as e:
+            raise ViewError(str(e)) from None
     rubrics = {run.name: rubric_of_run(run.config) for run in runs}
     if len({rubric.name for rubric in rubrics.values()}) > 1:
         judged = ", ".join(f"{name} ({rubric.name})" for name, rubric in rubrics.items())

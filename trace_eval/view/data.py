@@ -334,6 +334,11 @@ def run_result(raw: dict, run: JudgeRun, rubric: Rubric, human: dict[str, Any]) 
         "cache_hit": raw.get("cache_hit"),
         "latency_s": _number(raw.get("latency_s"), 2),
         "cost_usd": _number(raw.get("cost_usd"), 6),
+        # How sure the verdict is (trace_eval/judge/confidence.py) and, in a cascade, which judge decided it.
+        "confidence": {k: _number(v, 3) for k, v in (raw.get("confidence") or {}).items()} or None,
+        "confidence_source": raw.get("confidence_source"),
+        "decided_by": (raw.get("cascade") or {}).get("decided_by"),
+        "cascade": bool(raw.get("cascade")),
     }
     if record.status != "ok" or raw.get("reasoning") is None:
         result["raw"] = raw.get("raw")  # the answer that could not be used is the evidence

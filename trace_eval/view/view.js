@@ -736,6 +736,17 @@
             class: `cell ${agree === of ? "agree" : "disagree"}`, title: `${TITLE[key]}: ${agree} of ${of} answers` },
           `${SHORT[key]} ${agree}/${of}`))));
       }
+      if (result.confidence) {
+        lines.push(h("div", { class: "agree-line" }, h("span", { class: "what" },
+          `confidence (${result.confidence_source || "none"})`),
+          Object.entries(result.confidence).map(([key, value]) => h("span", { class: "cell",
+            title: `${TITLE[key] || key}: confidence ${value === null ? "none" : value}` },
+          `${SHORT[key] || key} ${value === null ? "–" : value}`))));
+      }
+      if (result.cascade) {
+        lines.push(h("div", { class: "agree-line" }, h("span", { class: "what" }, "decided by"),
+          h("span", { class: "cell" }, result.decided_by || "no judge trusted it (undetermined)")));
+      }
       const answered = result.cache_hit ? "answered from the cache" :
         result.latency_s ? `answered in ${result.latency_s} s` : "";
       const facts = [answered,
@@ -746,7 +757,7 @@
       facts ? h("div", { class: "muted" }, facts) : "");
     }).filter(Boolean);
     if (!blocks.length) return "";
-    return h("section", { class: "card consistency" }, h("h3", {}, "Swap and sample agreement"), blocks);
+    return h("section", { class: "card consistency" }, h("h3", {}, "Agreement, confidence and deciding judge"), blocks);
   }
 
   // ------------------------------------------------------------------ leaderboard
