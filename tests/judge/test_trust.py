@@ -15,6 +15,7 @@ from llm_server import LLMServer, PairSpec, Reply, blueprint, prompt_text, verdi
 from trace_eval.cli import main as cli
 from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
 from trace_eval.judge.cascade import run_cascade
+from trace_eval.judge.cues import DEFAULT_THRESHOLDS
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
 RIGHT = {"content": "1", "voice_quality": "1", "paralinguistics": "1", "overall": "1"}
@@ -407,8 +408,10 @@ def test_cues_confidence_grows_with_the_distance_from_the_threshold():
     assert near["paralinguistics"] == ("both_good", pytest.approx(1 - 0.5 * math.exp(-1.0), abs=1e-3))
     # Silence fails every dimension surely.
     silent = _cues_confidence(say, blueprint("hello there"), blueprint(""))
-    # Response 1 says every quoted word at full length: 2 units past the length floor; silence is surer.
-    assert silent["content"] == ("1", pytest.approx(1 - 0.5 * math.exp(-2.0), abs=1e-3))
+    # Response 1 says every quoted word at full length: (1 - floor) / 0.2 units past the length floor; silence is
+    # surer.
+    units = (1.0 - DEFAULT_THRESHOLDS.content_min_length) / 0.2
+    assert silent["content"] == ("1", pytest.approx(1 - 0.5 * math.exp(-units), abs=1e-3))
 
 
 def test_cues_confidence_of_a_manner_is_the_distance_of_its_reading():
