@@ -581,7 +581,6 @@ def test_a_two_dimension_rubric_with_its_own_fusion_is_one_yaml_file(tmp_path, s
     assert main(["fuse", str(outcome.out), "--fusion", "vote", "--table"]) == 0
     table = capsys.readouterr().out
     assert "overall under vote: 1 1, 2 0, both_good 1, both_bad 1" in table
-    assert "benchmark" in table.splitlines()[0]  # every command names the benchmark and run it read
     assert ["pair", "A", "D", "overall", "status"] in [line.split() for line in table.splitlines()]
     assert main(["fuse", str(outcome.out), "--fusion", "content-first"]) == 2
     assert "fuses under cap, vote, not content-first" in capsys.readouterr().err
