@@ -151,7 +151,7 @@ class _EncoderMemo:
         encode = model.encode
 
         def memo_encode(features: np.ndarray) -> ctranslate2.StorageView:
-            key = (features.shape, features.dtype.str, hashlib.sha256(np.ascontiguousarray(features)).digest())
+            key = (features.shape, features.dtype.str, hashlib.sha256(features.tobytes()).digest())
             if key not in self._outputs:
                 self._outputs[key] = encode(features)
             return self._outputs[key]
