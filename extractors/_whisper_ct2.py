@@ -12,11 +12,18 @@ as long as the model. So the sampled temperatures of a window run on a model
 loaded for that window, after the window's own seed is set: a few tenths of a
 second for tiny.en, spent only on the windows that beam search could not pass.
 Beam search at temperature 0 uses no randomness and runs on the model loaded once.
+
+The encoder uses no randomness either, and both models are loaded from the same files with the same options:
+so a window's audio is encoded once, and its sampled attempts decode that same encoder output (the encoder is
+most of a window's cost: Whisper pads every window to 30 s).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import ctranslate2
@@ -75,11 +82,14 @@ class FasterWhisper:
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
         attempts = []
         sampler = None
+        encoded = _EncoderMemo()
         for temperature in self.fallback.temperatures:
             if temperature > 0 and sampler is None:
                 ctranslate2.set_random_seed(seed)
                 sampler = self._load()  # new worker threads: their generator starts from this window's seed
-            attempt = self._decode(sampler if temperature > 0 else self.model, audio, language, temperature)
+            model = sampler if temperature > 0 else self.model
+            with encoded.serving(model):
+                attempt = self._decode(model, audio, language, temperature)
             if not self.fallback.needs_retry(attempt):
                 return attempt
             attempts.append(attempt)
@@ -123,3 +133,31 @@ class FasterWhisper:
             tokens,
             tried_up_to=temperature,
         )
+
+
+class _EncoderMemo:
+    """The encoder outputs of one window's features, shared by the attempts at every temperature.
+
+    faster-whisper encodes inside `transcribe` (once per 30 s of features); while `serving` a model, its
+    `encode` returns the output already computed for the same features, by this model or another one
+    loaded from the same files with the same options (the encoder draws no random numbers).
+    """
+
+    def __init__(self) -> None:
+        self._outputs: dict[tuple[tuple[int, ...], str, bytes], ctranslate2.StorageView] = {}
+
+    @contextlib.contextmanager
+    def serving(self, model) -> Iterator[None]:
+        encode = model.encode
+
+        def memo_encode(features: np.ndarray) -> ctranslate2.StorageView:
+            key = (features.shape, features.dtype.str, hashlib.sha256(features.tobytes()).digest())
+            if key not in self._outputs:
+                self._outputs[key] = encode(features)
+            return self._outputs[key]
+
+        model.encode = memo_encode
+        try:
+            yield
+        finally:
+            del model.encode  # the class's method again

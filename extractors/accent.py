@@ -23,6 +23,7 @@ enough (about 20 M parameters) that one clip per pass costs milliseconds.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,11 @@ class AccentExtractor(Extractor):
     def load(self) -> None:
         if self._classifier is not None:
             return
+        # The weights before the libraries: importing speechbrain and torch costs seconds of CPU, wasted where
+        # the weights are missing (a missing library is still the error reported first).
+        directory = (
+            resolve_model(self._card, self.config.model_path, _SETTING) if _present(("torch", "speechbrain")) else None
+        )
         try:
             import torch
 
@@ -106,7 +112,8 @@ class AccentExtractor(Extractor):
                 f"accent needs speechbrain and torch ({e}), which the models extra installs: "
                 "pip install 'trace-eval[models]' (or make install)"
             ) from e
-        directory = resolve_model(self._card, self.config.model_path, _SETTING)
+        if directory is None:
+            directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             classifier = EncoderClassifier.from_hparams(
                 source=str(directory),
@@ -198,3 +205,11 @@ def _check_weights(classifier: Any, directory: Path) -> None:
                 f"{path} lacks {len(missing)} weights of the {name} (first: {missing[0]}). "
                 f"To fix: pass --set {_SETTING}=DIR with an unmodified {_CARD} folder"
             )
+
+
+def _present(packages: tuple[str, ...]) -> bool:
+    """Whether every package can be imported, without importing it (an import hook may refuse to say)."""
+    try:
+        return all(importlib.util.find_spec(p) is not None for p in packages)
+    except (ImportError, ValueError):
+        return False

@@ -18,6 +18,7 @@ emotion2vec inference loops over clips for the same reason.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import math
 from dataclasses import dataclass
@@ -85,6 +86,11 @@ class EmotionExtractor(Extractor):
     def load(self) -> None:
         if self._automodel is not None:
             return
+        # The weights before the libraries: importing funasr and torch costs seconds of CPU, wasted where
+        # the weights are missing (a missing library is still the error reported first).
+        directory = (
+            resolve_model(self._card, self.config.model_path, _SETTING) if _present(("torch", "funasr")) else None
+        )
         try:
             import torch
             from funasr import AutoModel
@@ -93,7 +99,8 @@ class EmotionExtractor(Extractor):
                 f"emotion needs funasr and torch ({e}), which the models extra installs: "
                 "pip install 'trace-eval[models]' (or make install)"
             ) from e
-        directory = resolve_model(self._card, self.config.model_path, _SETTING)
+        if directory is None:
+            directory = resolve_model(self._card, self.config.model_path, _SETTING)
         try:
             # funasr prints its version and a line per missing weight; the checkpoint is checked below instead.
             with contextlib.redirect_stdout(io.StringIO()):
@@ -184,3 +191,11 @@ def _check_weights(automodel: Any, directory: Path) -> None:
             f"{path} does not match {directory / 'config.yaml'}: {len(wrong)} weights missing or of another shape "
             f"(first: {wrong[0]}). To fix: pass --set {_SETTING}=DIR with an unmodified {_CARD} folder"
         )
+
+
+def _present(packages: tuple[str, ...]) -> bool:
+    """Whether every package can be imported, without importing it (an import hook may refuse to say)."""
+    try:
+        return all(importlib.util.find_spec(p) is not None for p in packages)
+    except (ImportError, ValueError):
+        return False
