@@ -218,12 +218,18 @@ class HumanLabels:
     manifest: Path
     # id -> the systems that made response 1 and response 2 (manifest model_a, model_b) of a pairwise item
     pair_systems: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    # With a label store (BENCH/labels/): every voter's labels (the manifest's as "manifest"), by annotator,
+    # and the items and dimensions where people disagree; `labels` then holds the majority (labels/store.py).
+    annotators: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
 
 
 def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
     """Human labels of every item in the rubric's label spaces; unusable ones are listed in `problems`.
 
-    Only the manifest is read; audio need not be present.
+    The manifest is read, and the label store beside it (BENCH/labels/) where there is one: then each
+    label is the majority of the manifest's and the annotators' (trace_eval/labels/store.py), and the store's
+    labels find their items by the audio's content (which needs the audio).
     """
     from trace_eval.bench import load_benchmark
 
@@ -250,4 +256,17 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
         labels[pair.id] = item
     systems = {p.id: (p.extra.get("model") or p.model_a) for p in benchmark.pairs}
     pair_systems = {p.id: (p.model_a, p.model_b) for p in benchmark.pairs if not p.pointwise}
-    return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems)
+    from trace_eval.labels.store import combine
+
+    people = combine(benchmark, rubric, labels)
+    if people is None:
+        return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems)
+    return HumanLabels(
+        people.labels,
+        systems,
+        problems + people.problems,
+        benchmark.manifest_path,
+        pair_systems,
+        people.annotators,
+        people.disagreements,
+    )
