@@ -28,6 +28,7 @@ def test_the_top_level_help_lists_the_tasks_in_order_with_an_example_each(capsys
     out = capsys.readouterr().out
     assert VERBS == (
         "prepare",
+        "label",
         "blueprints",
         "judge",
         "fuse",

@@ -9,11 +9,24 @@ import importlib
 import os
 import sys
 
-# In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
+# In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
 # ranking, the audit page, the bias audit; then a look at one blueprint.
-VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "calibrate", "leaderboard", "view", "audit", "show")
+VERBS = (
+    "prepare",
+    "label",
+    "blueprints",
+    "judge",
+    "fuse",
+    "evaluate",
+    "calibrate",
+    "leaderboard",
+    "view",
+    "audit",
+    "show",
+)
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
+    "label": "python -m trace_eval label examples/mini --annotator ana --sample 100 --seed 0 --split",
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",

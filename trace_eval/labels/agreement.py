@@ -24,7 +24,7 @@ import numpy as np
 from trace_eval.labels.store import majority
 from trace_eval.rubrics.labels import LabelSpace
 
-__all__ = ["cohen_kappa", "krippendorff_alpha", "ceiling", "position_bias", "judge_beside_people"]
+__all__ = ["ceiling", "cohen_kappa", "describe", "judge_beside_people", "krippendorff_alpha", "position_bias"]
 
 RESAMPLES = 1000
 _SWAP = {"1": "2", "2": "1"}
@@ -245,3 +245,11 @@ def position_bias(shown: dict[str, dict[str, list[str]]], annotators: dict[str, 
         "winners": total,
         "reason": None if total else "no label naming a winner with its order recorded",
     }
+
+
+def describe(figure: dict[str, Any]) -> str:
+    """'0.71 [0.60, 0.80]', or 'null (why)'."""
+    if figure.get("value") is None:
+        return f"null ({figure.get('reason')})"
+    interval = figure.get("interval")
+    return f"{figure['value']:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")

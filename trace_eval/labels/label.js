@@ -1,0 +1,246 @@
+// The labelling page of trace-eval: one pair at a time, keyboard first. Labels are sent in the order shown
+// (A, B); the server stores them in the benchmark's numbering, with the order shown, and answers only once
+// the label is on disk.
+(() => {
+  'use strict';
+  const token = new URLSearchParams(location.search).get('token') || '';
+  const $ = (id) => document.getElementById(id);
+  const timings = { saves: [] }; // keypress to "saved" (the server replies after fsync), in ms
+  window.TRACE_LABEL = timings;
+  let state = null;
+  let current = -1;
+  let pair = null;
+  let chosen = {};
+  let active = 'a';
+
+  async function api(path, options = {}) {
+    const response = await fetch(path, {
+      ...options,
+      headers: { 'X-Trace-Token': token, 'Content-Type': 'application/json' },
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    return body;
+  }
+
+  const audioUrl = (n, role) => `/audio/${n}/${role}?token=${encodeURIComponent(token)}`;
+  const player = (role) => $(`audio-${role}`);
+
+  function setStatus(text, kind = '') {
+    const status = $('status');
+    status.textContent = text;
+    status.className = `status ${kind}`;
+  }
+
+  function buildFields() {
+    const form = $('fields');
+    form.replaceChildren();
+    for (const field of state.fields) {
+      const box = document.createElement('div');
+      box.className = `field${field.name === 'overall' ? ' overall' : ''}`;
+      box.dataset.field = field.name;
+      const title = document.createElement('h2');
+      title.textContent = field.title;
+      const asks = document.createElement('p');
+      asks.className = 'asks';
+      asks.textContent = field.asks;
+      const choices = document.createElement('div');
+      choices.className = 'choices';
+      choices.tabIndex = 0;
+      choices.setAttribute('role', 'radiogroup');
+      choices.setAttribute('aria-label', field.title);
+      choices.dataset.field = field.name;
+      field.values.forEach((value, i) => {
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'choice';
+        button.tabIndex = -1;
+        button.dataset.value = JSON.stringify(value);
+        const key = document.createElement('kbd');
+        key.textContent = field.digits[i];
+        button.append(key, document.createTextNode(field.names[i]));
+        button.addEventListener('click', () => { choose(field.name, value); choices.focus(); });
+        choices.append(button);
+      });
+      const reason = document.createElement('input');
+      reason.className = 'reason';
+      reason.type = 'text';
+      reason.maxLength = 2000;
+      reason.placeholder = 'reason (optional)';
+      reason.dataset.field = field.name;
+      reason.setAttribute('aria-label', `${field.title}: reason`);
+      box.append(title, asks, choices, reason);
+      form.append(box);
+    }
+    $('skip-reason').replaceChildren(...state.skip_reasons.map((r) => new Option(r, r)));
+  }
+
+  function choose(name, value) {
+    chosen[name] = value;
+    const box = document.querySelector(`.field[data-field="${name}"]`);
+    box.classList.remove('missing');
+    for (const button of box.querySelectorAll('.choice')) {
+      button.classList.toggle('chosen', button.dataset.value === JSON.stringify(value));
+    }
+  }
+
+  function progress() {
+    const answered = state.done.filter(Boolean).length;
+    const shown = current < state.total ? `pair ${current + 1} of ${state.total}` : `${state.total} pairs`;
+    $('progress').textContent = `${shown} · ${answered} answered`;
+    $('bar').style.width = `${(100 * answered) / Math.max(1, state.total)}%`;
+  }
+
+  async function show(n) {
+    if (n < 0) return;
+    for (const role of ['a', 'b']) player(role).pause();
+    $('instruction').pause();
+    if (n >= state.total) {
+      current = state.total;
+      $('pair').hidden = true;
+      $('done').hidden = false;
+      progress();
+      return;
+    }
+    pair = await api(`/api/pair/${n}`);
+    current = n;
+    $('pair').hidden = false;
+    $('done').hidden = true;
+    $('instruction-text').textContent = pair.instruction.text || '';
+    $('instruction').hidden = !pair.instruction.audio;
+    if (pair.instruction.audio) $('instruction').src = audioUrl(n, 'instruction');
+    for (const role of ['a', 'b']) {
+      const has = pair.responses.includes(role);
+      $(`play-${role}`).hidden = !has;
+      if (has) player(role).src = audioUrl(n, role);
+    }
+    switchTo('a', false);
+    chosen = {};
+    for (const box of document.querySelectorAll('.field')) {
+      box.classList.remove('missing');
+      box.querySelectorAll('.choice').forEach((b) => b.classList.remove('chosen'));
+      box.querySelector('.reason').value = (pair.reasons || {})[box.dataset.field] || '';
+    }
+    for (const [name, value] of Object.entries(pair.labels || {})) choose(name, value);
+    setStatus(pair.skip ? `skipped: ${pair.skip}` : pair.labels ? 'saved earlier: change and press Enter' : '');
+    progress();
+    document.querySelector('.choices').focus();
+  }
+
+  function switchTo(role, keepPlaying = true) {
+    if (!pair || !pair.responses.includes(role)) return;
+    const from = player(active);
+    const to = player(role);
+    if (from !== to) {
+      const playing = !from.paused;
+      from.pause();
+      if (keepPlaying) to.currentTime = from.currentTime; // the same position in the other response
+      from.hidden = true;
+      to.hidden = false;
+      if (playing) to.play().catch(() => {});
+    }
+    active = role;
+    $('play-a').classList.toggle('current', role === 'a');
+    $('play-b').classList.toggle('current', role === 'b');
+  }
+
+  function toggle(audio) {
+    if (audio.paused) audio.play().catch(() => {});
+    else audio.pause();
+  }
+
+  async function save(startedAt) {
+    const missing = state.fields.map((f) => f.name).filter((name) => !(name in chosen));
+    if (missing.length) {
+      for (const name of missing) document.querySelector(`.field[data-field="${name}"]`).classList.add('missing');
+      document.querySelector(`.choices[data-field="${missing[0]}"]`).focus();
+      setStatus(`label ${missing.join(', ')} first (or skip the pair)`, 'error');
+      return;
+    }
+    const reasons = {};
+    for (const input of document.querySelectorAll('.reason')) {
+      if (input.value.trim()) reasons[input.dataset.field] = input.value.trim();
+    }
+    await send({ labels: chosen, reasons }, startedAt);
+  }
+
+  async function send(body, startedAt) {
+    const n = current;
+    try {
+      await api(`/api/pair/${n}`, { method: 'POST', body: JSON.stringify(body) });
+    } catch (error) {
+      setStatus(`not saved: ${error.message}`, 'error');
+      return;
+    }
+    timings.saves.push(performance.now() - startedAt);
+    state.done[n] = true;
+    setStatus('saved', 'saved');
+    await show(n + 1);
+    if (current === n + 1) setStatus(`pair ${n + 1} saved`, 'saved');
+  }
+
+  function skip(startedAt) {
+    send({ skip: $('skip-reason').value }, startedAt);
+  }
+
+  function onKey(event) {
+    if (!state) return;
+    const target = event.target;
+    const typing = target instanceof HTMLInputElement && target.type === 'text';
+    const key = event.key;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (key === 'Enter') {
+      if (target instanceof HTMLSelectElement || target instanceof HTMLButtonElement) return;
+      event.preventDefault();
+      if (current < state.total) save(event.timeStamp);
+      return;
+    }
+    if (typing) {
+      if (key === 'Escape') target.previousElementSibling.focus();
+      return;
+    }
+    const group = target.closest ? target.closest('.choices') : null;
+    if (group && /^[0-9]$/.test(key)) {
+      const field = state.fields.find((f) => f.name === group.dataset.field);
+      const i = field.digits.indexOf(key);
+      if (i >= 0) {
+        event.preventDefault();
+        choose(field.name, field.values[i]);
+      }
+      return;
+    }
+    const lower = key.toLowerCase();
+    if (key === ' ') {
+      event.preventDefault();
+      toggle(player(active));
+    } else if (lower === 'a' || lower === 'b') {
+      switchTo(lower);
+    } else if (lower === 'i') {
+      toggle($('instruction'));
+    } else if (lower === 'p') {
+      show(current - 1);
+    } else if (lower === 'n') {
+      if (current < state.total) show(current + 1);
+    } else if (lower === 's') {
+      if (current < state.total) skip(event.timeStamp);
+    }
+  }
+
+  async function start() {
+    state = await api('/api/state');
+    $('who').textContent = `annotator ${state.annotator} · ${state.rubric} rubric`;
+    buildFields();
+    for (const audio of document.querySelectorAll('audio')) audio.tabIndex = -1;
+    $('play-a').addEventListener('click', () => switchTo('a'));
+    $('play-b').addEventListener('click', () => switchTo('b'));
+    $('loop').addEventListener('change', (e) => { player('a').loop = player('b').loop = e.target.checked; });
+    $('save').addEventListener('click', () => save(performance.now()));
+    $('back').addEventListener('click', () => show(current - 1));
+    $('skip').addEventListener('click', () => skip(performance.now()));
+    document.addEventListener('keydown', onKey);
+    await show(state.first_open);
+    performance.mark('trace-label-ready');
+  }
+
+  start().catch((error) => setStatus(`could not load: ${error.message}`, 'error'));
+})();

@@ -1,0 +1,337 @@
+"""The labelling page: a local Starlette app, served by uvicorn, that runs the HCoT protocol over a benchmark.
+
+Like Jupyter's server it listens on 127.0.0.1 by default and wants its token on every request (the `token`
+query parameter, or the `X-Trace-Token` header). It serves the page and the benchmark's own audio, each clip
+by its item and role (`/audio/<n>/<instruction|a|b>`), never by a path: the labeller does not see the file
+names (which name the systems), and nothing outside the manifest's clips can be asked for. A path that
+climbs (`..`, encoded or not) or is absolute is refused before routing.
+
+An answer is appended to `labels/<annotator>.jsonl` and fsynced before the reply says it was saved
+(store.py). Labels arrive in the order shown (A, B) and are stored in the manifest's numbering, with the
+order shown. Each annotator sees each pair in its own order (a hash of annotator and pair), the same on
+every restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import socket
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from trace_eval.labels.store import LabelRecord, LabelStore, PairContent, content_keys, label_spaces, now, swapped
+
+__all__ = ["LabelSession", "MAX_BODY", "make_app", "serve"]
+
+MAX_BODY = 64 * 1024  # bytes of one answer: labels and short reasons
+MAX_REASON = 2000  # characters of one reason
+SKIP_REASONS = ("no sound", "cannot decide", "broken audio", "other")
+TYPED_TIE_NAMES = {"1": "A better", "2": "B better", "both_good": "both good", "both_bad": "both bad"}
+WIN_LOSE_NAMES = {"1": "A better", "2": "B better", "tie": "tie"}
+
+
+class BadRequest(ValueError):
+    """An answer that is not stored; the message is the reply's reason."""
+
+
+@dataclass
+class Field:
+    name: str
+    title: str
+    asks: str
+    values: list[Any]
+    names: list[str]  # what each value is called on the page, in the order shown
+    digits: list[str]  # the key that chooses each value: its number for scores, else its place (1 2 3 4)
+
+
+class LabelSession:
+    """One annotator on one benchmark: the pairs to label, in order, and what is saved of them."""
+
+    def __init__(self, bench_root: str | Path, annotator: str, rubric: Any = None, ids: list[str] | None = None):
+        from trace_eval.bench import load_benchmark
+        from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric
+
+        self.rubric = rubric or load_rubric(DEFAULT_RUBRIC)
+        self.bench = load_benchmark(bench_root, rubric=None)
+        self.store = LabelStore(self.bench.root)
+        self.store.path(annotator)  # checks the name
+        self.annotator = annotator
+        chosen = set(ids) if ids is not None else None
+        self.pairs = [p for p in self.bench.pairs if chosen is None or p.id in chosen]
+        self.contents: dict[str, PairContent] = content_keys(self.bench)
+        self.spaces = label_spaces(self.rubric)
+        titles = {d.name: (d.title, d.asks) for d in self.rubric.dimensions}
+        self.fields = [
+            Field(
+                name,
+                *titles.get(name, ("Overall", "Which response is better overall, all things considered?")),
+                list(space.values),
+                _names(space),
+                [str(v) for v in space.values] if space.numeric else [str(i + 1) for i in range(len(space.values))],
+            )
+            for name, space in self.spaces.items()
+        ]
+        self.saved: dict[str, LabelRecord] = {}
+        for record in self.store.records(annotator)[0]:
+            self.saved[record.content_key or f"id:{record.pair_id}"] = record
+
+    def key(self, n: int) -> str:
+        pair = self.pairs[n]
+        content = self.contents.get(pair.id)
+        return content.key if content else f"id:{pair.id}"
+
+    def swapped_for(self, n: int) -> bool:
+        """Whether this annotator hears response 2 as A on item n: a hash of the two, stable across restarts."""
+        if self.pairs[n].pointwise:
+            return False
+        return hashlib.sha256(f"{self.annotator}\0{self.key(n)}".encode()).digest()[0] & 1 == 1
+
+    def record_of(self, n: int) -> LabelRecord | None:
+        """The newest saved answer of item n, only where it was given on the same content."""
+        record = self.saved.get(self.key(n))
+        return record
+
+    def first_open(self) -> int:
+        """The first item without an answer (labels or a skip); len(pairs) when all have one."""
+        return next((n for n in range(len(self.pairs)) if self.record_of(n) is None), len(self.pairs))
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "annotator": self.annotator,
+            "rubric": self.rubric.name,
+            "total": len(self.pairs),
+            "first_open": self.first_open(),
+            "done": [self.record_of(n) is not None for n in range(len(self.pairs))],
+            "fields": [f.__dict__ for f in self.fields],
+            "skip_reasons": list(SKIP_REASONS),
+            "pointwise": all(p.pointwise for p in self.pairs) if self.pairs else False,
+        }
+
+    def pair(self, n: int) -> dict[str, Any]:
+        """What the page shows of item n: nothing that names a system or a judge."""
+        item = self.pairs[self._index(n)]
+        swap = self.swapped_for(n)
+        roles = ["a"] if item.pointwise else ["a", "b"]
+        doc: dict[str, Any] = {
+            "n": n,
+            "id": item.id,
+            "instruction": {"audio": bool(item.instruction_path), "text": item.instruction_text},
+            "responses": roles,
+            "labels": None,
+            "reasons": {},
+            "skip": None,
+        }
+        record = self.record_of(n)
+        if record is not None:
+            own = list(self.contents[item.id].responses) if item.id in self.contents else record.responses
+            flip = swap != (len(record.responses) == 2 and record.responses == own[::-1])
+            doc["labels"] = swapped(record.labels) if flip else dict(record.labels)
+            doc["reasons"] = record.reasons
+            doc["skip"] = record.skip
+        return doc
+
+    def _index(self, n: int) -> int:
+        if not 0 <= n < len(self.pairs):
+            raise BadRequest(f"no pair {n}: pairs are numbered 0 to {len(self.pairs) - 1}")
+        return n
+
+    def audio(self, n: int, role: str) -> Path:
+        item = self.pairs[self._index(n)]
+        if role == "instruction":
+            rel = item.instruction_path
+        elif item.pointwise:
+            rel = item.audio_path if role == "a" else None
+        elif role in ("a", "b"):
+            first = (role == "a") != self.swapped_for(n)
+            rel = item.audio1_path if first else item.audio2_path
+        else:
+            raise BadRequest(f"no clip {role!r}: instruction, a or b")
+        if not rel:
+            raise BadRequest(f"pair {n} has no {role} clip")
+        path = (self.bench.root / rel).resolve()
+        if not path.is_relative_to(self.bench.root) or not path.is_file():
+            raise BadRequest(f"pair {n}: its {role} clip is not a file inside the benchmark folder")
+        return path
+
+    def answer(self, n: int, body: dict[str, Any]) -> LabelRecord:
+        """Check an answer (labels in the order shown) and store it; BadRequest, with nothing written, when
+        anything is wrong."""
+        item = self.pairs[self._index(n)]
+        if not isinstance(body, dict):
+            raise BadRequest("the body is not a JSON object")
+        unknown = sorted(set(body) - {"labels", "reasons", "skip"})
+        if unknown:
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: labels, reasons, skip")
+        skip = body.get("skip")
+        labels = body.get("labels") or {}
+        reasons = body.get("reasons") or {}
+        if not isinstance(labels, dict) or not isinstance(reasons, dict):
+            raise BadRequest("labels and reasons are objects: {dimension: label}, {dimension: reason}")
+        if skip is not None and (not isinstance(skip, str) or not skip.strip() or len(skip) > MAX_REASON):
+            raise BadRequest("skip is the reason for skipping, a short text")
+        checked: dict[str, Any] = {}
+        for key, value in labels.items():
+            space = self.spaces.get(key)
+            if space is None:
+                raise BadRequest(f"{key!r} is not a label of the {self.rubric.name} rubric: {', '.join(self.spaces)}")
+            if value not in space.values or isinstance(value, bool):
+                raise BadRequest(f"{key} = {value!r} is not {space.describe()}")
+            checked[key] = value
+        missing = [k for k in self.spaces if k not in checked]
+        if skip is None and missing:
+            raise BadRequest(f"missing label(s): {', '.join(missing)} (or skip the pair with a reason)")
+        for key, reason in reasons.items():
+            if key not in self.spaces or not isinstance(reason, str) or len(reason) > MAX_REASON:
+                raise BadRequest(f"reason {key!r}: a text of at most {MAX_REASON} characters for a label field")
+        swap = self.swapped_for(n)
+        content = self.contents.get(item.id)
+        record = LabelRecord(
+            pair_id=item.id,
+            content_key=content.key if content else None,
+            responses=list(content.responses) if content else [],
+            labels={} if skip is not None else (swapped(checked) if swap else checked),
+            annotator=self.annotator,
+            time=now(),
+            reasons={k: v.strip() for k, v in reasons.items() if v.strip()},
+            order_shown=(["1"] if item.pointwise else (["2", "1"] if swap else ["1", "2"])),
+            skip=skip.strip() if skip is not None else None,
+            rubric=self.rubric.name,
+        )
+        self.store.append(record)  # on disk (fsync) before the page hears it was saved
+        self.saved[self.key(n)] = record
+        return record
+
+
+def _names(space: Any) -> list[str]:
+    if space.kind == "typed-tie":
+        return [TYPED_TIE_NAMES[v] for v in space.values]
+    if space.kind == "win-lose-tie":
+        return [WIN_LOSE_NAMES[v] for v in space.values]
+    return [str(v) for v in space.values]
+
+
+def page_html() -> str:
+    """The page, its style and script in one document (one request, under the token)."""
+    files = resources.files("trace_eval.labels")
+    html = files.joinpath("label.html").read_text(encoding="utf-8")
+    css = files.joinpath("label.css").read_text(encoding="utf-8")
+    js = files.joinpath("label.js").read_text(encoding="utf-8")
+    return html.replace("/*STYLE*/", css).replace("/*SCRIPT*/", js)
+
+
+def _climbs(raw_path: str) -> bool:
+    """A request path that climbs out or names an absolute path, in any encoding."""
+    text = raw_path
+    for _ in range(3):  # %252e%252e decodes twice
+        text = unquote(text)
+    return ".." in text.split("?")[0] or "//" in text or "\\" in text or "\0" in text
+
+
+def make_app(session: LabelSession, token: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    page = page_html()
+
+    def refuse(status: int, reason: str) -> Response:
+        return JSONResponse({"error": reason}, status_code=status)
+
+    def n_of(request: Request) -> int:
+        try:
+            return int(request.path_params["n"])
+        except ValueError as e:
+            raise BadRequest(f"pair number {request.path_params['n']!r} is not a number") from e
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+
+    async def state(request: Request) -> Response:
+        return JSONResponse(session.state())
+
+    async def pair(request: Request) -> Response:
+        return JSONResponse(session.pair(n_of(request)))
+
+    async def answer(request: Request) -> Response:
+        n = n_of(request)
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+            return refuse(400, f"the body is larger than {MAX_BODY} bytes")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                return refuse(400, f"the body is larger than {MAX_BODY} bytes")
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return refuse(400, "the body is not JSON")
+        record = session.answer(n, data)
+        return JSONResponse({"saved": True, "time": record.time, "first_open": session.first_open()})
+
+    async def audio(request: Request) -> Response:
+        path = session.audio(n_of(request), request.path_params["role"])
+        return FileResponse(path, headers={"Cache-Control": "no-store"})
+
+    async def guard(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        request = Request(scope)
+        raw = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
+        if _climbs(raw) or _climbs(scope["path"]):
+            response = refuse(400, "the path climbs out of the benchmark folder or is absolute: refused")
+        else:
+            given = request.query_params.get("token") or request.headers.get("x-trace-token") or ""
+            if not secrets.compare_digest(given.encode(), token.encode()):
+                response = refuse(403, "this page needs its token: open the URL `label` printed")
+            else:
+                await app(scope, receive, send)
+                return
+        await response(scope, receive, send)
+
+    async def bad_request(request: Request, error: Exception) -> Response:
+        return refuse(400, str(error))
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/api/state", state),
+            Route("/api/pair/{n}", pair, methods=["GET"]),
+            Route("/api/pair/{n}", answer, methods=["POST"]),
+            Route("/audio/{n}/{role}", audio),
+        ],
+        exception_handlers={BadRequest: bad_request},
+    )
+    return guard
+
+
+def serve(session: LabelSession, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+    """Bind, print the page's URL (one line, starting with http://), and serve until interrupted."""
+    import uvicorn
+
+    token = token or secrets.token_urlsafe(18)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"warning: --host {host} serves the page (and the benchmark's audio) to other machines on the network; "
+            "anyone with the URL and token can label",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(f"http://{shown}:{bound}/?token={token}", flush=True)
+    config = uvicorn.Config(make_app(session, token), log_level="warning", access_log=False, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
