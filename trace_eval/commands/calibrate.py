@@ -57,13 +57,20 @@ def run(args: argparse.Namespace) -> int:
         if args.on != "overall" and args.on not in rubric.names:
             print(f"error: --on {args.on}: expected overall or one of {', '.join(rubric.names)}", file=sys.stderr)
             return 2
-        labels = load_human_labels(bench_of(runs, args.labels), rubric)
+        bench = bench_of(runs, args.labels)
+        labels = load_human_labels(bench, rubric)
+        from trace_eval.labels.sample import fitting_pairs
+
+        labels, drawn = fitting_pairs(bench, labels)
         doc = calibrate_runs(runs, labels, args.agreement, args.delta, args.on)
     except (EvaluationError, RunFolderError, RubricError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    fitted = sorted({i for run in runs for i in run.raws if labels.labels.get(i, {}).get(args.on) is not None})
+    doc["pairs"] = {"fitted_on": fitted, **drawn}
     write_json(args.out, doc)
     print(f"{doc['guarantee']} (label: {args.on})")
+    print(f"  pairs: {drawn['drawn']}")
     for key, judge in doc["judges"].items():
         if judge["threshold"] is None:
             print(f"  {key}: NO THRESHOLD. {judge['reason']}")

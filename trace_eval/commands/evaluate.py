@@ -167,6 +167,10 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
 
     for line in trust_lines(files.metrics.get("trust")):
         print(line)
+    from trace_eval.evaluation.people import people_lines
+
+    for line in people_lines(files.metrics.get("people")):
+        print(line)
     if "leaderboard" in files.metrics:  # the items name their systems
         from trace_eval.evaluation.leaderboard import leaderboard_lines
 

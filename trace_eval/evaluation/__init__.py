@@ -88,6 +88,13 @@ def evaluate_folders(
         blocks += trust_blocks(trusted)
         if any(run["risk_coverage"] for run in trusted["runs"]):
             pictures = {**pictures, "risk_coverage.png": risk_coverage_figure(trusted, out / "risk_coverage.png")}
+    # Several people labelled the items (labels/ beside the manifest): the ceiling beside each judge.
+    from .people import people_blocks, people_section
+
+    people = people_section(runs, human, rubric, policy, settings, bench)
+    if people is not None:
+        metrics["people"] = people
+        blocks += people_blocks(people)
     return write_report(out, metrics, blocks, pictures)
 
 

@@ -114,10 +114,25 @@ def trust_section(
     if not with_confidence:
         return None
     ids = sorted({i for run in with_confidence for i in run.raws if human.labels.get(i, {}).get(OVERALL) is not None})
+    scored_on = None
+    if calibrated:
+        # Agreement on the pairs the thresholds were fitted on flatters them: score the others where there are any.
+        fitted = set((calibrated.get("pairs") or {}).get("fitted_on") or [])
+        held = [i for i in ids if i not in fitted]
+        if fitted and held:
+            ids = held
+            scored_on = f"held out: {len(held)} labelled pair(s) the thresholds were not fitted on"
+        elif fitted:
+            scored_on = (
+                "in-sample: every labelled pair was used to fit the thresholds, so this agreement flatters them; "
+                "label --sample N --split keeps evaluation pairs apart"
+            )
     estimates = Estimates(ids)
     result: dict[str, Any] = {"runs": [], "bootstrap": settings.describe()}
     if calibrated:
         result["calibration"] = {"file": str(calibration), "guarantee": calibrated.get("guarantee")}
+        if scored_on:
+            result["calibration"]["scored_on"] = scored_on
     for run in with_confidence:
         trusted, how = trusted_ids(run, calibrated)
         labelled = estimates.column({i: 1.0 for i in ids if i in run.raws}).astype(bool)
@@ -158,6 +173,11 @@ def trust_blocks(section: dict[str, Any]) -> list[Block]:
             "Agreement with people on the verdicts that are trusted (a cascade's decided verdicts, or those at or "
             "above the calibrated threshold), its 95% interval, and the share of labelled pairs trusted. "
             + (f"Calibration: {section['calibration']['guarantee']}." if section.get("calibration") else "")
+            + (
+                f" Scored on: {section['calibration']['scored_on']}."
+                if (section.get("calibration") or {}).get("scored_on")
+                else ""
+            )
         ),
     ]
     rows = []
@@ -219,6 +239,9 @@ def risk_coverage_figure(section: dict[str, Any], path: Path) -> Path:
 def trust_lines(section: dict[str, Any] | None) -> list[str]:
     """What `evaluate` prints about the trusted verdicts."""
     lines = []
+    scored_on = ((section or {}).get("calibration") or {}).get("scored_on")
+    if scored_on:
+        lines.append(f"trusted verdicts scored on: {scored_on}")
     for run in (section or {}).get("runs", []):
         if "agreement" not in run:
             continue

@@ -20,7 +20,7 @@ from trace_eval.labels.store import FOLDER, LabelError
 if TYPE_CHECKING:
     from trace_eval.bench import Benchmark
 
-__all__ = ["KIND", "draw", "read_sample", "sample_path"]
+__all__ = ["KIND", "draw", "fitting_pairs", "read_sample", "sample_path"]
 
 KIND = "trace-eval label sample"
 FILE = "sample.json"
@@ -92,3 +92,34 @@ def read_sample(root: str | Path) -> dict[str, Any] | None:
         return None
     record = read_json(path)
     return record if isinstance(record, dict) and record.get("kind") == KIND else None
+
+
+def fitting_pairs(bench: str | Path, labels: Any) -> tuple[Any, dict[str, Any]]:
+    """The human labels `calibrate` fits on (`labels`, a HumanLabels), and how its pairs were drawn.
+
+    With a recorded split, only the calibration half is kept, so `evaluate --calibration` can score the
+    thresholds on the evaluation half.
+    """
+    from dataclasses import replace
+
+    record = read_sample(bench)
+    if record is None:
+        return labels, {
+            "drawn": "not drawn by `label --sample`: that these pairs are exchangeable with later ones is assumed, "
+            "not shown",
+            "random": False,
+        }
+    labelled = {i for i, got in labels.labels.items() if got}
+    described = (
+        f"a seeded random sample of {record['n']} (seed {record['seed']}), stratified by system pair "
+        f"({sample_path(bench)})"
+    )
+    if record.get("split"):
+        keep = set(record["calibration"])
+        labels = replace(labels, labels={i: got for i, got in labels.labels.items() if i in keep})
+        labelled &= keep
+        described += f"; its calibration half ({len(keep)} pairs), the evaluation half held out"
+    outside = sorted(labelled - set(record["ids"]))
+    if outside:
+        described += f"; but {len(outside)} labelled pair(s) lie outside the draw, so not all were drawn at random"
+    return labels, {"drawn": described, "random": not outside, "sample": {k: record[k] for k in ("n", "seed", "split")}}

@@ -1,0 +1,198 @@
+"""The label store: labels kept across a re-prepared benchmark, import and export, several annotators'
+majority, and `calibrate` and `evaluate` from the store alone."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+from conftest import SYSTEMS, prepare_pairs
+
+from trace_eval.bench import load_benchmark
+from trace_eval.cli import main
+from trace_eval.evaluation.records import load_human_labels
+from trace_eval.labels.server import LabelSession
+from trace_eval.labels.store import LabelStore, import_labels
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
+
+
+def winner(item: dict) -> str:
+    """The label a listener who prefers the earlier system in the alphabet gives, in the manifest's numbering."""
+    return "1" if item["model_a"] < item["model_b"] else "2"
+
+
+def label_every_pair(bench: Path, annotator: str) -> dict[str, str]:
+    """Label every pair through the page's own path (labels in the order shown); the overall label per id."""
+    session = LabelSession(bench, annotator, TRACE)
+    items = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
+    given = {}
+    for n, pair in enumerate(session.pairs):
+        label = winner(items[pair.id])
+        shown = {"1": "2", "2": "1"}[label] if session.swapped_for(n) else label
+        labels = {"content": shown, "voice_quality": "both_good", "paralinguistics": "both_bad", "overall": shown}
+        session.answer(n, {"labels": labels, "reasons": {"content": f"{annotator} on {pair.id}"}})
+        given[pair.id] = label
+    return given
+
+
+def test_a_re_prepared_benchmark_with_a_fourth_system_keeps_every_label(bench, outputs):
+    before = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
+    label_every_pair(bench, "ana")
+    assert len(LabelStore(bench).records("ana")[0]) == 18
+
+    prepare_pairs(bench, outputs, SYSTEMS)  # the same folder, a fourth system: 36 pairs
+    after = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
+    assert len(after) == 36
+    # The schedule moved pairs: the same two answers under another id, or with their seats swapped.
+    moved = {
+        (b["instruction_path"], frozenset((b["audio1_path"], b["audio2_path"])))
+        for b in before.values()
+        if not any(
+            a["instruction_path"] == b["instruction_path"] and (a["audio1_path"], a["audio2_path"], a["id"])
+            == (b["audio1_path"], b["audio2_path"], b["id"])
+            for a in after.values()
+        )
+    }
+    assert moved, "the re-prepared benchmark should move some pairs for this test to mean anything"
+
+    human = load_human_labels(bench, TRACE)
+    labelled = {i: got for i, got in human.labels.items() if got}
+    old_systems = set(SYSTEMS[:3])
+    assert set(labelled) == {i for i, a in after.items() if {a["model_a"], a["model_b"]} <= old_systems}
+    assert len(labelled) == 18
+    for item_id, got in labelled.items():
+        assert got["overall"] == winner(after[item_id]) == got["content"], item_id  # mapped to the new seats
+        assert got["voice_quality"] == "both_good" and got["paralinguistics"] == "both_bad"
+    assert human.annotators["ana"] == labelled
+
+
+def test_import_export_round_trip_and_the_majority_of_three(bench, tmp_path, capsys):
+    items = json.loads((bench / "manifest.json").read_text())
+    rng = random.Random(0)
+    rows = []
+    for who in ("ben", "cy"):
+        for item in items:
+            label = winner(item) if who == "ben" or rng.random() < 0.5 else "both_bad"
+            rows.append({"id": item["id"], "annotator": who, "overall": label, "content": label})
+    # dee names pairs by their audio paths, seated the other way round: labels are in that numbering
+    for item in items[:5]:
+        flipped = {"1": "2", "2": "1"}[winner(item)]
+        rows.append(
+            {
+                "instruction_path": item["instruction_path"],
+                "audio1_path": item["audio2_path"],
+                "audio2_path": item["audio1_path"],
+                "annotator": "dee",
+                "overall": flipped,
+            }
+        )
+    given = tmp_path / "labels.json"
+    given.write_text(json.dumps(rows))
+    assert main(["label", "import", str(bench), str(given)]) == 0
+    human = load_human_labels(bench, TRACE)
+    assert sorted(human.annotators) == ["ben", "cy", "dee"]
+    for item in items[:5]:
+        assert human.annotators["dee"][item["id"]]["overall"] == winner(item)
+    for item in items:
+        votes = [human.annotators[w][item["id"]]["overall"] for w in human.annotators if item["id"] in human.annotators[w]]
+        top = max(set(votes), key=votes.count)
+        if votes.count(top) > len(votes) / 2:
+            assert human.labels[item["id"]]["overall"] == top
+        else:  # a tie between people: no label, and listed
+            assert "overall" not in human.labels[item["id"]]
+            assert any(d["id"] == item["id"] and d["majority"] is None for d in human.disagreements)
+
+    # A refused row refuses the file: nothing written.
+    before = (bench / "labels" / "ben.jsonl").read_text()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,annotator,overall\n" + f"{items[0]['id']},ben,3\n")
+    assert main(["label", "import", str(bench), str(bad)]) == 2
+    assert "is not" in capsys.readouterr().err
+    assert (bench / "labels" / "ben.jsonl").read_text() == before
+
+    out = tmp_path / "export.csv"
+    assert main(["label", "export", str(bench), "--out", str(out)]) == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(bench, copy, ignore=shutil.ignore_patterns("labels"))
+    stored, problems = import_labels(load_benchmark(copy), TRACE, out)
+    assert not problems and stored == 2 * len(items) + 5
+    assert load_human_labels(copy, TRACE).annotators == human.annotators
+
+
+def write_run(bench: Path, out: Path, agree: float, seed: int = 0) -> Path:
+    """A judge run with a confidence per verdict: right on `agree` of the pairs, and more confident when right."""
+    rng = random.Random(seed)
+    records = []
+    for item in json.loads((bench / "manifest.json").read_text()):
+        right = rng.random() < agree
+        label = winner(item) if right else "both_bad"
+        verdicts = {"content": label, "voice_quality": "both_good", "paralinguistics": label}
+        fused = TRACE.fusion.fuse_all(verdicts)
+        confidence = round(rng.uniform(0.8, 1.0) if right else rng.uniform(0.4, 0.9), 3)
+        records.append(
+            {
+                "id": item["id"],
+                "status": "ok",
+                "reason": None,
+                "verdicts": verdicts,
+                "undetermined": {},
+                "fused": fused,
+                "overall": fused["cap"],
+                "confidence": {"overall": confidence, **dict.fromkeys(verdicts, confidence)},
+            }
+        )
+    out.mkdir(parents=True)
+    config = {"bench": str(bench), "model": "cues", "rubric": "trace", "judge": "trace", "fusion": "cap"}
+    (out / "config.json").write_text(json.dumps({**config, "samples": 1, "swap": False}))
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return out
+
+
+def test_calibrate_and_evaluate_from_the_label_store_alone(bench, tmp_path, capsys):
+    items = json.loads((bench / "manifest.json").read_text())
+    assert not any(i.get("label") for i in items)  # the manifest has no labels at all
+    label_every_pair(bench, "ana")
+    label_every_pair(bench, "ben")
+    run = write_run(bench, tmp_path / "run", agree=0.9)
+
+    calibration = tmp_path / "calibration.json"
+    assert main(["calibrate", str(run), "--agreement", "0.5", "--delta", "0.2", "--out", str(calibration)]) == 0
+    printed = capsys.readouterr().out
+    assert "not drawn by `label --sample`" in printed
+    doc = json.loads(calibration.read_text())
+    (judge,) = doc["judges"].values()
+    assert judge["labelled"] == 18 and judge["threshold"] is not None and len(doc["pairs"]["fitted_on"]) == 18
+
+    assert main(["evaluate", str(run), "--calibration", str(calibration)]) == 0
+    printed = capsys.readouterr().out
+    assert "in-sample" in printed
+    assert "people (overall, 18 items, 2 annotators)" in printed
+    metrics = json.loads((run / "evaluation" / "metrics.json").read_text())
+    assert metrics["people"]["dimensions"]["overall"]["raw_agreement"]["value"] == 1.0
+
+
+def test_a_split_sample_keeps_calibration_pairs_apart(bench, tmp_path, capsys):
+    from trace_eval.labels.sample import draw
+
+    drawn = draw(load_benchmark(bench), 12, seed=4, split=True)
+    assert drawn == draw(load_benchmark(bench), 12, seed=4, split=True)  # recorded, and the same again
+    assert len(drawn["ids"]) == 12 and set(drawn["strata"].values()) == {4}  # 3 system pairs, 4 each
+    assert set(drawn["calibration"]).isdisjoint(drawn["evaluation"]) and len(drawn["calibration"]) == 6
+    session = LabelSession(bench, "ana", TRACE, drawn["ids"])
+    items = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
+    for n, pair in enumerate(session.pairs):
+        label = winner(items[pair.id])
+        shown = {"1": "2", "2": "1"}[label] if session.swapped_for(n) else label
+        session.answer(n, {"labels": dict.fromkeys(("content", "voice_quality", "paralinguistics", "overall"), shown)})
+    run = write_run(bench, tmp_path / "run", agree=1.0)
+    calibration = tmp_path / "calibration.json"
+    assert main(["calibrate", str(run), "--agreement", "0.5", "--delta", "0.3", "--out", str(calibration)]) == 0
+    assert "seeded random sample of 12 (seed 4)" in capsys.readouterr().out
+    doc = json.loads(calibration.read_text())
+    assert doc["pairs"]["fitted_on"] == sorted(drawn["calibration"]) and doc["pairs"]["random"]
+    assert main(["evaluate", str(run), "--calibration", str(calibration)]) == 0
+    assert "held out: 6 labelled pair(s)" in capsys.readouterr().out
