@@ -58,6 +58,7 @@ class Server:
     """`python -m trace_eval label` in its own process, as a user starts it."""
 
     def __init__(self, bench: Path, annotator: str, *extra: str):
+        self.bench = bench
         self.process = subprocess.Popen(
             [sys.executable, "-m", "trace_eval", "label", str(bench), "--annotator", annotator, *extra],
             stdout=subprocess.PIPE,

@@ -118,9 +118,8 @@ class LabelSession:
         item = self.pairs[self._index(n)]
         swap = self.swapped_for(n)
         roles = ["a"] if item.pointwise else ["a", "b"]
-        doc: dict[str, Any] = {
+        doc: dict[str, Any] = {  # no id either: ids often name the systems ("q00:alpha-vs-bravo")
             "n": n,
-            "id": item.id,
             "instruction": {"audio": bool(item.instruction_path), "text": item.instruction_text},
             "responses": roles,
             "labels": None,
