@@ -1,0 +1,137 @@
+"""The labelling page in headless Chromium (as tests/view drives the audit page): ten pairs labelled with the
+keyboard alone, the server killed with SIGKILL and started again, the page resuming at pair 11, and the ten
+labels on disk with annotator, time and the order shown."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import Server, wait_for
+from view_pages import browser_problem, start_chromium
+
+from trace_eval.evaluation.records import load_human_labels
+from trace_eval.rubrics import load_rubric
+
+# What the labeller types per pair: a digit for each field, Tab past its reason to the next field, Enter to save.
+TYPED = ("1", "3", "4", "2")  # content, voice quality, paralinguistics, overall, in the order shown
+NAMES = {"1": "1", "2": "2", "3": "both_good", "4": "both_bad"}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    problem = browser_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI: {problem}")
+        pytest.skip(problem)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
+
+
+def open_label_page(browser, url: str) -> float:
+    """Open the page; the milliseconds to its first drawn pair."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(url)
+    WebDriverWait(browser, 30).until(
+        lambda b: b.execute_script("return performance.getEntriesByName('trace-label-ready').length")
+    )
+    return browser.execute_script("return performance.getEntriesByName('trace-label-ready')[0].startTime")
+
+
+def progress(browser) -> str:
+    return browser.execute_script("return document.getElementById('progress').textContent")
+
+
+def type_pair(browser) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    actions = ActionChains(browser)
+    for k, digit in enumerate(TYPED):
+        actions.send_keys(digit)
+        if k < len(TYPED) - 1:
+            actions.send_keys(Keys.TAB, Keys.TAB)  # past the reason, to the next field
+    actions.send_keys(Keys.ENTER).perform()
+
+
+def test_ten_pairs_by_keyboard_then_kill_9_and_resume_at_pair_11(bench, browser, tmp_path):
+    server = Server(bench, "ana")
+    try:
+        open_label_page(browser, server.url)
+        assert progress(browser).startswith("pair 1 of 18")
+        page = browser.execute_script("return document.body.innerText")
+        assert "alpha" not in page and "bravo" not in page and "charlie" not in page  # blind
+        focused = browser.execute_script("return document.activeElement.dataset.field")
+        assert focused == "content"
+        for n in range(10):
+            type_pair(browser)
+            wait_for(lambda n=n: progress(browser).startswith(f"pair {n + 2} of 18"))
+        # Shown as saved: the reply came after the fsync.
+        assert browser.execute_script("return window.TRACE_LABEL.saves.length") == 10
+        browser.save_screenshot(str(tmp_path / "label-page.png"))
+    finally:
+        server.kill()
+
+    lines = (bench / "labels" / "ana.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 10
+    items = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
+    assert [r["pair_id"] for r in records] == list(items)[:10]
+    orders = set()
+    for record in records:
+        assert record["annotator"] == "ana" and record["time"].endswith("Z") and record["skip"] is None
+        order = record["order_shown"]
+        orders.add(tuple(order))
+        typed = dict(zip(("content", "voice_quality", "paralinguistics", "overall"), (NAMES[d] for d in TYPED)))
+        if order == ["2", "1"]:  # B was response 1: "A better" is "2" in the manifest's numbering
+            typed = {k: {"1": "2", "2": "1"}.get(v, v) for k, v in typed.items()}
+        assert record["labels"] == typed
+    assert orders == {("1", "2"), ("2", "1")}  # randomised per pair
+
+    again = Server(bench, "ana")
+    try:
+        open_label_page(browser, again.url)
+        assert progress(browser).startswith("pair 11 of 18 · 10 answered")
+    finally:
+        again.stop()
+    human = load_human_labels(bench, load_rubric("trace"))
+    assert len(human.annotators["ana"]) == 10
+
+
+def test_back_changes_a_label_and_skip_records_the_reason(bench, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    server = Server(bench, "ben")
+    try:
+        open_label_page(browser, server.url)
+        type_pair(browser)
+        wait_for(lambda: progress(browser).startswith("pair 2 of 18"))
+        ActionChains(browser).send_keys("s").perform()  # skip pair 2 with the first reason
+        wait_for(lambda: progress(browser).startswith("pair 3 of 18"))
+        ActionChains(browser).send_keys("p").perform()
+        wait_for(lambda: progress(browser).startswith("pair 2 of 18"))
+        ActionChains(browser).send_keys("p").perform()
+        wait_for(lambda: progress(browser).startswith("pair 1 of 18"))
+        chosen = browser.execute_script(
+            "return [...document.querySelectorAll('.choice.chosen')].map(b => b.textContent)"
+        )
+        assert chosen == ["1A better", "3both good", "4both bad", "2B better"]  # as typed, in the order shown
+        # The clips load, and switching from A to B keeps the position.
+        wait_for(lambda: browser.execute_script(
+            "return ['a', 'b'].every(r => document.getElementById('audio-' + r).duration > 0.5)"
+        ))
+        browser.execute_script("document.getElementById('audio-a').currentTime = 0.4")
+        wait_for(lambda: browser.execute_script("return !document.getElementById('audio-a').seeking"))
+        ActionChains(browser).send_keys("b").perform()
+        position = browser.execute_script("return document.getElementById('audio-b').currentTime")
+        assert position == pytest.approx(0.4, abs=0.05)
+        assert browser.execute_script("return document.getElementById('audio-a').hidden")
+    finally:
+        server.stop()
+    records = [json.loads(line) for line in (bench / "labels" / "ben.jsonl").read_text().splitlines()]
+    assert records[1]["skip"] == "no sound" and records[1]["labels"] == {}
