@@ -111,6 +111,8 @@ def _agreement(bench, rubric, args: argparse.Namespace) -> int:
     report["disagreements"] = human.disagreements
     for line in ceiling_lines(report):
         print(line)
+    for problem in human.problems:
+        print(f"warning: {problem}", file=sys.stderr)
     if args.out:
         write_json(args.out, report)
         print(f"wrote {args.out}")
