@@ -121,8 +121,9 @@ def main() -> int:
                         time.sleep(0.0005)
                     outside.append(1000 * (time.perf_counter() - sent))
                     WebDriverWait(browser, 20).until(  # the next pair is shown: its fields take keys
-                        lambda b, n=n: b.execute_script("return document.getElementById('progress').textContent")
-                        .startswith(f"pair {n + 2} of")
+                        lambda b, n=n: b.execute_script(
+                            "return document.getElementById('progress').textContent"
+                        ).startswith(f"pair {n + 2} of")
                     )
                 page = browser.execute_script("return window.TRACE_LABEL.saves")
             finally:
@@ -131,10 +132,14 @@ def main() -> int:
             server.terminate()
             server.wait(10)
         assert lines(store) == args.label
-        for name, values in (("page: Enter keydown to the saved reply", page), ("outside: Enter sent to line on disk", outside)):
+        for name, values in (
+            ("page: Enter keydown to the saved reply", page),
+            ("outside: Enter sent to line on disk", outside),
+        ):
             values = sorted(values)
             p95 = values[min(len(values) - 1, math.ceil(0.95 * len(values)) - 1)]
-            print(f"keypress to disk ({name}): median {statistics.median(values):.1f} ms, p95 {p95:.1f} ms, n={len(values)}")
+            median = statistics.median(values)
+            print(f"keypress to disk ({name}): median {median:.1f} ms, p95 {p95:.1f} ms, n={len(values)}")
     return 0
 
 

@@ -9,8 +9,8 @@ import importlib
 import os
 import sys
 
-# In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
-# ranking, the audit page, the bias audit; then a look at one blueprint.
+# In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the
+# confidence thresholds, ranking, the audit page, the bias audit; then a look at one blueprint.
 VERBS = (
     "prepare",
     "label",

@@ -20,7 +20,21 @@ SYSTEMS = ("alpha", "bravo", "charlie", "delta")
 def tone(path: Path, frequency: int, seconds: float = 0.6) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["sox", "-n", "-r", "16000", "-b", "16", str(path), "synth", str(seconds), "sine", str(frequency), "vol", "0.3"],
+        [
+            "sox",
+            "-n",
+            "-r",
+            "16000",
+            "-b",
+            "16",
+            str(path),
+            "synth",
+            str(seconds),
+            "sine",
+            str(frequency),
+            "vol",
+            "0.3",
+        ],
         check=True,
     )
 
@@ -42,7 +56,20 @@ def outputs(tmp_path_factory) -> Path:
 def prepare_pairs(out: Path, outputs: Path, systems: tuple[str, ...]) -> None:
     given = [a for name in systems for a in ("--system", f"{name}={outputs / name}")]
     assert (
-        main(["prepare", "pairs", str(out), "--instructions", str(outputs / "instructions"), *given, "--schedule", "all", "--quiet"]) == 0
+        main(
+            [
+                "prepare",
+                "pairs",
+                str(out),
+                "--instructions",
+                str(outputs / "instructions"),
+                *given,
+                "--schedule",
+                "all",
+                "--quiet",
+            ]
+        )
+        == 0
     )
 
 
@@ -68,7 +95,9 @@ class Server:
         line = self.process.stdout.readline() if self.process.stdout else ""
         if not line.startswith("http://"):
             self.process.kill()
-            raise AssertionError(f"no URL printed: {line!r} {self.process.stderr.read() if self.process.stderr else ''}")
+            raise AssertionError(
+                f"no URL printed: {line!r} {self.process.stderr.read() if self.process.stderr else ''}"
+            )
         self.url = line.strip()
         self.base, _, self.token = self.url.partition("/?token=")
         self.host, _, port = self.base.removeprefix("http://").partition(":")

@@ -122,9 +122,11 @@ def test_back_changes_a_label_and_skip_records_the_reason(bench, browser):
         )
         assert chosen == ["1A better", "3both good", "4both bad", "2B better"]  # as typed, in the order shown
         # The clips load, and switching from A to B keeps the position.
-        wait_for(lambda: browser.execute_script(
-            "return ['a', 'b'].every(r => document.getElementById('audio-' + r).duration > 0.5)"
-        ))
+        wait_for(
+            lambda: browser.execute_script(
+                "return ['a', 'b'].every(r => document.getElementById('audio-' + r).duration > 0.5)"
+            )
+        )
         browser.execute_script("document.getElementById('audio-a').currentTime = 0.4")
         wait_for(lambda: browser.execute_script("return !document.getElementById('audio-a').seeking"))
         ActionChains(browser).send_keys("b").perform()

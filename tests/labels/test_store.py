@@ -52,8 +52,8 @@ def test_a_re_prepared_benchmark_with_a_fourth_system_keeps_every_label(bench, o
         (b["instruction_path"], frozenset((b["audio1_path"], b["audio2_path"])))
         for b in before.values()
         if not any(
-            a["instruction_path"] == b["instruction_path"] and (a["audio1_path"], a["audio2_path"], a["id"])
-            == (b["audio1_path"], b["audio2_path"], b["id"])
+            a["instruction_path"] == b["instruction_path"]
+            and (a["audio1_path"], a["audio2_path"], a["id"]) == (b["audio1_path"], b["audio2_path"], b["id"])
             for a in after.values()
         )
     }
@@ -98,7 +98,9 @@ def test_import_export_round_trip_and_the_majority_of_three(bench, tmp_path, cap
     for item in items[:5]:
         assert human.annotators["dee"][item["id"]]["overall"] == winner(item)
     for item in items:
-        votes = [human.annotators[w][item["id"]]["overall"] for w in human.annotators if item["id"] in human.annotators[w]]
+        votes = [
+            human.annotators[w][item["id"]]["overall"] for w in human.annotators if item["id"] in human.annotators[w]
+        ]
         top = max(set(votes), key=votes.count)
         if votes.count(top) > len(votes) / 2:
             assert human.labels[item["id"]]["overall"] == top

@@ -59,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     rest = args.words[1:] if action else args.words
     expected = 2 if action == "import" else 1
     if len(rest) != expected:
-        form = {"import": "label import BENCH FILE", None: "label BENCH --annotator NAME"}.get(action, f"label {action} BENCH")
+        form = {"import": "label import BENCH FILE", None: "label BENCH --annotator NAME"}.get(
+            action, f"label {action} BENCH"
+        )
         print(f"error: expected `{form}`", file=sys.stderr)
         return 2
     try:
@@ -128,9 +130,7 @@ def ceiling_lines(report: dict) -> list[str]:
         if section.get("reason"):
             lines.append(f"  {dimension}: {section['reason']}")
             continue
-        kappas = "; ".join(
-            f"{a}/{b} {describe(k)}" for k in section["cohen_kappa"] for a, b in [k["annotators"]]
-        )
+        kappas = "; ".join(f"{a}/{b} {describe(k)}" for k in section["cohen_kappa"] for a, b in [k["annotators"]])
         lines.append(
             f"  {dimension} ({section['items']} items): raw agreement {describe(section['raw_agreement'])}, "
             f"Krippendorff's alpha {describe(section['krippendorff_alpha'])}, each against the others' majority "

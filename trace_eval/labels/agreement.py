@@ -15,7 +15,7 @@ every figure of one dimension), and is null with the reason where it cannot be c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -96,13 +96,14 @@ def _interval(values: list[float | None]) -> list[float] | None:
 
 
 def _figure(
-    compute, items: list[str], draws: np.ndarray, why: str, interval: bool = True
+    compute: Callable[[list[str]], float | None], items: list[str], draws: np.ndarray, why: str
 ) -> dict[str, Any]:
+    """A figure on `items`, and its 95% interval over the resampled items of `draws`."""
     value = compute(items)
     if value is None:
         return {"value": None, "interval": None, "reason": why}
-    boot = [compute([items[j] for j in row]) for row in draws] if interval else []
-    return {"value": round(float(value), 4), "interval": _interval(boot) if interval else None, "reason": None}
+    boot = [compute([items[j] for j in row]) for row in draws]
+    return {"value": round(float(value), 4), "interval": _interval(boot), "reason": None}
 
 
 def _leave_one_out(
@@ -126,6 +127,24 @@ def _leave_one_out(
     return agree, total
 
 
+def _people(annotators: dict[str, dict[str, dict[str, Any]]], dimension: str) -> dict[str, dict[str, Any]]:
+    """annotator -> item -> label on one dimension, for the annotators who gave any."""
+    by_person = {
+        who: {i: labels[dimension] for i, labels in got.items() if dimension in labels}
+        for who, got in annotators.items()
+    }
+    return {who: got for who, got in by_person.items() if got}
+
+
+def _shared(by_person: dict[str, dict[str, Any]]) -> list[str]:
+    """The items two or more annotators labelled."""
+    counts: dict[str, int] = {}
+    for got in by_person.values():
+        for item in got:
+            counts[item] = counts.get(item, 0) + 1
+    return sorted(i for i, n in counts.items() if n >= 2)
+
+
 def ceiling(
     annotators: dict[str, dict[str, dict[str, Any]]],
     spaces: dict[str, LabelSpace],
@@ -135,54 +154,53 @@ def ceiling(
     """People's agreement with each other per dimension (see the module's notes)."""
     result: dict[str, Any] = {"annotators": sorted(annotators), "dimensions": {}, "resamples": resamples, "seed": seed}
     for dimension, space in spaces.items():
-        by_person = {
-            who: {i: labels[dimension] for i, labels in got.items() if dimension in labels}
-            for who, got in annotators.items()
-        }
-        by_person = {who: got for who, got in by_person.items() if got}
-        items = sorted(i for i in {i for got in by_person.values() for i in got} if _count(by_person, i) >= 2)
-        section: dict[str, Any] = {"items": len(items), "annotators": sorted(by_person)}
-        if not items:
-            section["reason"] = "no item has labels from two annotators"
-            result["dimensions"][dimension] = section
-            continue
-        rng = np.random.default_rng(seed)
-        draws = rng.integers(0, len(items), size=(resamples, len(items)))
-
-        def units(chosen: list[str], people: dict[str, dict[str, Any]] = by_person) -> list[list[Any]]:
-            return [[got[i] for got in people.values() if i in got] for i in chosen]
-
-        section["raw_agreement"] = _figure(lambda c: _raw(units(c)), items, draws, "no two labels on one item")
-        section["krippendorff_alpha"] = _figure(
-            lambda c: krippendorff_alpha(units(c), space.numeric), items, draws, "one label throughout: undefined"
-        )
-        section["alpha_level"] = "interval" if space.numeric else "nominal"
-        kappas = []
-        for a, b in combinations(sorted(by_person), 2):
-            both = [i for i in items if i in by_person[a] and i in by_person[b]]
-            if not both:
-                continue
-            pair_draws = np.random.default_rng(seed).integers(0, len(both), size=(resamples, len(both)))
-            kappa = _figure(
-                lambda c, a=a, b=b: cohen_kappa([by_person[a][i] for i in c], [by_person[b][i] for i in c]),
-                both,
-                pair_draws,
-                "each gave one label throughout: kappa is undefined",
-            )
-            kappas.append({"annotators": [a, b], "items": len(both), **kappa})
-        section["cohen_kappa"] = kappas
-
-        def loo(chosen: list[str]) -> float | None:
-            agree, total = _leave_one_out(by_person, space, chosen)
-            return agree / total if total else None
-
-        section["leave_one_out"] = _figure(loo, items, draws, "no item where the others agree on a majority")
-        result["dimensions"][dimension] = section
+        result["dimensions"][dimension] = _ceiling_of(_people(annotators, dimension), space, resamples, seed)
     return result
 
 
-def _count(by_person: dict[str, dict[str, Any]], item: str) -> int:
-    return sum(item in got for got in by_person.values())
+def _ceiling_of(by_person: dict[str, dict[str, Any]], space: LabelSpace, resamples: int, seed: int) -> dict[str, Any]:
+    items = _shared(by_person)
+    section: dict[str, Any] = {"items": len(items), "annotators": sorted(by_person)}
+    if not items:
+        section["reason"] = "no item has labels from two annotators"
+        return section
+    draws = np.random.default_rng(seed).integers(0, len(items), size=(resamples, len(items)))
+
+    def units(chosen: list[str]) -> list[list[Any]]:
+        return [[got[i] for got in by_person.values() if i in got] for i in chosen]
+
+    def loo(chosen: list[str]) -> float | None:
+        agree, total = _leave_one_out(by_person, space, chosen)
+        return agree / total if total else None
+
+    section["raw_agreement"] = _figure(lambda c: _raw(units(c)), items, draws, "no two labels on one item")
+    section["krippendorff_alpha"] = _figure(
+        lambda c: krippendorff_alpha(units(c), space.numeric), items, draws, "one label throughout: undefined"
+    )
+    section["alpha_level"] = "interval" if space.numeric else "nominal"
+    section["cohen_kappa"] = [
+        _kappa(by_person[a], by_person[b], [a, b], items, resamples, seed)
+        for a, b in combinations(sorted(by_person), 2)
+    ]
+    section["cohen_kappa"] = [k for k in section["cohen_kappa"] if k["items"]]
+    section["leave_one_out"] = _figure(loo, items, draws, "no item where the others agree on a majority")
+    return section
+
+
+def _kappa(
+    first: dict[str, Any], second: dict[str, Any], names: list[str], items: list[str], resamples: int, seed: int
+) -> dict[str, Any]:
+    both = [i for i in items if i in first and i in second]
+    if not both:
+        return {"annotators": names, "items": 0}
+    draws = np.random.default_rng(seed).integers(0, len(both), size=(resamples, len(both)))
+    kappa = _figure(
+        lambda c: cohen_kappa([first[i] for i in c], [second[i] for i in c]),
+        both,
+        draws,
+        "each gave one label throughout: kappa is undefined",
+    )
+    return {"annotators": names, "items": len(both), **kappa}
 
 
 def judge_beside_people(
@@ -194,34 +212,40 @@ def judge_beside_people(
 ) -> dict[str, Any]:
     """Per dimension, on the items two or more people labelled: the judge's agreement with the majority of all
     but one annotator, and people's own (each against the others' majority), the same references for both."""
-    out: dict[str, Any] = {}
-    for dimension, space in spaces.items():
-        by_person = {
-            who: {i: labels[dimension] for i, labels in got.items() if dimension in labels}
-            for who, got in annotators.items()
-        }
-        by_person = {who: got for who, got in by_person.items() if got}
-        verdicts = {i: v[dimension] for i, v in judge.items() if v.get(dimension) is not None}
-        items = sorted(i for i in {i for got in by_person.values() for i in got} if _count(by_person, i) >= 2)
-        if not items:
-            out[dimension] = {"items": 0, "reason": "no item has labels from two annotators"}
-            continue
-        draws = np.random.default_rng(seed).integers(0, len(items), size=(resamples, len(items)))
-
-        def share(chosen: list[str], other: dict[str, Any] | None) -> float | None:
-            agree, total = _leave_one_out(by_person, space, chosen, other)
-            return agree / total if total else None
-
-        out[dimension] = {
-            "items": len(items),
-            "judge": _figure(lambda c: share(c, verdicts), items, draws, "no verdict on these items"),
-            "people": _figure(lambda c: share(c, None), items, draws, "no majority among the others"),
-        }
-    return out
+    return {
+        dimension: _beside(
+            _people(annotators, dimension),
+            {i: v[dimension] for i, v in judge.items() if v.get(dimension) is not None},
+            space,
+            resamples,
+            seed,
+        )
+        for dimension, space in spaces.items()
+    }
 
 
-def position_bias(shown: dict[str, dict[str, list[str]]], annotators: dict[str, dict[str, dict[str, Any]]],
-                  dimension: str = "overall") -> dict[str, Any]:
+def _beside(
+    by_person: dict[str, dict[str, Any]], verdicts: dict[str, Any], space: LabelSpace, resamples: int, seed: int
+) -> dict[str, Any]:
+    items = _shared(by_person)
+    if not items:
+        return {"items": 0, "reason": "no item has labels from two annotators"}
+    draws = np.random.default_rng(seed).integers(0, len(items), size=(resamples, len(items)))
+
+    def share(chosen: list[str], other: dict[str, Any] | None) -> float | None:
+        agree, total = _leave_one_out(by_person, space, chosen, other)
+        return agree / total if total else None
+
+    return {
+        "items": len(items),
+        "judge": _figure(lambda c: share(c, verdicts), items, draws, "no verdict on these items"),
+        "people": _figure(lambda c: share(c, None), items, draws, "no majority among the others"),
+    }
+
+
+def position_bias(
+    shown: dict[str, dict[str, list[str]]], annotators: dict[str, dict[str, dict[str, Any]]], dimension: str = "overall"
+) -> dict[str, Any]:
     """Per annotator (and pooled): the share of "1" (the response shown first) among labels naming a winner,
     in the order shown; only labels whose order was recorded count."""
     per: dict[str, Any] = {}

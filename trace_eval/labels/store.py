@@ -228,15 +228,19 @@ def swapped(labels: dict[str, Any]) -> dict[str, Any]:
     return {k: _SWAP.get(v, v) if isinstance(v, str) else v for k, v in labels.items()}
 
 
-def place(record: LabelRecord, contents: dict[str, PairContent], by_key: dict[str, list[str]]) -> list[tuple[str, bool]]:
-    """The current items a record labels, each with whether its seats are swapped against the record's.
+def place(
+    record: LabelRecord, contents: dict[str, PairContent], by_key: dict[str, list[str]], known: set[str]
+) -> list[tuple[str, bool]]:
+    """The current items (of `known`) a record labels, each with whether its seats are swapped against the
+    record's.
 
     The record's own id when that item still holds the same content; else every item with its content
-    (the same comparison, wherever it now sits); with no content key, its id if the item exists.
+    (the same comparison, wherever it now sits). Where the content cannot be told (no key in the record,
+    or the item's audio missing here), its id if that item exists.
     """
-    if record.content_key is None:
-        return [(record.pair_id, False)] if record.pair_id in contents or not contents else []
     own = contents.get(record.pair_id)
+    if record.content_key is None or (own is None and record.pair_id in known):
+        return [(record.pair_id, False)] if record.pair_id in known else []
     ids = [record.pair_id] if own is not None and own.key == record.content_key else by_key.get(record.content_key, [])
     return [(i, len(record.responses) == 2 and list(contents[i].responses) == record.responses[::-1]) for i in ids]
 
@@ -272,7 +276,7 @@ def read_people(bench: Benchmark, rubric: Rubric, contents: dict[str, PairConten
             newest[record.content_key or f"id:{record.pair_id}"] = record
         mine: dict[str, dict[str, Any]] = {}
         for record in newest.values():
-            targets = [(i, s) for i, s in place(record, contents, by_key) if i in known]
+            targets = [(i, s) for i, s in place(record, contents, by_key, known) if i in known]
             if not targets:
                 people.unmatched.append(f"{annotator}: pair {record.pair_id} ({record.time}) is not in the benchmark")
                 continue
@@ -333,7 +337,9 @@ _META = {*_ID_FIELDS, *_PATH_FIELDS, "annotator", "time", "order_shown", "skip",
 def _rows(path: Path) -> list[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".csv":
-        return [{k: v for k, v in row.items() if k and v not in (None, "")} for row in csv.DictReader(text.splitlines())]
+        return [
+            {k: v for k, v in row.items() if k and v not in (None, "")} for row in csv.DictReader(text.splitlines())
+        ]
     if path.suffix.lower() == ".jsonl":
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     data = json.loads(text)
@@ -389,7 +395,9 @@ def import_labels(
                 labels[key] = label
         unknown = sorted(k for k in row if k not in _META and k not in spaces and not k.endswith("_reason"))
         if unknown:
-            problems.append(f"{where}: {', '.join(unknown)}: no label of the {rubric.name} rubric ({', '.join(spaces)})")
+            problems.append(
+                f"{where}: {', '.join(unknown)}: no label of the {rubric.name} rubric ({', '.join(spaces)})"
+            )
         if not labels and not row.get("skip"):
             problems.append(f"{where}: no label")
         content = contents.get(pid)
@@ -432,8 +440,9 @@ def export_labels(bench: Benchmark, rubric: Rubric, out: str | Path) -> int:
     for pid, content in contents.items():
         by_key.setdefault(content.key, []).append(pid)
     for annotator in store.annotators():
+        known = {p.id for p in bench.pairs}
         for record in store.latest(annotator).values():
-            for pid, _ in place(record, contents, by_key):
+            for pid, _ in place(record, contents, by_key, known):
                 times[(annotator, pid)] = record.time
     rows: list[dict[str, Any]] = []
     for annotator in sorted(set(people.annotators) | set(people.skipped)):
