@@ -198,3 +198,30 @@ def test_a_split_sample_keeps_calibration_pairs_apart(bench, tmp_path, capsys):
     assert doc["pairs"]["fitted_on"] == sorted(drawn["calibration"]) and doc["pairs"]["random"]
     assert main(["evaluate", str(run), "--calibration", str(calibration)]) == 0
     assert "held out: 6 labelled pair(s)" in capsys.readouterr().out
+
+
+def test_view_leaderboard_and_agreement_read_the_label_store(bench, tmp_path, capsys):
+    from view_pages import read_page_data
+
+    from trace_eval.evaluation.leaderboard import leaderboard
+    from trace_eval.view import write_view
+
+    given = label_every_pair(bench, "ana")
+    label_every_pair(bench, "ben")
+    run = write_run(bench, tmp_path / "run", agree=0.8)
+    write_view([run], tmp_path / "page")
+    pairs = {p["id"]: p for p in read_page_data(tmp_path / "page")["pairs"]}
+    assert all(pairs[i]["human"]["overall"] == label for i, label in given.items())
+    board = leaderboard([run])
+    human = next(source for source in board["sources"] if source["kind"] == "human")
+    # ana and ben prefer the earlier name: alpha wins every pair it is in
+    assert human["acceptability"]["alpha"]["overall"]["acceptable"] == 12
+    assert board["agreement"][0]["top"] == {"judge": "alpha", "human": "alpha"}
+
+    assert main(["label", "agreement", str(bench), "--resamples", "200", "--out", str(tmp_path / "a.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "people: 2 annotator(s): ana, ben" in printed
+    assert "overall (18 items): raw agreement 1.00" in printed
+    assert "position: response shown first chosen in" in printed
+    report = json.loads((tmp_path / "a.json").read_text())
+    assert report["disagreements"] == [] and report["position_bias"]["winners"] == 36
