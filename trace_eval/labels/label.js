@@ -117,6 +117,7 @@
     switchTo('a', false);
     chosen = {};
     for (const box of document.querySelectorAll('.field')) {
+      box.hidden = !pair.fields.includes(box.dataset.field); // a dimension this item is not asked about
       box.classList.remove('missing');
       box.querySelectorAll('.choice').forEach((b) => b.classList.remove('chosen'));
       box.querySelector('.reason').value = (pair.reasons || {})[box.dataset.field] || '';
@@ -124,7 +125,7 @@
     for (const [name, value] of Object.entries(pair.labels || {})) choose(name, value);
     setStatus(pair.skip ? `skipped: ${pair.skip}` : pair.labels ? 'saved earlier: change and press Enter' : '');
     progress();
-    document.querySelector('.choices').focus();
+    document.querySelector('.field:not([hidden]) .choices').focus();
   }
 
   function switchTo(role, keepPlaying = true) {
@@ -150,7 +151,7 @@
   }
 
   async function save(startedAt) {
-    const missing = state.fields.map((f) => f.name).filter((name) => !(name in chosen));
+    const missing = pair.fields.filter((name) => !(name in chosen));
     if (missing.length) {
       for (const name of missing) document.querySelector(`.field[data-field="${name}"]`).classList.add('missing');
       document.querySelector(`.choices[data-field="${missing[0]}"]`).focus();

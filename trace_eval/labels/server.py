@@ -81,6 +81,13 @@ class LabelSession:
         for record in self.store.records(annotator)[0]:
             self.saved[record.content_key or f"id:{record.pair_id}"] = record
 
+    def applicable(self, n: int) -> list[str]:
+        """The fields item n is labelled on: the rubric's dimensions that apply to it (a rubric may ask some
+        only of items with a field, as StyleSet's style elements), then the overall label."""
+        item = self.pairs[n]
+        dims = {d.name: d for d in self.rubric.dimensions}
+        return [name for name in self.spaces if name not in dims or dims[name].applies_to(item)]
+
     def key(self, n: int) -> str:
         pair = self.pairs[n]
         content = self.contents.get(pair.id)
@@ -122,6 +129,7 @@ class LabelSession:
             "n": n,
             "instruction": {"audio": bool(item.instruction_path), "text": item.instruction_text},
             "responses": roles,
+            "fields": self.applicable(n),
             "labels": None,
             "reasons": {},
             "skip": None,
@@ -175,14 +183,17 @@ class LabelSession:
         if skip is not None and (not isinstance(skip, str) or not skip.strip() or len(skip) > MAX_REASON):
             raise BadRequest("skip is the reason for skipping, a short text")
         checked: dict[str, Any] = {}
+        fields = self.applicable(n)
         for key, value in labels.items():
             space = self.spaces.get(key)
             if space is None:
                 raise BadRequest(f"{key!r} is not a label of the {self.rubric.name} rubric: {', '.join(self.spaces)}")
+            if key not in fields:
+                raise BadRequest(f"{key} is not asked of pair {n}: {', '.join(fields)}")
             if value not in space.values or isinstance(value, bool):
                 raise BadRequest(f"{key} = {value!r} is not {space.describe()}")
             checked[key] = value
-        missing = [k for k in self.spaces if k not in checked]
+        missing = [k for k in fields if k not in checked]
         if skip is None and missing:
             raise BadRequest(f"missing label(s): {', '.join(missing)} (or skip the pair with a reason)")
         for key, reason in reasons.items():
