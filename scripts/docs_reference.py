@@ -17,7 +17,7 @@ SCHEMAS = ROOT / "schemas"
 # Generated pages: path in the site -> the function that writes its markdown.
 PAGES = {"reference/commands.md": "commands_page", "reference/schemas.md": "schemas_page"}
 # The records in the order a run makes them; any other schema in schemas/ follows, by name.
-SCHEMA_ORDER = ("manifest", "blueprint", "verdict", "rubric")
+SCHEMA_ORDER = ("manifest", "label", "blueprint", "verdict", "rubric")
 
 
 def _cell(text: object) -> str:
@@ -150,7 +150,8 @@ def schemas_page() -> str:
     lines = [
         "# Record schemas",
         "",
-        "The JSON Schemas in `schemas/` that every manifest, blueprint, verdict and rubric is checked against; "
+        "The JSON Schemas in `schemas/` that every manifest, label record, blueprint, verdict and rubric is checked "
+        "against; "
         "this page is written from them when the site is built. A field that can be `null` is `null` when its "
         "value could not be had, and the record says why.",
         "",

@@ -225,3 +225,16 @@ def test_view_leaderboard_and_agreement_read_the_label_store(bench, tmp_path, ca
     assert "position: response shown first chosen in" in printed
     report = json.loads((tmp_path / "a.json").read_text())
     assert report["disagreements"] == [] and report["position_bias"]["winners"] == 36
+
+
+def test_a_torn_or_foreign_line_is_left_out_with_its_reason(bench):
+    label_every_pair(bench, "ana")
+    path = bench / "labels" / "ana.jsonl"
+    good = path.read_text()
+    path.write_text(
+        good + '{"pair_id": "x", "labels": {}, "annotator": "ana", "time": "t", "content_key": "no"}\n{"pair_'
+    )
+    records, problems = LabelStore(bench).records("ana")
+    assert len(records) == 18 and len(problems) == 2
+    assert "line 19" in problems[0] and "line 20" in problems[1]
+    assert len(load_human_labels(bench, TRACE).annotators["ana"]) == 18

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trace_eval.schemas import validation_errors
+
 if TYPE_CHECKING:
     from trace_eval.bench import Benchmark
     from trace_eval.rubrics import Rubric
@@ -197,7 +199,11 @@ class LabelStore:
             if not line.strip():
                 continue
             try:
-                records.append(LabelRecord.from_json(json.loads(line)))
+                raw = json.loads(line)
+                wrong = validation_errors("label", raw)  # schemas/label.schema.json
+                if wrong:
+                    raise LabelError("; ".join(wrong[:3]))
+                records.append(LabelRecord.from_json(raw))
             except (json.JSONDecodeError, LabelError, TypeError) as e:
                 problems.append(f"{path.name} line {n}: not a label record ({e}); left out")
         return records, problems
