@@ -40,13 +40,21 @@ def label_every_pair(bench: Path, annotator: str) -> dict[str, str]:
 
 
 def test_a_re_prepared_benchmark_with_a_fourth_system_keeps_every_label(bench, outputs):
+    from trace_eval.labels.sample import draw
+    from trace_eval.labels.store import content_keys
+
     before = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
     label_every_pair(bench, "ana")
     assert len(LabelStore(bench).records("ana")[0]) == 18
+    drawn = draw(load_benchmark(bench), 9, seed=1, split=True)
+    drawn_keys = {content_keys(load_benchmark(bench))[i].key for i in drawn["calibration"]}
 
     prepare_pairs(bench, outputs, SYSTEMS)  # the same folder, a fourth system: 36 pairs
     after = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
     assert len(after) == 36
+    # The recorded draw follows its pairs to their new ids.
+    again = draw(load_benchmark(bench), 9, seed=1, split=True)
+    assert {content_keys(load_benchmark(bench))[i].key for i in again["calibration"]} == drawn_keys
     # The schedule moved pairs: the same two answers under another id, or with their seats swapped.
     moved = {
         (b["instruction_path"], frozenset((b["audio1_path"], b["audio2_path"])))

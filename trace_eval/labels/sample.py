@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trace_eval.io import read_json, write_json
-from trace_eval.labels.store import FOLDER, LabelError
+from trace_eval.labels.store import FOLDER, LabelError, content_keys
 
 if TYPE_CHECKING:
     from trace_eval.bench import Benchmark
@@ -44,7 +44,7 @@ def draw(bench: Benchmark, n: int, seed: int, split: bool = False) -> dict[str, 
     if path.is_file():
         recorded = read_json(path)
         if (recorded.get("n"), recorded.get("seed"), bool(recorded.get("split"))) == (n, seed, split):
-            return recorded
+            return current(bench, recorded)
         raise LabelError(
             f"{path} records another draw (--sample {recorded.get('n')} --seed {recorded.get('seed')}"
             f"{' --split' if recorded.get('split') else ''}); label with those settings, or move the file away to "
@@ -81,8 +81,38 @@ def draw(bench: Benchmark, n: int, seed: int, split: bool = False) -> dict[str, 
     if split:
         record["calibration"] = [i for i in order if i in calibration]
         record["evaluation"] = [i for i in order if i not in calibration]
+    # The same pairs by content, so that a re-prepared benchmark (new ids) keeps its draw.
+    keys = content_keys(bench)
+    record["content_keys"] = {i: keys[i].key for i in order if i in keys}
     write_json(path, record)
-    return record
+    return current(bench, record)
+
+
+def current(bench: Benchmark, record: dict[str, Any]) -> dict[str, Any]:
+    """The draw in `bench`'s ids: a pair whose id now holds other clips, or that moved, is found by its content."""
+    recorded = record.get("content_keys") or {}
+    if not recorded:
+        return record
+    keys = content_keys(bench)
+    by_key: dict[str, str] = {}
+    for pid, content in keys.items():
+        by_key.setdefault(content.key, pid)
+
+    def now(ids: list[str]) -> list[str]:
+        found = []
+        for i in ids:
+            key = recorded.get(i)
+            if key is None or (i in keys and keys[i].key == key):
+                found.append(i)
+            elif key in by_key:
+                found.append(by_key[key])
+        return found
+
+    mapped = dict(record)
+    for field in ("ids", "calibration", "evaluation"):
+        if field in record:
+            mapped[field] = now(record[field])
+    return mapped
 
 
 def read_sample(root: str | Path) -> dict[str, Any] | None:
@@ -103,6 +133,10 @@ def fitting_pairs(bench: str | Path, labels: Any) -> tuple[Any, dict[str, Any]]:
     from dataclasses import replace
 
     record = read_sample(bench)
+    if record is not None:
+        from trace_eval.bench import load_benchmark
+
+        record = current(load_benchmark(bench, check_audio=False), record)
     if record is None:
         return labels, {
             "drawn": "not drawn by `label --sample`: that these pairs are exchangeable with later ones is assumed, "
