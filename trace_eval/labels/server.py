@@ -100,9 +100,8 @@ class LabelSession:
         return hashlib.sha256(f"{self.annotator}\0{self.key(n)}".encode()).digest()[0] & 1 == 1
 
     def record_of(self, n: int) -> LabelRecord | None:
-        """The newest saved answer of item n, only where it was given on the same content."""
-        record = self.saved.get(self.key(n))
-        return record
+        """The newest saved answer of item n's content (whatever id the item had when it was given)."""
+        return self.saved.get(self.key(n))
 
     def first_open(self) -> int:
         """The first item without an answer (labels or a skip); len(pairs) when all have one."""
@@ -117,7 +116,6 @@ class LabelSession:
             "done": [self.record_of(n) is not None for n in range(len(self.pairs))],
             "fields": [f.__dict__ for f in self.fields],
             "skip_reasons": list(SKIP_REASONS),
-            "pointwise": all(p.pointwise for p in self.pairs) if self.pairs else False,
         }
 
     def pair(self, n: int) -> dict[str, Any]:
