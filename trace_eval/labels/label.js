@@ -12,6 +12,10 @@
   let pair = null;
   let chosen = {};
   let active = 'a';
+  // Keys pressed while a pair is being saved or fetched wait for it and then act on the new pair, so a quick
+  // labeller loses no keystroke.
+  let busy = false;
+  const queued = [];
 
   async function api(path, options = {}) {
     const response = await fetch(path, {
@@ -167,17 +171,46 @@
 
   async function send(body, startedAt) {
     const n = current;
+    busy = true;
     try {
       await api(`/api/pair/${n}`, { method: 'POST', body: JSON.stringify(body) });
+      timings.saves.push(performance.now() - startedAt);
+      state.done[n] = true;
+      setStatus('saved', 'saved');
+      await show(n + 1);
+      if (current === n + 1) setStatus(`pair ${n + 1} saved`, 'saved');
     } catch (error) {
       setStatus(`not saved: ${error.message}`, 'error');
-      return;
+    } finally {
+      busy = false;
+      drain();
     }
-    timings.saves.push(performance.now() - startedAt);
-    state.done[n] = true;
-    setStatus('saved', 'saved');
-    await show(n + 1);
-    if (current === n + 1) setStatus(`pair ${n + 1} saved`, 'saved');
+  }
+
+  async function go(n) {
+    busy = true;
+    try {
+      await show(n);
+    } catch (error) {
+      setStatus(`could not load pair ${n + 1}: ${error.message}`, 'error');
+    } finally {
+      busy = false;
+      drain();
+    }
+  }
+
+  function moveFocus(step) {
+    const stops = [...document.querySelectorAll('.field:not([hidden]) .choices, .field:not([hidden]) .reason')];
+    const at = stops.indexOf(document.activeElement);
+    stops[(at + step + stops.length) % stops.length].focus();
+  }
+
+  function drain() {
+    while (!busy && queued.length) {
+      const key = queued.shift();
+      if (key.key === 'Tab') moveFocus(key.shiftKey ? -1 : 1);
+      else onKey({ ...key, target: document.activeElement, preventDefault() {} });
+    }
   }
 
   function skip(startedAt) {
@@ -190,6 +223,11 @@
     const typing = target instanceof HTMLInputElement && target.type === 'text';
     const key = event.key;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (busy && !typing) {
+      event.preventDefault();
+      queued.push({ key, shiftKey: event.shiftKey, timeStamp: event.timeStamp });
+      return;
+    }
     if (key === 'Enter') {
       if (target instanceof HTMLSelectElement || target instanceof HTMLButtonElement) return;
       event.preventDefault();
@@ -219,9 +257,9 @@
     } else if (lower === 'i') {
       toggle($('instruction'));
     } else if (lower === 'p') {
-      show(current - 1);
+      if (current > 0) go(current - 1);
     } else if (lower === 'n') {
-      if (current < state.total) show(current + 1);
+      if (current < state.total) go(current + 1);
     } else if (lower === 's') {
       if (current < state.total) skip(event.timeStamp);
     }
@@ -236,11 +274,17 @@
     $('play-b').addEventListener('click', () => switchTo('b'));
     $('loop').addEventListener('change', (e) => { player('a').loop = player('b').loop = e.target.checked; });
     $('save').addEventListener('click', () => save(performance.now()));
-    $('back').addEventListener('click', () => show(current - 1));
+    $('back').addEventListener('click', () => { if (current > 0) go(current - 1); });
     $('skip').addEventListener('click', () => skip(performance.now()));
     document.addEventListener('keydown', onKey);
-    await show(state.first_open);
+    busy = true;
+    try {
+      await show(state.first_open);
+    } finally {
+      busy = false;
+    }
     performance.mark('trace-label-ready');
+    drain();
   }
 
   start().catch((error) => setStatus(`could not load: ${error.message}`, 'error'));
