@@ -26,7 +26,7 @@ VERBS = (
 )
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
-    "label": "python -m trace_eval label examples/mini --annotator ana --sample 100 --seed 0 --split",
+    "label": "python -m trace_eval label data/speakbench --annotator ana --sample 200 --seed 0 --split",
     "blueprints": "python -m trace_eval blueprints examples/mini",
     "judge": "python -m trace_eval judge --bench examples/mini --model cues --out runs/demo",
     "fuse": "python -m trace_eval fuse runs/demo --fusion content-first --table",
