@@ -140,3 +140,20 @@ def test_back_changes_a_label_and_skip_records_the_reason(bench, browser):
         server.stop()
     records = [json.loads(line) for line in (bench / "labels" / "ben.jsonl").read_text().splitlines()]
     assert records[1]["skip"] == "no sound" and records[1]["labels"] == {}
+
+
+def test_the_audit_page_shows_each_annotator_beside_the_majority(bench, browser, tmp_path):
+    from test_store import label_every_pair, write_run
+    from view_pages import open_page
+
+    from trace_eval.view import write_view
+
+    label_every_pair(bench, "ana")
+    label_every_pair(bench, "ben")
+    run = write_run(bench, tmp_path / "run", agree=0.8)
+    write_view([run], tmp_path / "page")
+    first = json.loads((bench / "manifest.json").read_text())[0]["id"]
+    open_page(browser, tmp_path / "page", f"#pair={first}")
+    shown = browser.execute_script("return [...document.querySelectorAll('.annotator')].map(e => e.textContent)")
+    assert [text.split()[0] for text in shown] == ["ana", "ben"]
+    assert not [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]

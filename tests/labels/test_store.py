@@ -220,6 +220,7 @@ def test_view_leaderboard_and_agreement_read_the_label_store(bench, tmp_path, ca
     write_view([run], tmp_path / "page")
     pairs = {p["id"]: p for p in read_page_data(tmp_path / "page")["pairs"]}
     assert all(pairs[i]["human"]["overall"] == label for i, label in given.items())
+    assert all(pairs[i]["people"]["ben"]["overall"] == label for i, label in given.items())
     board = leaderboard([run])
     human = next(source for source in board["sources"] if source["kind"] == "human")
     # ana and ben prefer the earlier name: alpha wins every pair it is in

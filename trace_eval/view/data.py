@@ -10,7 +10,8 @@ script beside it, but not fetch a JSON file.
     cues         [{key, group, label, unit, kind}]: the cues of a clip, in the order shown
     reasons      [text]: why a value is null, each text once (clips refer to them by index)
     clips        [clip]: one per unique audio (see `clip_data`); items refer to them by index
-    pairs        [{id, systems, instruction, responses, human, results, differ}] in manifest order
+    pairs        [{id, systems, instruction, responses, human, results, differ}] in manifest order; with a label
+                 store (BENCH/labels/), `people` too: annotator -> that person's labels (`human` is the majority)
     leaderboard  what `python -m trace_eval leaderboard` computes for the runs and the human labels, ranked
                  on the overall label (a rubric that does not fuse: its first dimension; see `leaderboard_panel`),
                  or null; leaderboard_note says why null
@@ -538,6 +539,8 @@ def page_data(
                 "differ": _differ(results, keys),
             }
         )
+        if human.annotators:  # a label store: each person's labels beside the majority in `human`
+            pairs[-1]["people"] = {who: got[pair.id] for who, got in human.annotators.items() if pair.id in got}
     board, note = leaderboard_of(runs, human, rubric, bench.root)
     return {
         "version": DATA_VERSION,

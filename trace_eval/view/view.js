@@ -714,7 +714,10 @@
       })));
     return h("section", { class: "card fused" },
       h("h3", {}, "Overall label under each fusion policy"),
-      h("p", { class: "muted" }, "People: ", human === undefined ? "no overall label" : chip(human, OVERALL)),
+      h("p", { class: "muted" }, "People: ", human === undefined ? "no overall label" : chip(human, OVERALL),
+        // Several annotators (a label store): each one's overall label beside the majority.
+        Object.entries(pair.people || {}).filter(([, got]) => got[OVERALL] !== undefined)
+          .map(([who, got]) => h("span", { class: "annotator" }, ` ${who} `, chip(got[OVERALL], OVERALL)))),
       h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "policy"), RUNS.map((r) => h("th", {}, r.name)))),
         h("tbody", {}, rows)));
   }
