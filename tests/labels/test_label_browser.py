@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from conftest import Server, wait_for
+from label_benches import Server, wait_for
 from view_pages import browser_problem, start_chromium
 
 from trace_eval.evaluation.records import load_human_labels
@@ -143,7 +143,7 @@ def test_back_changes_a_label_and_skip_records_the_reason(bench, browser):
 
 
 def test_the_audit_page_shows_each_annotator_beside_the_majority(bench, browser, tmp_path):
-    from test_store import label_every_pair, write_run
+    from label_benches import label_every_pair, write_run
     from view_pages import open_page
 
     from trace_eval.view import write_view

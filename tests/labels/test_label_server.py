@@ -8,7 +8,7 @@ import json
 import threading
 
 import pytest
-from conftest import Server
+from label_benches import Server
 
 from trace_eval.evaluation.records import load_human_labels
 from trace_eval.rubrics import load_rubric

@@ -6,37 +6,14 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from pathlib import Path
 
-from conftest import SYSTEMS, prepare_pairs
+from label_benches import SYSTEMS, TRACE, label_every_pair, prepare_pairs, winner, write_run
 
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.evaluation.records import load_human_labels
 from trace_eval.labels.server import LabelSession
 from trace_eval.labels.store import LabelStore, import_labels
-from trace_eval.rubrics import load_rubric
-
-TRACE = load_rubric("trace")
-
-
-def winner(item: dict) -> str:
-    """The label a listener who prefers the earlier system in the alphabet gives, in the manifest's numbering."""
-    return "1" if item["model_a"] < item["model_b"] else "2"
-
-
-def label_every_pair(bench: Path, annotator: str) -> dict[str, str]:
-    """Label every pair through the page's own path (labels in the order shown); the overall label per id."""
-    session = LabelSession(bench, annotator, TRACE)
-    items = {i["id"]: i for i in json.loads((bench / "manifest.json").read_text())}
-    given = {}
-    for n, pair in enumerate(session.pairs):
-        label = winner(items[pair.id])
-        shown = {"1": "2", "2": "1"}[label] if session.swapped_for(n) else label
-        labels = {"content": shown, "voice_quality": "both_good", "paralinguistics": "both_bad", "overall": shown}
-        session.answer(n, {"labels": labels, "reasons": {"content": f"{annotator} on {pair.id}"}})
-        given[pair.id] = label
-    return given
 
 
 def test_a_re_prepared_benchmark_with_a_fourth_system_keeps_every_label(bench, outputs):
@@ -131,35 +108,6 @@ def test_import_export_round_trip_and_the_majority_of_three(bench, tmp_path, cap
     stored, problems = import_labels(load_benchmark(copy), TRACE, out)
     assert not problems and stored == 2 * len(items) + 5
     assert load_human_labels(copy, TRACE).annotators == human.annotators
-
-
-def write_run(bench: Path, out: Path, agree: float, seed: int = 0) -> Path:
-    """A judge run with a confidence per verdict: right on `agree` of the pairs, and more confident when right."""
-    rng = random.Random(seed)
-    records = []
-    for item in json.loads((bench / "manifest.json").read_text()):
-        right = rng.random() < agree
-        label = winner(item) if right else "both_bad"
-        verdicts = {"content": label, "voice_quality": "both_good", "paralinguistics": label}
-        fused = TRACE.fusion.fuse_all(verdicts)
-        confidence = round(rng.uniform(0.8, 1.0) if right else rng.uniform(0.4, 0.9), 3)
-        records.append(
-            {
-                "id": item["id"],
-                "status": "ok",
-                "reason": None,
-                "verdicts": verdicts,
-                "undetermined": {},
-                "fused": fused,
-                "overall": fused["cap"],
-                "confidence": {"overall": confidence, **dict.fromkeys(verdicts, confidence)},
-            }
-        )
-    out.mkdir(parents=True)
-    config = {"bench": str(bench), "model": "cues", "rubric": "trace", "judge": "trace", "fusion": "cap"}
-    (out / "config.json").write_text(json.dumps({**config, "samples": 1, "swap": False}))
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return out
 
 
 def test_calibrate_and_evaluate_from_the_label_store_alone(bench, tmp_path, capsys):
