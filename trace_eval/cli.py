@@ -10,8 +10,20 @@ import os
 import sys
 
 # In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
-# ranking, the audit page, the bias audit; then a look at one blueprint.
-VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "calibrate", "leaderboard", "view", "audit", "show")
+# ranking, training data from the verdicts, the audit page, the bias audit; then a look at one blueprint.
+VERBS = (
+    "prepare",
+    "blueprints",
+    "judge",
+    "fuse",
+    "evaluate",
+    "calibrate",
+    "leaderboard",
+    "export",
+    "view",
+    "audit",
+    "show",
+)
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
     "blueprints": "python -m trace_eval blueprints examples/mini",
@@ -20,6 +32,7 @@ EXAMPLES = {
     "evaluate": "python -m trace_eval evaluate runs/demo",
     "calibrate": "python -m trace_eval calibrate runs/demo --agreement 0.85 --delta 0.1 --out calibration.json",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
+    "export": "python -m trace_eval export preferences runs/demo --out prefs/demo",
     "view": "python -m trace_eval view runs/demo",
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
