@@ -129,9 +129,7 @@ def test_blueprint_of_samples_equals_that_of_their_file(example_with_blueprints,
     assert (tmp_path / "work" / "clips" / f"{made['provenance']['audio_sha256']}.wav").is_file()
 
 
-def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(
-    example_with_blueprints, tmp_path
-):
+def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(example_with_blueprints, tmp_path):
     base = pairs_of(example_with_blueprints)
     # 32 pairs, each with its own instruction text, so no two render the same prompt.
     pairs = [dict(base[n % len(base)], id=f"q{n:02d}", instruction_text=f"Say 'number {n}'.") for n in range(32)]

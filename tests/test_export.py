@@ -52,9 +52,7 @@ def test_preferences_read_back_with_datasets_hold_the_benchmark_s_audio_and_the_
     pairs = {p.id: p for p in bench.pairs}
     from_disk = undecoded(datasets.load_from_disk(str(out)))
     from_parquet = undecoded(
-        datasets.load_dataset(
-            "parquet", data_files=str(out / "data" / "train-00000-of-00001.parquet"), split="train"
-        )
+        datasets.load_dataset("parquet", data_files=str(out / "data" / "train-00000-of-00001.parquet"), split="train")
     )
     for dataset in (from_disk, from_parquet):
         assert all(isinstance(dataset.features[c], datasets.Audio) for c in AUDIO)

@@ -10,7 +10,7 @@ litellm or Ray until something needs them):
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -34,16 +34,25 @@ _LAZY = {
     "AudioLoadingError": "trace_eval.audio",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
-
-if TYPE_CHECKING:
-    from trace_eval.api import Judge, Run, Verdict, blueprint, blueprints, evaluate, judge_bench, leaderboard
-    from trace_eval.audio import AudioLoadingError
-    from trace_eval.bench import ManifestError
-    from trace_eval.evaluation.records import EvaluationError
-    from trace_eval.export import Preferences, export_preferences
-    from trace_eval.judge.runfolder import RunFolderError
-    from trace_eval.judge.runner import JudgeError, MissingBlueprintsError
+__all__ = [
+    "AudioLoadingError",
+    "EvaluationError",
+    "Judge",
+    "JudgeError",
+    "ManifestError",
+    "MissingBlueprintsError",
+    "Preferences",
+    "Run",
+    "RunFolderError",
+    "Verdict",
+    "__version__",
+    "blueprint",
+    "blueprints",
+    "evaluate",
+    "export_preferences",
+    "judge_bench",
+    "leaderboard",
+]
 
 
 def __getattr__(name: str) -> Any:

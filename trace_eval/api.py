@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,7 @@ class Verdict:
 
     @property
     def winner(self) -> str | None:
-        """"1" or "2" when the overall label names a winner; None for ties and undetermined pairs."""
+        """ "1" or "2" when the overall label names a winner; None for ties and undetermined pairs."""
         return self.overall if self.overall in ("1", "2") else None
 
 
@@ -227,7 +227,7 @@ class Judge:
 
     async def acompare_many(
         self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
-    ) -> AsyncIterator[Verdict]:
+    ) -> AsyncGenerator[Verdict, None]:
         """`compare_many` in a running event loop: an async iterator of verdicts as they finish."""
         items = [_pair_item(n, given) for n, given in enumerate(pairs)]
         async for verdict in self._judge_stream(items, concurrency, progress, strict=False, close=False):
@@ -492,10 +492,10 @@ def evaluate(
     the metrics (`evaluation.EvaluationFiles`)."""
     from trace_eval.evaluation import BootstrapSettings, EvaluationError, evaluate_folders, rubric_of_runs
 
-    folders = [str(runs)] if isinstance(runs, (str, Path)) else [str(r) for r in runs]
+    folders: list[str | Path] = [str(runs)] if isinstance(runs, (str, Path)) else [str(r) for r in runs]
     if out is None and len(folders) != 1:
         raise EvaluationError("several runs need out=DIR for the shared report")
-    chosen = rubric_of_runs(folders, rubric)
+    chosen = rubric_of_runs([str(f) for f in folders], rubric)
     if fusion and chosen.fusion is None:
         raise EvaluationError(f"fusion re-fuses the overall label; the {chosen.name} rubric has none")
     return evaluate_folders(
@@ -525,7 +525,8 @@ def leaderboard(
     """`python -m trace_eval leaderboard RUNDIR...`: the systems ranked by each run and by the human labels
     (what leaderboard.json holds); written with its tables and pictures into `out` when given."""
     from trace_eval.evaluation import BootstrapSettings
-    from trace_eval.evaluation.leaderboard import leaderboard as build, write_leaderboard
+    from trace_eval.evaluation.leaderboard import leaderboard as build
+    from trace_eval.evaluation.leaderboard import write_leaderboard
 
     folders = [str(runs)] if isinstance(runs, (str, Path)) else [str(r) for r in runs]
     board = build(

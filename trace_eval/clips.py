@@ -139,10 +139,17 @@ class ClipFolder:
 
         wanted = list(dict.fromkeys(clips))
         with self._locked():
-            items = [{"id": clip, "instruction_text": "(a clip handed over from code)", "audio_path": clip} for clip in wanted]
+            items = [
+                {"id": clip, "instruction_text": "(a clip handed over from code)", "audio_path": clip}
+                for clip in wanted
+            ]
             write_json(self.root / "manifest.json", items)
             summary = run_blueprints(self.root, options)
             store = BlueprintStore(self.root)
             found = {clip: store.get_by_path(clip) for clip in wanted}
             failures = store.recorded_failures()
-        return found, {clip: failures.get(clip, "no blueprint made") for clip, bp in found.items() if bp is None}, summary
+        return (
+            found,
+            {clip: failures.get(clip, "no blueprint made") for clip, bp in found.items() if bp is None},
+            summary,
+        )
