@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -98,22 +99,15 @@ class Verdict:
         return self.overall if self.overall in ("1", "2") else None
 
 
-@dataclass
-class _Item:
-    """One pair asked for, its audio written as clips of the working folder."""
-
-    index: int
-    pair: Any  # trace_eval.items.Pair
-
-
 class Judge:
     """A judge of pairs of spoken answers: `compare` one pair, `compare_many` a stream of them.
 
     `model` is a backbone's name (`cues`: the offline rules over the blueprints) or a litellm model id
-    (`openai/gpt-4o`, `openai/NAME` with `api_base` for a local server). `profile` and `device` are Stage 1's
-    (`cpu`: the light models; `paper`: the paper's, on a GPU). Any other setting of `python -m trace_eval
-    judge` is a keyword of the same name as JudgeOptions' (samples, swap, temperature, max_tokens, structured,
-    logprobs, drop, timeout_s, rpm, max_cost, ...). Errors are those of the command line (JudgeError and its
+    (`openai/gpt-4o`, `openai/NAME` with `api_base` for a local server); `api_key` defaults to
+    $TRACE_JUDGE_API_KEY, then the provider's own variable, as on the command line. `profile` and `device` are
+    Stage 1's (`cpu`: the light models; `paper`: the paper's, on a GPU). Any other setting of `python -m
+    trace_eval judge` is a keyword of the same name as JudgeOptions' (samples, swap, temperature, max_tokens,
+    structured, logprobs, drop, timeout_s, rpm, max_cost, ...). Errors are those of the command line (JudgeError and its
     subclasses, with the same messages).
     """
 
@@ -139,7 +133,7 @@ class Judge:
             bench=self.clips.root,
             model=model,
             api_base=api_base,
-            api_key=api_key,
+            api_key=api_key or os.environ.get("TRACE_JUDGE_API_KEY") or None,
             rubric=rubric,
             judge=prompt,
             fusion=fusion,
@@ -397,7 +391,7 @@ def blueprint(
 ) -> dict:
     """Stage 1 on one clip: its blueprint (the JSON document `show` prints), through the pipeline and store.
 
-    Raises AudioLoadingError-like failures as MissingBlueprintsError with the reason the clip has none.
+    A clip Stage 1 cannot read raises MissingBlueprintsError with the reason.
     """
     from trace_eval.judge.runner import MissingBlueprintsError
     from trace_eval.pipeline import BlueprintOptions
