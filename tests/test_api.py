@@ -212,3 +212,26 @@ def test_folder_functions_run_the_commands_steps(example_with_blueprints, tmp_pa
     assert files.metrics_path.is_file()
     board = trace_eval.leaderboard(run.path, resamples=2000)
     assert board["bench"]
+
+
+def test_a_pair_judged_from_python_is_not_asked_again_by_the_command_line(
+    example_with_blueprints, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    workdir = tmp_path / "work"
+    seed_store(example_with_blueprints, workdir)
+    with LLMServer(default=Reply(verdict_json("1", "1", "both_good"))) as server:
+        judge = trace_eval.Judge(
+            model="openai/scripted", api_base=server.api_base, api_key="dummy", workdir=workdir, structured="off"
+        )
+        from_python = {v.id: v for v in judge.compare_many(pairs_of(example_with_blueprints))}
+        assert server.request_count == 8 and judge.calls == 8
+        argv = ["judge", "--bench", str(example_with_blueprints), "--model", "openai/scripted", "--quiet"]
+        argv += ["--api-base", server.api_base, "--structured", "off", "--out", str(tmp_path / "run")]
+        monkeypatch.setenv("TRACE_JUDGE_API_KEY", "dummy")
+        assert cli(argv) == 0
+        assert server.request_count == 8  # every answer came from the cache the Judge wrote
+    capsys.readouterr()
+    records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert all(r["cache_hit"] for r in records)
+    assert {r["id"]: r["verdicts"] for r in records} == {i: v.labels for i, v in from_python.items()}
