@@ -235,3 +235,19 @@ def test_a_pair_judged_from_python_is_not_asked_again_by_the_command_line(
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert all(r["cache_hit"] for r in records)
     assert {r["id"]: r["verdicts"] for r in records} == {i: v.labels for i, v in from_python.items()}
+
+
+def test_a_clip_stage_1_cannot_read_is_a_skipped_verdict_in_a_stream_and_an_error_alone(
+    example_with_blueprints, tmp_path
+):
+    workdir = tmp_path / "work"
+    seed_store(example_with_blueprints, workdir)
+    judge = trace_eval.Judge(model="cues", workdir=workdir)
+    good = pairs_of(example_with_blueprints)[0]
+    broken = dict(good, id="broken", b=b"this is not audio")
+    verdicts = {v.id: v for v in judge.compare_many([good, broken])}
+    assert verdicts[good["id"]].ok
+    assert verdicts["broken"].status == "skipped" and verdicts["broken"].overall is None
+    assert "clips/" in (verdicts["broken"].reason or "")
+    with pytest.raises(trace_eval.MissingBlueprintsError, match="failed when their blueprints were made"):
+        judge.compare(good["instruction"], good["a"], b"this is not audio", good["instruction_text"])
