@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_server import LLMServer, Reply, verdict_json
+from llm_server import Fail, LLMServer, Reply, verdict_json
 
 import trace_eval
 from trace_eval.bench import load_benchmark
@@ -191,7 +191,7 @@ def test_acompare_in_a_running_loop(example_with_blueprints, tmp_path):
     assert sorted(v.overall or "" for v in single) == sorted(v.overall or "" for v in streamed)
 
 
-def test_errors_are_the_command_line_s(tmp_path):
+def test_errors_are_the_command_line_s(example_with_blueprints, tmp_path, monkeypatch):
     with pytest.raises(trace_eval.JudgeError, match="unknown fusion policy 'nope'"):
         trace_eval.Judge(fusion="nope", workdir=tmp_path)
     judge = trace_eval.Judge(workdir=tmp_path)
@@ -199,6 +199,20 @@ def test_errors_are_the_command_line_s(tmp_path):
         judge.compare(tmp_path / "missing.wav", tmp_path / "a.wav", tmp_path / "b.wav")
     with pytest.raises(TypeError, match="path, the bytes"):
         judge.compare(None, 3, 4, "Say hi")  # type: ignore[arg-type]
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TRACE_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(trace_eval.JudgeError, match="GEMINI_API_KEY"):
+        trace_eval.Judge(model="gemini/gemini-2.5-flash", workdir=tmp_path)
+
+    # A rejected key stops at once, as it stops a run, with the run's words.
+    seed_store(example_with_blueprints, tmp_path / "work")
+    with LLMServer(default=Fail(401, "invalid api key")) as server:
+        judge = trace_eval.Judge(
+            model="openai/scripted", api_base=server.api_base, api_key="wrong", workdir=tmp_path / "work"
+        )
+        with pytest.raises(trace_eval.JudgeError, match="HTTP 401.*TRACE_JUDGE_API_KEY"):
+            list(judge.compare_many(pairs_of(example_with_blueprints), concurrency=2))
+        assert server.request_count <= 3
 
 
 def test_folder_functions_run_the_commands_steps(example_with_blueprints, tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import asyncio
 import hashlib
 import os
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,7 @@ class Judge:
         cache_dir: str | Path | None = None,
         **options: Any,
     ):
+        from trace_eval.judge.judging import StructuredOutput
         from trace_eval.judge.runner import judge_setup
 
         self.clips = ClipFolder(workdir)
@@ -142,6 +143,10 @@ class Judge:
             **options,
         )
         self.setup = judge_setup(self.options)
+        # Under structured="auto" a backbone that refuses the response format is asked without it from then on.
+        self._structured = StructuredOutput(
+            self.setup.structured, may_drop=self.options.structured == "auto", notice=_notice
+        )
         self.rubric = self.setup.rubric
         self.prompt = self.setup.prompt
         self.profile = profile
@@ -194,9 +199,11 @@ class Judge:
         return await self._compare_one(item, close=False)
 
     async def _compare_one(self, item: dict[str, Any], close: bool = True) -> Verdict:
-        async for verdict in self._judge_stream([item], concurrency=1, progress=False, strict=True, close=close):
-            return verdict
-        raise AssertionError("a pair gives one verdict")  # pragma: no cover
+        stream = self._judge_stream([item], concurrency=1, progress=False, strict=True, close=close)
+        try:
+            return await stream.__anext__()
+        finally:
+            await stream.aclose()  # counts the calls, closes the backbone's connections when asked
 
     # -- many pairs -------------------------------------------------------------------------
 
@@ -217,7 +224,7 @@ class Judge:
         finally:
             loop.run_until_complete(stream.aclose())
             loop.run_until_complete(self.setup.backbone.close())
-            loop.close()
+            _close_loop(loop)
 
     async def acompare_many(
         self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
@@ -229,9 +236,11 @@ class Judge:
 
     async def _judge_stream(
         self, items: list[dict[str, Any]], concurrency: int, progress: bool, strict: bool, close: bool
-    ) -> AsyncIterator[Verdict]:
-        from trace_eval.judge.judging import Judging, StructuredOutput, Unit, unusable_record
-        from trace_eval.judge.runner import build_cases, make_caller
+    ) -> AsyncGenerator[Verdict, None]:
+        from trace_eval.judge.backbones import FatalBackboneError
+        from trace_eval.judge.caller import RunStopped
+        from trace_eval.judge.judging import Judging, Unit, unusable_record
+        from trace_eval.judge.runner import JudgeError, build_cases, make_caller
 
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -249,8 +258,7 @@ class Judge:
             blueprints.view if blueprints.view is not None else None,
         )
         caller = make_caller(options, setup.backbone, setup.cache, setup.prompt)
-        structured = StructuredOutput(setup.structured, may_drop=options.structured == "auto", notice=_notice)
-        judging = Judging(options, caller, setup.prompt, setup.rubric, structured, None, total=len(pairs))
+        judging = Judging(options, caller, setup.prompt, setup.rubric, self._structured, None, total=len(pairs))
 
         async def judged(pair: Any) -> dict:
             if pair.id in skipped or pair.id in unusable:
@@ -265,7 +273,10 @@ class Judge:
         tasks = [asyncio.ensure_future(judged(pair)) for pair in pairs]
         try:
             for finished in asyncio.as_completed(tasks):
-                record = await finished
+                try:
+                    record = await finished
+                except (FatalBackboneError, RunStopped) as stop:  # would hit every pair: authentication, model
+                    raise JudgeError(caller.stop_reason or str(stop)) from None
                 yield Verdict.from_record(record, options.fusion if setup.rubric.fusion else None)
         finally:
             for task in tasks:
@@ -276,10 +287,6 @@ class Judge:
             self.cache_hits += caller.cache_hits
             if close:
                 await setup.backbone.close()
-        if caller.stop_reason:
-            from trace_eval.judge.runner import JudgeError
-
-            raise JudgeError(caller.stop_reason)
 
     def _pairs(self, items: list[dict[str, Any]]) -> list[Any]:
         from trace_eval.items import Pair
@@ -368,6 +375,21 @@ def _pair_item(n: int, given: PairInput) -> dict[str, Any]:
         raise ValueError(f"pair {n}: expected (instruction, a, b[, instruction_text]) or a mapping")
     item.setdefault("id", str(n))
     return item
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close `loop` as asyncio.run closes its own: tasks libraries left running (litellm's logging worker)
+    cancelled and awaited first."""
+
+    async def cancel_the_rest() -> None:
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    loop.run_until_complete(cancel_the_rest())
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 def _notice(message: str) -> None:
