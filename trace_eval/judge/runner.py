@@ -475,9 +475,7 @@ class Setup:
     cache: AnswerCache
 
 
-def judge_setup(options: JudgeOptions, check_key: bool = True) -> Setup:
-    """Check `options`, load the rubric and its prompt, make the backbone and open the answer cache: the part
-    of a run the command line and the Python API share before any benchmark is read."""
+def _rubric_and_prompt(options: JudgeOptions) -> tuple[Rubric, Prompt]:
     _check_options(options)
     try:
         rubric = load_rubric(options.rubric)
@@ -490,6 +488,10 @@ def judge_setup(options: JudgeOptions, check_key: bool = True) -> Setup:
         raise JudgeError(
             f"--fusion {options.fusion}: the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}"
         )
+    return rubric, prompt
+
+
+def _setup(options: JudgeOptions, rubric: Rubric, prompt: Prompt, check_key: bool) -> Setup:
     backbone = _backbone(options, prompt, rubric, check_key)
     structured = backbone.structured_output(options.structured)
     cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
@@ -497,14 +499,22 @@ def judge_setup(options: JudgeOptions, check_key: bool = True) -> Setup:
     return Setup(rubric, prompt, backbone, structured, cache_dir, cache)
 
 
+def judge_setup(options: JudgeOptions, check_key: bool = True) -> Setup:
+    """Check `options`, load the rubric and its prompt, make the backbone and open the answer cache: the part
+    of a run the command line and the Python API share before any benchmark is read."""
+    rubric, prompt = _rubric_and_prompt(options)
+    return _setup(options, rubric, prompt, check_key)
+
+
 def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
-    setup = judge_setup(options, check_key)
-    rubric, prompt, backbone = setup.rubric, setup.prompt, setup.backbone
+    rubric, prompt = _rubric_and_prompt(options)
     # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
     bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     if options.only is not None:
         pairs = [p for p in pairs if p.id in options.only]
+    setup = _setup(options, rubric, prompt, check_key)  # after the benchmark: its errors come first
+    backbone = setup.backbone
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else None
     skipped = lacking_clips(bench, pairs, blueprints) if options.skip_failed else {}
     cases, unusable = build_cases(
