@@ -255,7 +255,7 @@ class Judge:
             setup.rubric,
             setup.prompt,
             options.drop,
-            blueprints.view if blueprints.view is not None else None,
+            blueprints.view,
         )
         caller = make_caller(options, setup.backbone, setup.cache, setup.prompt)
         judging = Judging(options, caller, setup.prompt, setup.rubric, self._structured, None, total=len(pairs))
