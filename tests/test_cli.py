@@ -35,6 +35,7 @@ def test_the_top_level_help_lists_the_tasks_in_order_with_an_example_each(capsys
         "evaluate",
         "calibrate",
         "leaderboard",
+        "export",
         "view",
         "audit",
         "show",

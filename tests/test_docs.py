@@ -129,3 +129,39 @@ def test_the_audit_page_shows_its_picture_and_its_commands_on_the_demo_run_write
         assert done.returncode == 0, (command, done.stderr[-2000:])
     assert (tmp_path / "runs" / "demo" / "view" / "index.html").is_file()
     assert len(list((tmp_path / "audit" / "audio").rglob("*.wav"))) == 23
+
+
+def test_the_python_api_page_s_examples_run_and_its_commands_exist(example_with_blueprints, tmp_path):
+    """Every Python block of docs/api.md, run in order in one interpreter, from a folder holding a copy of
+    examples/mini with its blueprints (which the working folder's store holds too, as one shared store would)."""
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 5
+    shutil.copytree(example_with_blueprints, tmp_path / "examples" / "mini")
+    store = tmp_path / "cache" / "clips" / "blueprints"
+    store.mkdir(parents=True)
+    for path in (example_with_blueprints / "blueprints").glob("*.json"):
+        if len(path.stem) == 64:
+            shutil.copy(path, store / path.name)
+    script = tmp_path / "api_examples.py"
+    script.write_text("\n\n".join(blocks), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "prefs" / "api-demo" / "README.md").is_file()
+    assert (tmp_path / "runs" / "api-demo" / "evaluation" / "metrics.json").is_file()
+    from trace_eval.cli import build_parser
+
+    parser = build_parser(("export",))
+    commands = shell_lines((DOCS / "export.md").read_text(encoding="utf-8"))
+    assert commands
+    for command in commands:  # every command of the export page is one the parser takes
+        args = parser.parse_args(shlex.split(command)[3:])
+        assert args.verb == "export" and args.kind == "preferences", command
+
+
+def test_the_api_page_s_figures_are_the_benchmark_script_s():
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    assert "python scripts/bench_api.py" in text and (ROOT / "scripts" / "bench_api.py").is_file()

@@ -197,3 +197,44 @@ def test_prepare_runs_without_the_models_extra_or_datasets(light, tmp_path):
         "audio_path=answer",
     )
     assert tried == [] and (tmp_path / "single" / "audio" / "1" / "audio.wav").is_file()
+
+
+# The Python API under the same finder: the code of a script that judges a pair.
+ABSENT_API = """
+import os, sys
+absent = set(os.environ["ABSENT"].split(","))
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in absent:
+            with open(os.environ["ABSENT_LOG"], "a") as log:
+                log.write(name + "\\n")
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Absent())
+import trace_eval
+bench = sys.argv[1]
+verdict = trace_eval.Judge(model="cues").compare(
+    f"{bench}/audio/mini-01_instruction.wav", f"{bench}/audio/mini-01_a.wav", f"{bench}/audio/mini-01_b.wav",
+    instruction_text='Say "The quick brown fox jumps over the lazy dog" slowly.',
+)
+print(verdict.status, verdict.labels["content"])
+"""
+
+
+def test_the_python_api_judges_a_pair_without_the_models_extra(light, tmp_path):
+    bench, _ = light
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ABSENT": ",".join(models_extra()),
+        "ABSENT_LOG": str(tmp_path / "absent.log"),
+        "TRACE_CACHE_DIR": str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", ABSENT_API, str(bench)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["ok", "both_good"]
+    tried = set((tmp_path / "absent.log").read_text().split())
+    assert tried <= {"torch", "funasr", "speechbrain"}  # only Stage 1's neural extractors tried them

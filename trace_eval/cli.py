@@ -10,7 +10,8 @@ import os
 import sys
 
 # In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the
-# confidence thresholds, ranking, the audit page, the bias audit; then a look at one blueprint.
+# confidence thresholds, ranking, training data from the verdicts, the audit page, the bias audit; then a look at
+# one blueprint.
 VERBS = (
     "prepare",
     "label",
@@ -20,6 +21,7 @@ VERBS = (
     "evaluate",
     "calibrate",
     "leaderboard",
+    "export",
     "view",
     "audit",
     "show",
@@ -33,6 +35,7 @@ EXAMPLES = {
     "evaluate": "python -m trace_eval evaluate runs/demo",
     "calibrate": "python -m trace_eval calibrate runs/demo --agreement 0.85 --delta 0.1 --out calibration.json",
     "leaderboard": "python -m trace_eval leaderboard runs/demo --by all",
+    "export": "python -m trace_eval export preferences runs/demo --out prefs/demo",
     "view": "python -m trace_eval view runs/demo",
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",

@@ -113,21 +113,9 @@ def _load_rubric(name: str) -> Rubric:
 
 
 def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
-    """The rubric to evaluate with: --rubric, else the one every run records; runs of another rubric are refused."""
-    from trace_eval.evaluation import EvaluationError
-    from trace_eval.judge.runfolder import read_config
-    from trace_eval.rubrics import DEFAULT_RUBRIC, rubric_of_run
+    from trace_eval.evaluation import rubric_of_runs
 
-    configs = {run: read_config(run) for run in runs}  # the results are read once, when evaluated
-    recorded = {run: config.get("rubric") or DEFAULT_RUBRIC for run, config in configs.items()}
-    rubric = _load_rubric(given) if given else rubric_of_run(configs[runs[0]])
-    others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
-    if others:
-        raise EvaluationError(
-            f"the runs were judged with other rubrics than {rubric.name}: {', '.join(others)}; "
-            "evaluate runs of one rubric together"
-        )
-    return rubric
+    return rubric_of_runs(runs, given)
 
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:

@@ -42,6 +42,7 @@ __all__ = [
     "load_run",
     "oracle",
     "report_of",
+    "rubric_of_runs",
     "run_oracle",
 ]
 
@@ -128,3 +129,21 @@ def run_oracle(bench: str | Path, rubric: Rubric, settings: BootstrapSettings = 
         "labels_manifest": str(human.manifest),
         **oracle(human.labels, rubric, settings),
     }
+
+
+def rubric_of_runs(runs: list[str], given: str | None = None) -> Rubric:
+    """The rubric to evaluate `runs` with: `given` (a name or a rubric file), else the one every run records;
+    runs of another rubric are refused."""
+    from trace_eval.judge.runfolder import read_config
+    from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric, rubric_of_run
+
+    configs = {run: read_config(run) for run in runs}  # the results are read once, when evaluated
+    recorded = {run: config.get("rubric") or DEFAULT_RUBRIC for run, config in configs.items()}
+    rubric = load_rubric(given) if given else rubric_of_run(configs[runs[0]])
+    others = [f"{run} ({name})" for run, name in recorded.items() if name != rubric.name]
+    if others:
+        raise EvaluationError(
+            f"the runs were judged with other rubrics than {rubric.name}: {', '.join(others)}; "
+            "evaluate runs of one rubric together"
+        )
+    return rubric

@@ -124,7 +124,8 @@ def token_budget(backbone: Backbone, rubric: Rubric, case: Case) -> int | None:
 
 
 class Judging:
-    """The items of one run through `caller`, each finished item written by `writer`."""
+    """The items of one run through `caller`, each finished item written by `writer` (None: only returned, as
+    the Python API's verdicts are)."""
 
     def __init__(
         self,
@@ -133,7 +134,7 @@ class Judging:
         prompt: Prompt,
         rubric: Rubric,
         structured: StructuredOutput,
-        writer: runfolder.ResultsWriter,
+        writer: runfolder.ResultsWriter | None,
         total: int,
     ):
         self.options = options
@@ -232,7 +233,8 @@ class Judging:
                 raise outcome
             results.append(outcome)
         record = pair_record(pair_id, results, self.options, self.rubric, units[0].case.dimensions or None)
-        self.writer.append(record)
+        if self.writer is not None:
+            self.writer.append(record)
         caller = self.caller
         self.progress.update(1)
         self.progress.set_postfix_str(

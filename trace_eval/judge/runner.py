@@ -42,7 +42,10 @@ __all__ = [
     "JudgeOptions",
     "MissingBlueprintsError",
     "RunOutcome",
+    "Setup",
     "dry_run",
+    "judge_setup",
+    "make_caller",
     "run_judge",
 ]
 
@@ -442,20 +445,37 @@ class _Plan:
         return [Unit(case, sample) for case in orders for sample in range(options.samples)]
 
     def caller(self, options: JudgeOptions) -> Caller:
-        return Caller(
-            self.backbone,
-            self.cache,
-            self.prompt.id,
-            api_base=options.api_base,
-            temperature=options.temperature,
-            retry=options.retry,
-            concurrency=options.concurrency,
-            rpm=options.rpm,
-            max_cost=options.max_cost,
-        )
+        return make_caller(options, self.backbone, self.cache, self.prompt)
 
 
-def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
+def make_caller(options: JudgeOptions, backbone: Backbone, cache: AnswerCache, prompt: Prompt) -> Caller:
+    """The calls of one run (or of one batch of the Python API): cache, budget, rate limit, retries."""
+    return Caller(
+        backbone,
+        cache,
+        prompt.id,
+        api_base=options.api_base,
+        temperature=options.temperature,
+        retry=options.retry,
+        concurrency=options.concurrency,
+        rpm=options.rpm,
+        max_cost=options.max_cost,
+    )
+
+
+@dataclass
+class Setup:
+    """What judging is made with, before any item is read: rubric, prompt, backbone, answer cache."""
+
+    rubric: Rubric
+    prompt: Prompt
+    backbone: Backbone
+    structured: bool
+    cache_dir: Path
+    cache: AnswerCache
+
+
+def _rubric_and_prompt(options: JudgeOptions) -> tuple[Rubric, Prompt]:
     _check_options(options)
     try:
         rubric = load_rubric(options.rubric)
@@ -468,22 +488,51 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
         raise JudgeError(
             f"--fusion {options.fusion}: the {rubric.name} rubric fuses under {', '.join(rubric.fusion.policies)}"
         )
+    return rubric, prompt
+
+
+def _setup(options: JudgeOptions, rubric: Rubric, prompt: Prompt, check_key: bool) -> Setup:
+    backbone = _backbone(options, prompt, rubric, check_key)
+    structured = backbone.structured_output(options.structured)
+    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
+    return Setup(rubric, prompt, backbone, structured, cache_dir, cache)
+
+
+def judge_setup(options: JudgeOptions, check_key: bool = True) -> Setup:
+    """Check `options`, load the rubric and its prompt, make the backbone and open the answer cache: the part
+    of a run the command line and the Python API share before any benchmark is read."""
+    rubric, prompt = _rubric_and_prompt(options)
+    return _setup(options, rubric, prompt, check_key)
+
+
+def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
+    rubric, prompt = _rubric_and_prompt(options)
     # With --skip-failed a clip that does not exist is skipped with its item, as one without a blueprint is.
     bench = load_benchmark(options.bench, check_audio=not options.skip_failed, rubric=rubric)
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     if options.only is not None:
         pairs = [p for p in pairs if p.id in options.only]
-    backbone = _backbone(options, prompt, rubric, check_key)
+    setup = _setup(options, rubric, prompt, check_key)  # after the benchmark: its errors come first
+    backbone = setup.backbone
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else None
     skipped = lacking_clips(bench, pairs, blueprints) if options.skip_failed else {}
     cases, unusable = build_cases(
         bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop, blueprints
     )
-    structured = backbone.structured_output(options.structured)
-    cache_dir = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    cache = AnswerCache(cache_dir, read=options.use_cache, write=True)
     return _Plan(
-        rubric, prompt, bench, pairs, backbone, cases, unusable, skipped, blueprints, structured, cache_dir, cache
+        rubric,
+        prompt,
+        bench,
+        pairs,
+        backbone,
+        cases,
+        unusable,
+        skipped,
+        blueprints,
+        setup.structured,
+        setup.cache_dir,
+        setup.cache,
     )
 
 

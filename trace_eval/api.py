@@ -1,0 +1,560 @@
+"""The Python API: judge pairs from code, and run the commands' steps on folders.
+
+    import trace_eval
+    judge = trace_eval.Judge(model="cues")
+    verdict = judge.compare("instruction.wav", "answer_a.wav", "answer_b.wav", instruction_text="Say ...")
+    verdict.overall, verdict.labels, verdict.confidence
+
+`Judge` runs the same judging loop as `python -m trace_eval judge` (trace_eval/judge/judging.py) with the same
+answer cache; its clips go through Stage 1's pipeline and store (trace_eval/clips.py). The folder functions
+(`blueprints`, `judge_bench`, `evaluate`, `leaderboard`) are what the commands call (`judge_bench`: the name
+`trace_eval.judge` is the judge's package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sys
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from trace_eval.clips import AudioInput, ClipFolder
+from trace_eval.judge.options import JudgeOptions
+from trace_eval.rubrics import DEFAULT_RUBRIC
+
+__all__ = [
+    "Judge",
+    "PairInput",
+    "Run",
+    "Verdict",
+    "blueprint",
+    "blueprints",
+    "evaluate",
+    "judge_bench",
+    "leaderboard",
+]
+
+# One pair for compare_many: (instruction, a, b), (instruction, a, b, instruction_text), or a mapping with the
+# keys instruction, a, b and optionally instruction_text, id, model_a, model_b.
+PairInput = Sequence[Any] | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's verdict on one pair: the results.jsonl line of a run, typed.
+
+    Labels are in the rubric's label spaces (TRACE: "1", "2", "both_good", "both_bad"); a label the judge had
+    no evidence for is None, with its reason in `undetermined`.
+    """
+
+    id: str  # the pair's id: given, else derived from the clips' content and the instruction text
+    status: str  # ok | invalid (the answers were no verdict) | error (the call failed) | skipped
+    reason: str | None  # why the status is not ok (or why some answers were left out)
+    labels: dict[str, str | None]  # dimension -> label
+    overall: str | None  # the fused label under `fusion`; None for rubrics without fusion, or undetermined
+    fusion: str | None  # the policy of `overall`
+    fused: dict[str, str | None]  # every policy of the rubric -> its fused label
+    confidence: dict[str, float | None]  # dimension (and "overall") -> how sure, 0..1; None where unknown
+    confidence_source: str | None  # stated | logprobs | agreement | ...; None without a confidence
+    undetermined: dict[str, str]  # dimension -> why its label is None
+    reasoning: Any  # as the judge gave it
+    cost_usd: float | None  # of the calls made for this pair (None: unknown price); 0 when every answer was cached
+    cache_hit: bool  # every answer came from the answer cache
+    tokens: dict[str, int]  # prompt and completion tokens
+    latency_s: float  # seconds spent in calls (0 for cached answers)
+    record: dict[str, Any] = field(repr=False)  # the whole results.jsonl line
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], policy: str | None) -> Verdict:
+        return cls(
+            id=str(record["id"]),
+            status=record["status"],
+            reason=record.get("reason"),
+            labels=dict(record.get("verdicts") or {}),
+            overall=record.get("overall"),
+            fusion=policy if record.get("fused") else None,
+            fused=dict(record.get("fused") or {}),
+            confidence=dict(record.get("confidence") or {}),
+            confidence_source=record.get("confidence_source"),
+            undetermined=dict(record.get("undetermined") or {}),
+            reasoning=record.get("reasoning"),
+            cost_usd=record.get("cost_usd"),
+            cache_hit=bool(record.get("cache_hit")),
+            tokens=dict(record.get("tokens") or {}),
+            latency_s=float(record.get("latency_s") or 0.0),
+            record=record,
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def winner(self) -> str | None:
+        """ "1" or "2" when the overall label names a winner; None for ties and undetermined pairs."""
+        return self.overall if self.overall in ("1", "2") else None
+
+
+class Judge:
+    """A judge of pairs of spoken answers: `compare` one pair, `compare_many` a stream of them.
+
+    `model` is a backbone's name (`cues`: the offline rules over the blueprints) or a litellm model id
+    (`openai/gpt-4o`, `openai/NAME` with `api_base` for a local server); `api_key` defaults to
+    $TRACE_JUDGE_API_KEY, then the provider's own variable, as on the command line. `profile` and `device` are
+    Stage 1's (`cpu`: the light models; `paper`: the paper's, on a GPU). Any other setting of `python -m
+    trace_eval judge` is a keyword of the same name as JudgeOptions' (samples, swap, temperature, max_tokens,
+    structured, logprobs, drop, timeout_s, rpm, max_cost, ...). Errors are those of the command line (JudgeError and its
+    subclasses, with the same messages).
+    """
+
+    def __init__(
+        self,
+        model: str = "cues",
+        rubric: str | Path = DEFAULT_RUBRIC,
+        fusion: str = "cap",
+        *,
+        prompt: str | None = None,
+        profile: str | None = "cpu",
+        device: str = "auto",
+        api_base: str | None = None,
+        api_key: str | None = None,
+        workdir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        **options: Any,
+    ):
+        from trace_eval.judge.judging import StructuredOutput
+        from trace_eval.judge.runner import judge_setup
+
+        self.clips = ClipFolder(workdir)
+        self.options = JudgeOptions(
+            bench=self.clips.root,
+            model=model,
+            api_base=api_base,
+            api_key=api_key or os.environ.get("TRACE_JUDGE_API_KEY") or None,
+            rubric=rubric,
+            judge=prompt,
+            fusion=fusion,
+            cache_dir=Path(cache_dir) if cache_dir is not None else None,
+            progress=False,
+            **options,
+        )
+        self.setup = judge_setup(self.options)
+        # Under structured="auto" a backbone that refuses the response format is asked without it from then on.
+        self._structured = StructuredOutput(
+            self.setup.structured, may_drop=self.options.structured == "auto", notice=_notice
+        )
+        self.rubric = self.setup.rubric
+        self.prompt = self.setup.prompt
+        self.profile = profile
+        self.device = device
+        self._blueprints: dict[str, dict] = {}  # clip -> blueprint, once Stage 1 gave it (a clip is its content)
+        self.calls = 0  # answers asked of the backbone, over every compare
+        self.cache_hits = 0  # answers read from the answer cache
+        self.stage1_runs = 0  # times Stage 1 ran (for clips this judge had no blueprint of yet)
+        self.blueprints_made = 0  # clips Stage 1 computed (not found current in the store)
+
+    def __repr__(self) -> str:
+        return f"Judge(model={self.options.model!r}, rubric={self.rubric.name!r}, fusion={self.options.fusion!r})"
+
+    # -- one pair ---------------------------------------------------------------------------
+
+    def compare(
+        self,
+        instruction: AudioInput | None,
+        a: AudioInput,
+        b: AudioInput,
+        instruction_text: str | None = None,
+        *,
+        id: str | None = None,
+        model_a: str | None = None,
+        model_b: str | None = None,
+    ) -> Verdict:
+        """The verdict on one pair: `instruction` (its audio, or None with `instruction_text`), answers `a`, `b`.
+
+        Audio is a path, the bytes of an audio file, or (samples, sample rate). A clip without a blueprint
+        (its extraction failed) raises MissingBlueprintsError naming why.
+        """
+        item = {"instruction": instruction, "a": a, "b": b, "instruction_text": instruction_text, "id": id}
+        item |= {"model_a": model_a, "model_b": model_b}
+        return _run_sync(self._compare_one(item))
+
+    async def acompare(
+        self,
+        instruction: AudioInput | None,
+        a: AudioInput,
+        b: AudioInput,
+        instruction_text: str | None = None,
+        *,
+        id: str | None = None,
+        model_a: str | None = None,
+        model_b: str | None = None,
+    ) -> Verdict:
+        """`compare` in a running event loop."""
+        item = {"instruction": instruction, "a": a, "b": b, "instruction_text": instruction_text, "id": id}
+        item |= {"model_a": model_a, "model_b": model_b}
+        return await self._compare_one(item, close=False)
+
+    async def _compare_one(self, item: dict[str, Any], close: bool = True) -> Verdict:
+        stream = self._judge_stream([item], concurrency=1, progress=False, strict=True, close=close)
+        try:
+            return await stream.__anext__()
+        finally:
+            await stream.aclose()  # counts the calls, closes the backbone's connections when asked
+
+    # -- many pairs -------------------------------------------------------------------------
+
+    def compare_many(
+        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
+    ) -> Iterator[Verdict]:
+        """Verdicts on `pairs`, yielded as they finish (not in the order given: `Verdict.id` says which; a pair
+        given without an id gets its position in `pairs`, "0", "1", ...). `concurrency` calls are in flight
+        at once. A pair with a clip whose extraction failed gives a "skipped" verdict with the reason."""
+        loop = asyncio.new_event_loop()
+        stream = self.acompare_many(pairs, concurrency, progress)
+        try:
+            while True:
+                try:
+                    yield loop.run_until_complete(stream.__anext__())
+                except StopAsyncIteration:
+                    break
+        finally:
+            loop.run_until_complete(stream.aclose())
+            loop.run_until_complete(self.setup.backbone.close())
+            _close_loop(loop)
+
+    async def acompare_many(
+        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
+    ) -> AsyncGenerator[Verdict, None]:
+        """`compare_many` in a running event loop: an async iterator of verdicts as they finish."""
+        items = [_pair_item(n, given) for n, given in enumerate(pairs)]
+        async for verdict in self._judge_stream(items, concurrency, progress, strict=False, close=False):
+            yield verdict
+
+    async def _judge_stream(
+        self, items: list[dict[str, Any]], concurrency: int, progress: bool, strict: bool, close: bool
+    ) -> AsyncGenerator[Verdict, None]:
+        from trace_eval.judge.backbones import FatalBackboneError
+        from trace_eval.judge.caller import RunStopped
+        from trace_eval.judge.judging import Judging, Unit, unusable_record
+        from trace_eval.judge.runner import JudgeError, build_cases, make_caller
+
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        pairs = await asyncio.to_thread(self._pairs, items)
+        blueprints = await asyncio.to_thread(self._stage1, pairs, strict)
+        options = replace(self.options, concurrency=concurrency, progress=progress)
+        setup = self.setup
+        skipped = {p.id: blueprints.failures_of(p) for p in pairs if blueprints.failures_of(p)}
+        cases, unusable = build_cases(
+            self._bench(pairs),
+            [p for p in pairs if p.id not in skipped],
+            setup.rubric,
+            setup.prompt,
+            options.drop,
+            blueprints.view,
+        )
+        caller = make_caller(options, setup.backbone, setup.cache, setup.prompt)
+        judging = Judging(options, caller, setup.prompt, setup.rubric, self._structured, None, total=len(pairs))
+
+        async def judged(pair: Any) -> dict:
+            if pair.id in skipped or pair.id in unusable:
+                reason = skipped.get(pair.id) or unusable[pair.id]
+                status = "skipped" if pair.id in skipped else "error"
+                return unusable_record(pair, reason, options.fusion, setup.rubric, status)
+            original, swapped = cases[pair.id]
+            orders = (original, swapped) if options.swap and swapped is not None else (original,)
+            units = [Unit(case, sample) for case in orders for sample in range(options.samples)]
+            return await judging.judge_pair(pair.id, units)
+
+        tasks = [asyncio.ensure_future(judged(pair)) for pair in pairs]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                try:
+                    record = await finished
+                except (FatalBackboneError, RunStopped) as stop:  # would hit every pair: authentication, model
+                    raise JudgeError(caller.stop_reason or str(stop)) from None
+                yield Verdict.from_record(record, options.fusion if setup.rubric.fusion else None)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            judging.progress.close()
+            self.calls += caller.calls
+            self.cache_hits += caller.cache_hits
+            if close:
+                await setup.backbone.close()
+
+    def _pairs(self, items: list[dict[str, Any]]) -> list[Any]:
+        from trace_eval.items import Pair
+
+        pairs = []
+        for item in items:
+            instruction = item.get("instruction")
+            clips = [self.clips.add(item[key]) if item.get(key) is not None else None for key in ("a", "b")]
+            if clips[0] is None or clips[1] is None:
+                raise ValueError("a pair needs both answers, a and b")
+            instruction_clip = self.clips.add(instruction) if instruction is not None else None
+            text = item.get("instruction_text")
+            if instruction_clip is None and not text:
+                raise ValueError("a pair needs its instruction: its audio, or instruction_text")
+            pair_id = item.get("id")
+            if pair_id is None:
+                content = "|".join(str(part) for part in (instruction_clip, *clips, text))
+                pair_id = hashlib.sha256(content.encode()).hexdigest()[:16]
+            pairs.append(
+                Pair(
+                    id=str(pair_id),
+                    instruction_path=instruction_clip,
+                    instruction_text=text,
+                    audio1_path=clips[0],
+                    audio2_path=clips[1],
+                    model_a=item.get("model_a"),
+                    model_b=item.get("model_b"),
+                )
+            )
+        seen: set[str] = set()
+        for pair in pairs:
+            if pair.id in seen:
+                raise ValueError(f"two pairs have the id {pair.id!r}; give each pair its own")
+            seen.add(pair.id)
+        return pairs
+
+    def _bench(self, pairs: list[Any]) -> Any:
+        from trace_eval.bench import Benchmark
+
+        return Benchmark(root=self.clips.root.resolve(), manifest_path=self.clips.root / "manifest.json", pairs=pairs)
+
+    def _stage1(self, pairs: list[Any], strict: bool) -> _Stage1:
+        """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
+        from trace_eval.judge.runner import Blueprints, MissingBlueprintsError
+
+        if not self.prompt.needs_blueprints:
+            return _Stage1(None)
+        clips = list(dict.fromkeys(c for pair in pairs for c in pair.audio_paths()))
+        failures: dict[str, str] = {}
+        wanted = [c for c in clips if c not in self._blueprints]
+        if wanted:
+            from trace_eval.pipeline import BlueprintOptions
+
+            found, failures, summary = self.clips.blueprints(
+                wanted, BlueprintOptions(device=self.device, profile=self.profile, progress=False)
+            )
+            self.stage1_runs += 1
+            self.blueprints_made += summary.computed
+            self._blueprints.update({clip: bp for clip, bp in found.items() if bp is not None})
+        if strict and failures:
+            raise MissingBlueprintsError(self.clips.root, list(failures), failures)
+        view = Blueprints({c: self._blueprints.get(c) for c in clips}, failures)
+        return _Stage1(view)
+
+
+@dataclass
+class _Stage1:
+    view: Any  # runner.Blueprints, or None when the prompt shows no blueprint
+
+    def failures_of(self, pair: Any) -> str | None:
+        if self.view is None:
+            return None
+        reasons = [f"{clip}: {self.view.failures[clip]}" for clip in pair.audio_paths() if clip in self.view.failures]
+        return "; ".join(reasons) or None
+
+
+def _pair_item(n: int, given: PairInput) -> dict[str, Any]:
+    if isinstance(given, Mapping):
+        unknown = set(given) - {"instruction", "a", "b", "instruction_text", "id", "model_a", "model_b"}
+        if unknown:
+            raise ValueError(f"pair {n}: unknown keys {', '.join(sorted(unknown))}")
+        item = dict(given)
+    elif isinstance(given, Sequence) and not isinstance(given, (str, bytes)) and len(given) in (3, 4):
+        item = dict(zip(("instruction", "a", "b", "instruction_text"), given))
+    else:
+        raise ValueError(f"pair {n}: expected (instruction, a, b[, instruction_text]) or a mapping")
+    item.setdefault("id", str(n))
+    return item
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close `loop` as asyncio.run closes its own: tasks libraries left running (litellm's logging worker)
+    cancelled and awaited first."""
+
+    async def cancel_the_rest() -> None:
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    loop.run_until_complete(cancel_the_rest())
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+
+
+def _notice(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _run_sync(coroutine: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise RuntimeError("compare() was called inside a running event loop: await acompare() there instead")
+
+
+# -- one clip ------------------------------------------------------------------------------
+
+
+def blueprint(
+    audio: AudioInput, *, profile: str | None = "cpu", device: str = "auto", workdir: str | Path | None = None
+) -> dict:
+    """Stage 1 on one clip: its blueprint (the JSON document `show` prints), through the pipeline and store.
+
+    A clip Stage 1 cannot read raises MissingBlueprintsError with the reason.
+    """
+    from trace_eval.judge.runner import MissingBlueprintsError
+    from trace_eval.pipeline import BlueprintOptions
+
+    clips = ClipFolder(workdir)
+    clip = clips.add(audio)
+    found, failures, _ = clips.blueprints([clip], BlueprintOptions(device=device, profile=profile, progress=False))
+    if found[clip] is None:
+        raise MissingBlueprintsError(clips.root, [clip], failures)
+    return found[clip]  # type: ignore[return-value]
+
+
+# -- folders: the commands' steps ------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """A judge run folder: what `judge` wrote, read back."""
+
+    path: Path
+    summary: dict[str, Any] = field(default_factory=dict, repr=False)
+    stopped: str | None = None  # why the run stopped early
+
+    def verdicts(self) -> list[Verdict]:
+        """Every pair's verdict, in manifest order."""
+        from trace_eval.judge.runfolder import RESULTS, load_config, read_results
+
+        policy = load_config(self.path).get("fusion")
+        return [Verdict.from_record(r, policy) for r in read_results(self.path / RESULTS).records]
+
+    def preferences(
+        self,
+        out: str | Path,
+        *,
+        trusted_only: bool = False,
+        calibration: str | Path | None = None,
+        on: str = "overall",
+    ) -> Any:
+        """Write the verdicts that name a winner as chosen/rejected pairs (trace_eval/export.py); returns what
+        was written (`export.Preferences`)."""
+        from trace_eval.export import export_preferences
+
+        return export_preferences(self.path, out, trusted_only=trusted_only, calibration=calibration, on=on)
+
+
+def blueprints(
+    bench: str | Path,
+    *,
+    profile: str | None = None,
+    device: str = "auto",
+    engine: str = "local",
+    only: list[str] | None = None,
+    force: bool = False,
+    progress: bool = True,
+    one_model_at_a_time: bool = False,
+    **settings: Any,
+) -> Any:
+    """`python -m trace_eval blueprints BENCH`: Stage 1 over a benchmark folder; returns its RunSummary."""
+    from trace_eval.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
+
+    options = BlueprintOptions(
+        only=only, device=device, force=force, profile=profile, progress=progress, engine=engine, **settings
+    )
+    return run_one_model_at_a_time(bench, options) if one_model_at_a_time else run_blueprints(bench, options)
+
+
+def judge_bench(bench: str | Path, model: str = "cues", *, out: str | Path | None = None, **options: Any) -> Run:
+    """`python -m trace_eval judge --bench BENCH`: every pair of a benchmark into a run folder (resumed when
+    `out` holds one made with the same settings). Keywords are JudgeOptions' fields."""
+    from trace_eval.judge.runner import run_judge
+
+    outcome = run_judge(
+        JudgeOptions(bench=Path(bench), model=model, out=Path(out) if out else None, **options),
+        notice=_notice,
+    )
+    return Run(outcome.out, outcome.summary, outcome.stopped)
+
+
+def evaluate(
+    runs: str | Path | Sequence[str | Path],
+    *,
+    out: str | Path | None = None,
+    labels: str | Path | None = None,
+    rubric: str | None = None,
+    fusion: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    calibration: str | Path | None = None,
+) -> Any:
+    """`python -m trace_eval evaluate RUNDIR...`: agreement with the human labels; writes metrics.json,
+    report.md and report.html into `out` (default: RUNDIR/evaluation for one run) and returns their paths and
+    the metrics (`evaluation.EvaluationFiles`)."""
+    from trace_eval.evaluation import BootstrapSettings, EvaluationError, evaluate_folders, rubric_of_runs
+
+    folders: list[str | Path] = [str(runs)] if isinstance(runs, (str, Path)) else [str(r) for r in runs]
+    if out is None and len(folders) != 1:
+        raise EvaluationError("several runs need out=DIR for the shared report")
+    chosen = rubric_of_runs([str(f) for f in folders], rubric)
+    if fusion and chosen.fusion is None:
+        raise EvaluationError(f"fusion re-fuses the overall label; the {chosen.name} rubric has none")
+    return evaluate_folders(
+        folders,
+        Path(out) if out else Path(folders[0]) / "evaluation",
+        chosen,
+        labels=str(labels) if labels else None,
+        policy=fusion,
+        settings=BootstrapSettings(resamples=resamples, seed=seed),
+        calibration=Path(calibration) if calibration else None,
+    )
+
+
+def leaderboard(
+    runs: str | Path | Sequence[str | Path] = (),
+    *,
+    bench: str | Path | None = None,
+    by: str | list[str] = "overall",
+    fusion: str | None = None,
+    baseline: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    trusted_only: bool = False,
+    calibration: str | Path | None = None,
+    out: str | Path | None = None,
+) -> dict[str, Any]:
+    """`python -m trace_eval leaderboard RUNDIR...`: the systems ranked by each run and by the human labels
+    (what leaderboard.json holds); written with its tables and pictures into `out` when given."""
+    from trace_eval.evaluation import BootstrapSettings
+    from trace_eval.evaluation.leaderboard import leaderboard as build
+    from trace_eval.evaluation.leaderboard import write_leaderboard
+
+    folders = [str(runs)] if isinstance(runs, (str, Path)) else [str(r) for r in runs]
+    board = build(
+        folders,
+        str(bench) if bench else None,
+        by,
+        fusion,
+        baseline,
+        BootstrapSettings(resamples=resamples, seed=seed),
+        trusted_only=trusted_only,
+        calibration=calibration,
+    )
+    if out is not None:
+        write_leaderboard(board, Path(out))
+    return board
