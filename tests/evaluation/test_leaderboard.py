@@ -554,3 +554,29 @@ def test_command_errors(known_systems, tmp_path: Path, capsys) -> None:
     # Several runs print, and write only where told.
     assert main(["leaderboard", str(known_systems["cues"]), str(known_systems["blind"])]) == 0
     assert "pass --out DIR" in capsys.readouterr().out
+
+
+def test_a_tie_at_the_top_is_said_as_a_tie_never_as_agreement(tmp_path: Path, capsys) -> None:
+    """People rank clear > quiet > wrong; the run ties clear and quiet (both_good between them)."""
+    pairs = [("clear", "quiet", "1", G)] * 2 + [("clear", "wrong", "1", "1"), ("quiet", "wrong", "1", "1")] * 3
+    items = [item(f"p{n}", a, b, (human,) * 4) for n, (a, b, human, _) in enumerate(pairs)]
+    bench = write_manifest(tmp_path / "bench", items)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"bench": str(bench), "fusion": "cap", "rubric": "trace"}))
+    lines = [
+        {"id": f"p{n}", "status": "ok", "verdicts": dict.fromkeys(DIMENSIONS, judged)}
+        for n, (*_, judged) in enumerate(pairs)
+    ]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["leaderboard", str(run), "--resamples", "1000"]) == 0
+    printed = capsys.readouterr().out
+    board = json.loads((run / "leaderboard" / "leaderboard.json").read_text())
+    [agreement] = [a for a in board["agreement"] if a["dimension"] == "overall"]
+    assert agreement["tied_top"] == {"judge": ["clear", "quiet"], "human": ["clear"]}
+    assert agreement["same_top"] is False
+    assert "top system clear and quiet (tied) (run) vs clear (human)" in printed
+    assert "top system the same" not in printed
+    assert "No single top system: clear and quiet tie at rank 1" in printed
+    markdown = (run / "leaderboard" / "leaderboard.md").read_text()
+    assert "clear and quiet (tied) / clear" in markdown and "No single top system" in markdown

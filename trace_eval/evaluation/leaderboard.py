@@ -46,6 +46,8 @@ __all__ = [
     "leaderboard_blocks",
     "leaderboard_lines",
     "systems_section",
+    "tied_at_top",
+    "top_text",
     "write_leaderboard",
 ]
 
@@ -536,13 +538,36 @@ def _agreement(
                 values[0], values[1:], settings, "undefined: one side gives every system one score", NO_SCORES_DRAWN
             )
     if common:
-        top_judge = names[common[int(np.argmax(judge[0, common]))]]
-        top_human = names[common[int(np.argmax(human[0, common]))]]
-        entry["top"] = {"judge": top_judge, "human": top_human}
-        entry["same_top"] = top_judge == top_human
+        tied = {side: _tied_top(scores[0], common, names) for side, scores in (("judge", judge), ("human", human))}
+        entry["top"] = {side: systems[0] for side, systems in tied.items()}
+        # Every system sharing the top score: a tie at the top is no agreement on one system.
+        entry["tied_top"] = tied
+        entry["same_top"] = tied["judge"] == tied["human"]
     else:
-        entry["top"], entry["same_top"] = None, None
+        entry["top"], entry["tied_top"], entry["same_top"] = None, None, None
     return entry
+
+
+def _tied_top(scores: np.ndarray, common: list[int], names: list[str]) -> list[str]:
+    """The systems with the highest score (to 1e-6 points: equal fits of equal records), best-named first."""
+    best = max(float(scores[i]) for i in common)
+    return sorted(names[i] for i in common if float(scores[i]) >= best - 1e-6)
+
+
+def top_text(agreement: dict[str, Any], side: str) -> str:
+    """The top system of one side of a rank agreement, "clear", or a tie, "clear and quiet (tied)"."""
+    tied = (agreement.get("tied_top") or {}).get(side) or [agreement["top"][side]]
+    return tied[0] if len(tied) == 1 else f"{', '.join(tied[:-1])} and {tied[-1]} (tied)"
+
+
+def _tie_sentence(tied: list[str]) -> str:
+    return f"No single top system: {', '.join(tied[:-1])} and {tied[-1]} tie at rank 1 with equal scores."
+
+
+def tied_at_top(table: dict[str, Any]) -> list[str]:
+    """The systems that share rank 1 of a ranking table, when more than one does."""
+    first = [r["system"] for r in table["systems"] if r["rank"]["value"] == 1]
+    return first if len(first) > 1 else []
 
 
 # -- the leaderboard ------------------------------------------------------------------------
@@ -969,6 +994,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                 for r in table["systems"]
             ]
             blocks += [Heading(level + 2, _source_title(source)), Table(header, rows)]
+            if tied := tied_at_top(table):
+                blocks.append(Paragraph(_tie_sentence(tied)))
             if table["fit"]["reason"]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
@@ -1027,7 +1054,7 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                         str(len(a["systems"])),
                         _correlation(a["kendall_tau"]),
                         _correlation(a["spearman_rho"]),
-                        (f"{a['top']['judge']} / {a['top']['human']}" + (" (same)" if a["same_top"] else ""))
+                        (f"{top_text(a, 'judge')} / {top_text(a, 'human')}" + (" (same)" if a["same_top"] else ""))
                         if a["top"]
                         else "—",
                     ]
@@ -1105,6 +1132,8 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
                 lines.append(f"  no intervals: {_reasons(table)}")
             if table["fit"].get("prior"):
                 lines.append(f"  prior: {table['fit']['prior']}; inf: an interval's open end")
+            if tied := tied_at_top(table):
+                lines.append(f"  {_tie_sentence(tied)}")
             width = max(len(r["system"]) for r in table["systems"])
             for r in table["systems"]:
                 score = r["score"]
@@ -1132,6 +1161,10 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
         lines.append(
             f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{ci(tau)}, "
             f"Spearman rho {rho['value']:.2f}{ci(rho)}, top system "
-            + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)")
+            + (
+                f"the same: {top_text(a, 'judge')}"
+                if a["same_top"]
+                else f"{top_text(a, 'judge')} (run) vs {top_text(a, 'human')} (human)"
+            )
         )
     return lines
