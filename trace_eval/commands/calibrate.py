@@ -57,7 +57,16 @@ def run(args: argparse.Namespace) -> int:
         if args.on != "overall" and args.on not in rubric.names:
             print(f"error: --on {args.on}: expected overall or one of {', '.join(rubric.names)}", file=sys.stderr)
             return 2
-        labels = load_human_labels(bench_of(runs, args.labels), rubric)
+        bench = bench_of(runs, args.labels)
+        labels = load_human_labels(bench, rubric)
+        if not any(label.get(args.on) is not None for label in labels.labels.values()):
+            print(
+                f"error: no pair of {bench} has a human {args.on} label, and calibrate needs pairs people "
+                f"labelled: label them with `python -m trace_eval label {bench} --annotator NAME`, or give each "
+                f'item of the manifest its labels ("label": {{"{args.on}": "1" | "2" | "both_good" | "both_bad"}})',
+                file=sys.stderr,
+            )
+            return 2
         doc = calibrate_runs(runs, labels, args.agreement, args.delta, args.on)
     except (EvaluationError, RunFolderError, RubricError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
