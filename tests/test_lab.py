@@ -119,3 +119,20 @@ def test_the_wrong_answers_are_confident_content_losses_and_no_wrong_verdict_is_
     # Unrelated words of about the quote's length: a sure loss, not one near the floor (0.64 before).
     assert len(against_wrong) == 8 and min(against_wrong) >= 0.8, against_wrong
     assert all(confidence < min(against_wrong) for *_, confidence in mistaken), mistaken
+
+
+def test_the_audit_probes_clips_cues_can_decide_and_hears_the_20_db_drop(lab, tmp_path, capsys):
+    out = tmp_path / "audit"
+    argv = ["audit", str(lab), "--model", "cues", "--probes", "loudness-20dB,loudness-6dB,silence-after-1s"]
+    argv += ["--only", "asr,dnsmos,loudness,pitch,rate,voicing", "--workers", "1", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    audit = json.loads((out / "audit.json").read_text())
+    # The default 4 clips answer instructions that quote the words to say (q0-q3): cues can decide them.
+    assert all(clip["path"].split("/")[-1] in {f"q{n}.wav" for n in range(4)} for clip in audit["copies"]["clips"])
+    probes = {p["probe"]: p for p in audit["judges"][0]["probes"]}
+    quieter = probes["loudness-20dB"]["labels"]["voice_quality"]
+    assert quieter["rate"] == 0.0 and (quieter["n"], quieter["clips"]) == (8, 4), quieter  # it loses every time
+    assert quieter["ci95"][1] > 0.0  # an interval, never a point
+    assert probes["loudness-6dB"]["labels"]["overall"]["verdict"] == "in line"
+    assert "| loudness-20dB | VQ | 8 (4 clips) | 0% [0%, " in printed
