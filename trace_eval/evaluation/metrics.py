@@ -190,7 +190,8 @@ def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tup
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+    # The interval holds the estimate exactly (rounding must not put 6 of 6 just under its own upper end).
+    return max(0.0, min(p, float(centre - half))), min(1.0, max(p, float(centre + half)))
 
 
 Statistic = Callable[[np.ndarray], np.ndarray]
