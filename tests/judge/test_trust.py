@@ -373,6 +373,17 @@ def test_leaderboard_and_view_can_use_trusted_verdicts_only(tmp_path):
     board = leaderboard([tmp_path / "run"], trusted_only=True, calibration=calibration)
     everything = leaderboard([tmp_path / "run"])
     assert json.dumps(board) != json.dumps(everything)
+    # Verdicts below the threshold are "not trusted", counted apart from those the judge left undetermined.
+    left = board["sources"][1]["tables"]["overall"]["left_out"]
+    assert left["not_trusted"] > 0 and left["undetermined"] == 0
+    assert board["trusted_only"]["calibration"] == str(calibration)
+    # The command writes a folder of its own and says what was trusted, by which threshold and file.
+    assert cli(["leaderboard", str(tmp_path / "run")]) == 0
+    assert cli(["leaderboard", str(tmp_path / "run"), "--trusted-only", "--calibration", str(calibration)]) == 0
+    trusted_md = (tmp_path / "run" / "leaderboard-trusted" / "leaderboard.md").read_text()
+    assert "Trusted verdicts only (run: confidence >= 1 (openai/half@trace, calibration))" in trusted_md
+    assert "not_trusted" in trusted_md
+    assert "Trusted verdicts only" not in (tmp_path / "run" / "leaderboard" / "leaderboard.md").read_text()
 
     files = write_view([tmp_path / "run"], tmp_path / "view", trusted_only=True, calibration=calibration)
     data = (files.index.parent / "data.js").read_text()

@@ -47,6 +47,7 @@ __all__ = [
     "leaderboard_lines",
     "systems_section",
     "tied_at_top",
+    "trusted_sentence",
     "top_text",
     "write_leaderboard",
 ]
@@ -54,7 +55,7 @@ __all__ = [
 VERSION = 1
 HUMAN = "human"
 # Why a pair is not scored for a source and dimension: counted per system, never scored as a tie.
-LEFT_OUT = ("undetermined", "failed", "skipped", "not_judged", "no_label")
+LEFT_OUT = ("undetermined", "not_trusted", "failed", "skipped", "not_judged", "no_label")
 _CODES = {label: code for code, label in enumerate(fusion.LABELS)}  # "1" 0, "2" 1, both_good 2, both_bad 3
 _NONE = -1
 # (response 1 acceptable, response 2 acceptable) by label code; the last row, for code -1, accepts nothing.
@@ -151,6 +152,8 @@ def run_source(
     why: dict[str, list[str | None]] = {k: [] for k in keys}
     for item in games.ids:
         record = records.get(item)
+        # --trusted-only: a verdict below its judge's threshold, made undetermined by trust.keep_trusted
+        untrusted = bool((run.raws.get(item) or {}).get("not_trusted"))
         for key in keys:
             label, reason = None, None
             if record is None:
@@ -161,10 +164,10 @@ def run_source(
                 # a key only of rubrics that fuse, and then every run has its policy (fusion_policy)
                 assert rubric.fusion is not None and policy is not None
                 label = rubric.fusion.fuse(policy, record.verdicts) if record.decided else None
-                reason = None if label else "undetermined"
+                reason = None if label else "not_trusted" if untrusted else "undetermined"
             else:
                 label = record.verdicts.get(key)
-                reason = None if label else "undetermined"
+                reason = None if label else "not_trusted" if untrusted else "undetermined"
             labels[key].append(label)
             why[key].append(reason)
     statuses: dict[str, int] = {}
@@ -700,14 +703,37 @@ def leaderboard(
     if not runs and bench is None:
         raise EvaluationError("give judge run folder(s), or a benchmark folder for its human labels")
     loaded = load_runs(list(runs))
+    trusted: dict[str, Any] | None = None
     if trusted_only:
-        from .trust import keep_trusted
+        from trace_eval.judge.confidence import read_calibration
 
+        from .trust import keep_trusted, trusted_ids
+
+        calibrated = read_calibration(Path(calibration)) if calibration else None
+        trusted = {
+            "calibration": str(calibration) if calibration else None,
+            "runs": {run.name: trusted_ids(run, calibrated)[1] for run in loaded},
+        }
         loaded = keep_trusted(loaded, Path(calibration) if calibration else None)
     rubric = _rubric(loaded)
     bench_path = bench_of(loaded, bench) if loaded or bench is None else Path(bench)
     human = load_human_labels(bench_path, rubric)
-    return build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
+    board = build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
+    if trusted is not None:
+        board["trusted_only"] = trusted
+    return board
+
+
+def trusted_sentence(board: dict[str, Any]) -> str | None:
+    """What a --trusted-only leaderboard counted, or None for one of every verdict."""
+    trusted = board.get("trusted_only")
+    if not trusted:
+        return None
+    how = "; ".join(f"{name}: {rule}" for name, rule in trusted["runs"].items())
+    return (
+        f"Trusted verdicts only ({how}); the others are counted under not_trusted, apart from those the judge "
+        "left undetermined."
+    )
 
 
 def systems_section(
@@ -950,6 +976,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
             "scored as ties."
         ),
     ]
+    if trusted := trusted_sentence(board):
+        blocks.append(Paragraph(f"**{trusted}**"))
     baseline = board["baseline"]
     without_intervals: list[tuple[str, str]] = []
     for key in board["by"]:
@@ -1112,6 +1140,8 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
     lines.append(
         f"{items['ranked']} of {items['in_benchmark']} items name two systems; {len(board['systems'])} systems"
     )
+    if trusted := trusted_sentence(board):
+        lines.append(trusted)
     if items["without_systems"]:
         lines.append(f"  {items['without_systems']} item(s) without both system names, left out")
     if items["same_system"]:
