@@ -495,7 +495,14 @@ def test_undetermined_and_skipped_verdicts_are_counted_never_scored(known_system
     board = leaderboard([run], by="all", settings=QUICK)
     source = board["sources"][1]
     overall, content, quality = (source["tables"][k] for k in ("overall", "content", "voice_quality"))
-    assert overall["left_out"] == {"undetermined": 1, "failed": 0, "skipped": 1, "not_judged": 236, "no_label": 0}
+    assert overall["left_out"] == {
+        "undetermined": 1,
+        "not_trusted": 0,
+        "failed": 0,
+        "skipped": 1,
+        "not_judged": 236,
+        "no_label": 0,
+    }
     assert overall["pairs"] == 1 and content["pairs"] == 1 and quality["pairs"] == 2
     first, second = _systems_of(known_systems["bench"], "p000")
     assert rows_by_system(content)[first]["left_out"]["undetermined"] == 1
