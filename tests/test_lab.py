@@ -136,3 +136,10 @@ def test_the_audit_probes_clips_cues_can_decide_and_hears_the_20_db_drop(lab, tm
     assert quieter["ci95"][1] > 0.0  # an interval, never a point
     assert probes["loudness-6dB"]["labels"]["overall"]["verdict"] == "in line"
     assert "| loudness-20dB | VQ | 8 (4 clips) | 0% [0%, " in printed
+
+
+def test_the_fused_table_shows_whole_pair_ids(lab_run, capsys):
+    capsys.readouterr()
+    assert main(["fuse", str(lab_run), "--table"]) == 0
+    printed = capsys.readouterr().out
+    assert "\nq0:clear-vs-quiet " in printed and "q0:clear-vs-quie " not in printed  # 17 characters, not 16
