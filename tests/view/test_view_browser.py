@@ -165,6 +165,15 @@ def test_the_example_page_shows_every_pair_and_plays_audio_from_existing_files(
     assert_quiet_and_offline(browser, example_page)
 
 
+def test_the_confidence_sits_right_under_the_verdicts(browser, example_page):
+    open_page(browser, example_page, "#pair=mini-01")
+    cards = browser.execute_script("return [...document.getElementById('detail').children].map(e => e.className)")
+    assert "card consistency" in cards, cards
+    assert cards.index("card consistency") == cards.index("card verdicts") + 1, cards
+    assert "confidence (stated)" in browser.find_element("css selector", ".card.consistency").text
+    assert_quiet_and_offline(browser, example_page)
+
+
 def test_the_word_being_spoken_is_highlighted_as_the_answer_plays(browser, example_page):
     open_page(browser, example_page, "#pair=mini-01")
     clip = read_page_data(example_page)["clips"][read_page_data(example_page)["pairs"][0]["responses"][0]["clip"]]

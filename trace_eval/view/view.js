@@ -546,8 +546,9 @@
       DETAIL.replaceChildren(problems(), message("No pair matches these filters."));
       return;
     }
-    DETAIL.replaceChildren(problems(), header(pair), instruction(pair), verdicts(pair), responses(pair),
-      fusedLabels(pair), consistency(pair));
+    // The confidence (and agreement, deciding judge) right under the verdicts it qualifies.
+    DETAIL.replaceChildren(problems(), header(pair), instruction(pair), verdicts(pair), consistency(pair),
+      responses(pair), fusedLabels(pair));
     updateNav();
     DETAIL.scrollTop = 0;
   }
