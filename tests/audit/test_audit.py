@@ -233,7 +233,7 @@ def test_a_judge_that_answers_both_bad_everywhere_is_flagged_and_its_probes_unin
         slot = probe["labels"]["overall"]
         # Every pair a tie: 50%, with an interval that is no point, and no claim to be in line.
         assert slot["rate"] == 0.5 and slot["ci95"][0] < 0.5 < slot["ci95"][1]
-        assert slot["verdict"] == "uninformative" and "tied every pair of every probe" in slot["why"]
+        assert slot["verdict"] == "uninformative" and "every decided pair both_bad" in slot["why"]
     md = (tmp_path / "audit" / "audit.md").read_text()
     assert "**Flagged:** openai/audit-judge answers both_bad on every one" in md and "| in line |" not in md
 

@@ -92,6 +92,7 @@ def judge_report(
         counts = {label: np.zeros(len(clips)) for label in labels}
         undetermined = dict.fromkeys(labels, 0)
         ties_only = dict.fromkeys(labels, True)
+        both_bad_only = dict.fromkeys(labels, True)
         first_sums, first_counts = np.zeros(len(clips)), np.zeros(len(clips))
         orders: dict[str, dict[int, dict]] = defaultdict(dict)
         not_ok = 0
@@ -112,6 +113,7 @@ def judge_report(
                 sums[label][i] += score
                 counts[label][i] += 1
                 ties_only[label] = ties_only[label] and score == 0.5
+                both_bad_only[label] = both_bad_only[label] and _label(record, label) == "both_bad"
             first = _first_score(_label(record, labels[-1]))
             if first is not None:
                 first_sums[i] += first
@@ -142,6 +144,10 @@ def judge_report(
             elif slot["clips"] < MIN_DECIDED_CLIPS:
                 slot["verdict"] = UNINFORMATIVE
                 slot["why"] = f"{slot['clips']} clip(s) decided; at least {MIN_DECIDED_CLIPS} are needed"
+            elif both_bad_only[label] and slot["verdict"] == "in line":
+                # Neither side acceptable on every pair: no change of the cue could move the label.
+                slot["verdict"] = UNINFORMATIVE
+                slot["why"] = "every decided pair both_bad: neither the copy nor its reference is acceptable"
             per_label[label] = slot
         probes.append(
             {
