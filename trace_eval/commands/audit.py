@@ -79,7 +79,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workers", metavar="N", type=_positive_int, default=None, help="Stage 1 worker processes")
     p.add_argument("--device", default="auto", help="Stage 1 device: auto, cpu, cuda (default: %(default)s)")
-    p.add_argument("--resamples", metavar="N", type=_positive_int, default=2000, help="bootstrap resamples")
+    p.add_argument(
+        "--resamples",
+        metavar="N",
+        type=_positive_int,
+        default=2000,
+        help="not used: the rates get Wilson intervals over clips (kept so that scripts passing it still run)",
+    )
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="judge calls in flight")
     p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="sampling temperature (default: 0)")
     p.add_argument("--no-cache", action="store_true", help="ask the backbone even when an answer is cached")
