@@ -91,10 +91,9 @@ def commands_page() -> str:
         lines += command_section(parser, verb, cli.EXAMPLES[verb])
         # A verb with subcommands (prepare): each one's own options, not a bare SOURCE ...
         nested = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        for name, sub in (nested.choices.items() if nested else ()):
+        for name, sub in nested.choices.items() if nested else ():
             lines += command_section(sub, f"{verb} {name}", "", level=3)
     return "\n".join(lines)
-
 
 
 # -- schemas -------------------------------------------------------------------------------------------------

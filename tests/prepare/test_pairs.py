@@ -140,6 +140,10 @@ def test_a_system_folder_matching_no_instruction_and_misspelt_paths_are_named(tm
     assert "system stray: no answer in" in err and "its 1 file(s): answer-one.wav" in err and "q00" in err
     misspelt = ["--system", f"clear={outputs / 'claer'}", "--system", f"tone={outputs / 'tone'}"]
     assert main(["prepare", "pairs", str(tmp_path / "c"), *given, *misspelt]) == 1
-    assert f"--system clear={outputs / 'claer'}: not found; did you mean {outputs / 'clear'}?" in capsys.readouterr().err
-    assert main(["prepare", "pairs", str(tmp_path / "d"), "--instructions", str(outputs / "instructoins"), *systems]) == 1
+    assert (
+        f"--system clear={outputs / 'claer'}: not found; did you mean {outputs / 'clear'}?" in capsys.readouterr().err
+    )
+    assert (
+        main(["prepare", "pairs", str(tmp_path / "d"), "--instructions", str(outputs / "instructoins"), *systems]) == 1
+    )
     assert f"--instructions {outputs / 'instructoins'}: not found; did you mean" in capsys.readouterr().err

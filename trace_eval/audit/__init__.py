@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from trace_eval.bench import load_benchmark
-from trace_eval.judge.backbones import FatalBackboneError, available_backbones, backbone_for
 from trace_eval.evaluation.bootstrap import BootstrapSettings
 from trace_eval.io import atomic_write_text, write_json
+from trace_eval.judge.backbones import FatalBackboneError, available_backbones, backbone_for
 from trace_eval.judge.runner import JudgeOptions, run_judge
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.rubrics import load_rubric

@@ -16,8 +16,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Callable
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 

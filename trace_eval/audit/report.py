@@ -4,10 +4,11 @@ A label is scored from the copy's side: the copy's number is a win (1), the refe
 tie (both_good, both_bad) half; an undetermined label (null) is left out and counted. Intervals are Wilson
 score intervals with the clips as the sample size (a clip's two orders are not two independent draws), so
 a handful of clips never gives a zero-width interval. A probe is *uninformative*, not in line, when fewer
-than MIN_DECIDED_CLIPS clips have its label decided, or when the judge tied every decided pair (a judge that
-hears no difference is in line with indifference by default, not by judgement). Position bias: how often position 1 wins over both orders of every pair
-(ties half; 0.5 is none, since the copy sits first exactly as often as second), and how often the two
-orders agree once the swap is undone.
+than MIN_DECIDED_CLIPS clips have its label decided, when every decided pair is both_bad (no cue could move
+the label), or when the judge tied every pair of every probe (in line with indifference by default, not by
+judgement). Position bias: how often position 1 wins over both orders of every pair (ties half; 0.5 is none,
+since the copy sits first exactly as often as second), and how often the two orders agree once the swap is
+undone.
 """
 
 from __future__ import annotations
@@ -165,13 +166,13 @@ def judge_report(
         )
     # A judge that named no winner on any probe hears no difference at all: its ties are no judgement.
     if all(p["labels"][p["headline"]].pop("ties_only") or p["labels"][p["headline"]]["judged"] == 0 for p in probes):
-        for probe in probes:
-            for slot in probe["labels"].values():
+        for entry in probes:
+            for slot in entry["labels"].values():
                 if slot.get("verdict") == "in line":
                     slot["verdict"] = UNINFORMATIVE
                     slot["why"] = "the judge tied every pair of every probe: it heard no difference either way"
-    for probe in probes:
-        for slot in probe["labels"].values():
+    for entry in probes:
+        for slot in entry["labels"].values():
             slot.pop("ties_only", None)
     flags = []
     decided = [

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from . import metrics
-from .metrics import wilson_interval
 from .bootstrap import BootstrapSettings, Estimate, PairedBootstrap
+from .metrics import wilson_interval
 
 PEARSON_MIN_ITEMS = 3  # with two items the correlation is always +1 or -1
 

@@ -67,7 +67,12 @@ def prepare_dataset(
     audio_columns = [c for f, c in columns.items() if f in AUDIO_FIELDS]
     audio = [file_entry(f, _relative(f, table.root)) for f in table.referenced_files(audio_columns)]
     if repo is None:  # a local dataset is recorded as local, never as a hub repository it is not
-        record: dict[str, Any] = {"kind": "dataset", "repo": None, "revision": None, "local": str(Path(source).resolve())}
+        record: dict[str, Any] = {
+            "kind": "dataset",
+            "repo": None,
+            "revision": None,
+            "local": str(Path(source).resolve()),
+        }
         record["files"] = files
     else:
         record = snapshot_record(local_snapshot(repo, source), files, local=True)

@@ -214,8 +214,7 @@ def prepare_folder(
     fingerprint = _fingerprint(plan)
     # A label file that is not the release's is said where it is seen, not only in SOURCE.json.
     plan.notes += [
-        f"the label file {source.get('local')} is not the release's ({source['release']}): its labels are used "
-        "as given"
+        f"the label file {source.get('local')} is not the release's ({source['release']}): its labels are used as given"
         for source in plan.sources
         if source.get("matches_release") is False and source.get("release")
     ]

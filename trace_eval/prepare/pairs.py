@@ -134,9 +134,7 @@ def _answers(name: str, folder: Path, ids: list[str], problems: list[Problem]) -
 def _matches_nothing(name: str, folder: Path, ids: list[str]) -> str:
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     held = (
-        f"its {len(files)} file(s): {', '.join(files[:5])}{', …' if len(files) > 5 else ''}"
-        if files
-        else "it is empty"
+        f"its {len(files)} file(s): {', '.join(files[:5])}{', …' if len(files) > 5 else ''}" if files else "it is empty"
     )
     return (
         f"system {name}: no answer in {folder} is named after an instruction ({held}); an answer to instruction "

@@ -98,7 +98,9 @@ class Table:
             for column in columns:
                 cells = table.column(column)
                 if pa.types.is_struct(cells.type):
-                    paths = pc.if_else(pc.is_null(pc.struct_field(cells, "bytes")), pc.struct_field(cells, "path"), None)
+                    paths = pc.if_else(
+                        pc.is_null(pc.struct_field(cells, "bytes")), pc.struct_field(cells, "path"), None
+                    )
                 elif pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type):
                     paths = cells
                 else:
