@@ -582,6 +582,9 @@ def test_a_tie_at_the_top_is_said_as_a_tie_never_as_agreement(tmp_path: Path, ca
     [agreement] = [a for a in board["agreement"] if a["dimension"] == "overall"]
     assert agreement["tied_top"] == {"judge": ["clear", "quiet"], "human": ["clear"]}
     assert agreement["same_top"] is False
+    # clear's answers: acceptable in all 5 of its judged pairs; a count's interval, never [100%, 100%].
+    accepted = board["sources"][1]["acceptability"]["clear"]["overall"]
+    assert (accepted["acceptable"], accepted["n"]) == (5, 5) and accepted["ci95"][0] == pytest.approx(0.5655, abs=1e-3)
     assert "top system clear and quiet (tied) (run) vs clear (human)" in printed
     assert "top system the same" not in printed
     assert "No single top system: clear and quiet tie at rank 1" in printed

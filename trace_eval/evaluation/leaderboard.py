@@ -507,18 +507,19 @@ def _matrix(games: Matchups, codes: np.ndarray, played: np.ndarray, scored: np.n
 
 
 def _acceptability(games: Matchups, totals: np.ndarray, slots: _Slots, settings: BootstrapSettings) -> list[dict]:
-    rate = _ratio(totals[:, slots.acceptable], totals[:, slots.scored])
-    return [
-        _slot(
-            rate[0, i],
-            rate[1:, i],
-            settings,
-            "no scored answer",
-            acceptable=int(totals[0, slots.acceptable][i]),
-            n=int(totals[0, slots.scored][i]),
+    """Each system's share of acceptable answers: a count, so its interval is the Wilson interval that every
+    count gets (evaluation.engine), never a point on a few answers."""
+    out = []
+    for i in range(len(games.systems)):
+        acceptable, n = int(totals[0, slots.acceptable][i]), int(totals[0, slots.scored][i])
+        if not n:
+            out.append({"value": None, "ci95": None, "reason": "no scored answer", "acceptable": 0, "n": 0})
+            continue
+        interval = metrics.wilson_interval(acceptable, n)
+        out.append(
+            {"value": acceptable / n, "ci95": list(interval) if interval else None, "acceptable": acceptable, "n": n}
         )
-        for i in range(len(games.systems))
-    ]
+    return out
 
 
 def _agreement(
