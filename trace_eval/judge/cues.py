@@ -47,7 +47,11 @@ Rules, per dimension:
   the personalised background (noise) score BAK at least 1.45 and the integrated
   loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
   scores a clip 30 dB quieter the same). Of two acceptable responses one wins,
-  within the pair, when it sounds clearly better. At one pace and in one voice
+  within the pair, when it sounds clearly better. The much quieter one loses:
+  12 LU or more below the other and below -32.5 LUFS, where a listener strains
+  or reaches for the volume (a clean answer against the same turned down to -35
+  or -40 LUFS in the calibration set; never the bias audit's 3 and 6 dB steps),
+  unless the instruction asks for a loudness (then it is Paralinguistics'). At one pace and in one voice
   register (speaking rates less than 1.4 times apart, mean pitches less than
   1.25 times), its P.808 higher by 0.35 and its BAK by 0.05 (audible noise
   against less: the same speech with noise at 11-20 dB SNR against a clean
