@@ -509,7 +509,7 @@ def _matrix(games: Matchups, codes: np.ndarray, played: np.ndarray, scored: np.n
 def _acceptability(games: Matchups, totals: np.ndarray, slots: _Slots, settings: BootstrapSettings) -> list[dict]:
     """Each system's share of acceptable answers: a count, so its interval is the Wilson interval that every
     count gets (evaluation.engine), never a point on a few answers."""
-    out = []
+    out: list[dict[str, Any]] = []
     for i in range(len(games.systems)):
         acceptable, n = int(totals[0, slots.acceptable][i]), int(totals[0, slots.scored][i])
         if not n:
