@@ -106,7 +106,7 @@ def judged(item: Item, dimension: str, t: Thresholds) -> tuple[str | None, str]:
     bp1, bp2 = item.blueprints
     doubts = (transcript_doubt(bp1), transcript_doubt(bp2))
     if dimension == "voice_quality":
-        label, reading, _ = judge_voice_quality(bp1, bp2, t, doubts)
+        label, reading, _ = judge_voice_quality(bp1, bp2, t, doubts, item.instruction)
     else:
         label, reading, _ = judge_content(item.instruction, bp1, bp2, t, doubts)
     return label, reading

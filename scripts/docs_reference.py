@@ -48,12 +48,13 @@ def _default(action: argparse.Action) -> str:
     return f"`{action.default}`"
 
 
-def command_section(parser: argparse.ArgumentParser, verb: str, example: str) -> list[str]:
+def command_section(parser: argparse.ArgumentParser, verb: str, example: str, level: int = 2) -> list[str]:
     """One command: what it does, its usage line, an example and a table of its arguments per group."""
     formatter = parser._get_formatter()
     usage = " ".join(parser.format_usage().removeprefix("usage: ").split())
-    lines = [f"## {verb}", "", _cell(parser.description or ""), "", "```", usage, "```", ""]
-    lines += ["Example:", "", "```sh", example, "```", ""]
+    lines = [f"{'#' * level} {verb}", "", _cell(parser.description or ""), "", "```", usage, "```", ""]
+    if level == 2:
+        lines += ["Example:", "", "```sh", example, "```", ""]
     for group in parser._action_groups:
         actions = [a for a in group._group_actions if a.help != argparse.SUPPRESS and a.dest != "help"]
         if not actions:
@@ -86,7 +87,12 @@ def commands_page() -> str:
         "",
     ]
     for verb in cli.VERBS:
-        lines += command_section(subparsers.choices[verb], verb, cli.EXAMPLES[verb])
+        parser = subparsers.choices[verb]
+        lines += command_section(parser, verb, cli.EXAMPLES[verb])
+        # A verb with subcommands (prepare): each one's own options, not a bare SOURCE ...
+        nested = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        for name, sub in nested.choices.items() if nested else ():
+            lines += command_section(sub, f"{verb} {name}", "", level=3)
     return "\n".join(lines)
 
 

@@ -15,7 +15,9 @@ Each response is one sentence, then at most one degradation:
   only when it would clip: 0-10 dB (heavy), 11-20 dB (audible), 25-30 dB (faint);
   nothing between 20 and 25 dB.
 - a level: the response scaled to an integrated loudness (BS.1770) of -60 to -50
-  LUFS (too quiet) or -40 to -18 LUFS; nothing between -50 and -40.
+  LUFS (too quiet), -40 to -35 LUFS (much quieter than speech at its natural
+  level, about -20 LUFS) or -30 to -18 LUFS; nothing between -50 and -40 or
+  between -35 and -30.
 - reverberation, sox `reverb`: light (30% in a 30% room) or heavy (100% in a 100%
   room, +6 dB wet gain).
 - clipping: gain by G dB over the peak, clip at the old peak level, scale back:
@@ -30,7 +32,10 @@ instruction, a winner only for a "clear and obvious" difference.
   comfortably (-50 LUFS or less). Of two acceptable responses, one that sounds
   clean (no degradation, or noise at 25 dB SNR or more, at any level and pace)
   wins against one with audible noise (11-20 dB SNR): hiss against none is clear
-  and obvious. Anything else between two acceptable responses (mild reverberation
+  and obvious. A response at its natural level wins against the same words
+  turned down to -40 to -35 LUFS (15 dB and more quieter: the listener strains
+  or reaches for the volume), unless the instruction asks for a loudness (then
+  the level is paralinguistics'). Anything else between two acceptable responses (mild reverberation
   or clipping, two noisy ones, two paces) is both_good.
 - content: the response says the quoted sentence, all of it; another sentence, a
   fragment or a near miss ("Calling" for "Call waiting") is not acceptable;
@@ -97,6 +102,11 @@ class Degradation:
         return self.kind == "silent"
 
     @property
+    def turned_down(self) -> bool:
+        """Acceptable, but much quieter than speech at its natural level: loses to it (the labelling rule)."""
+        return self.kind == "level" and -50 < self.amount <= -35
+
+    @property
     def audible(self) -> bool:
         """Acceptable but audibly noisy: loses to a clean-sounding response."""
         return self.kind in ("white", "pink") and 10 < self.amount <= 20
@@ -128,9 +138,9 @@ def vq_label(d1: Degradation, d2: Degradation) -> str:
     """The voice quality label of two responses from their degradations (the labelling rule)."""
     ok1, ok2 = not d1.heavy, not d2.heavy
     if ok1 and ok2:
-        if d1.sounds_clean and d2.audible:
+        if d1.sounds_clean and d2.audible or d2.turned_down and d1.kind != "level":
             return "1"
-        if d2.sounds_clean and d1.audible:
+        if d2.sounds_clean and d1.audible or d1.turned_down and d2.kind != "level":
             return "2"
     return typed_tie(ok1, ok2)
 

@@ -40,6 +40,27 @@ def test_the_command_page_has_every_option_of_every_command_with_its_help():
             assert reference._cell(formatter._expand_help(action)) in page, (verb, action.dest)
 
 
+def test_the_command_page_shows_every_subcommand_of_prepare_with_its_options():
+    page = reference.commands_page()
+    prepare = _parsers()["prepare"]
+    nested = next(a for a in prepare._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(nested.choices) == {"speakbench", "s2s-arena", "sagelm", "dataset", "pairs"}
+    for name, sub in nested.choices.items():
+        assert f"\n### prepare {name}\n" in page
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in page.split(f"### prepare {name}")[1], (name, option)
+
+
+def test_the_site_opens_from_disk_with_its_search_and_wide_code(tmp_path):
+    """The offline plugin writes the search index as a script a page loads from file://; the content width is
+    not the theme's 61rem, which cut code blocks and the pipeline diagram."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "  - offline" in config and "stylesheets/extra.css" in config
+    assert "max-width: min(96vw, 120rem)" in (DOCS / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+
+
 def test_changing_an_option_s_help_changes_the_page(monkeypatch):
     from trace_eval.commands import fuse
 

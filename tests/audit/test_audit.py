@@ -28,14 +28,15 @@ LOUDNESS = re.compile(r'"Integrated_Loudness_LUFS":\s*(-?[0-9.]+)')
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
-    """Three pairs of two-second stretches of read speech at different levels, instructions as text."""
+    """Five pairs of two-second stretches of read speech at different levels, instructions as text: ten clips, enough
+    for a Wilson interval to tell a judge swayed from one in line."""
     import soundfile as sf
 
     root = tmp_path_factory.mktemp("speech") / "bench"
     (root / "audio").mkdir(parents=True)
     files = sorted(LIBRIVOX.glob("*.wav"))
     items = []
-    for n in range(3):
+    for n in range(5):
         paths = []
         for side in (0, 1):
             samples, rate = sf.read(str(files[(2 * n + side) % len(files)]), dtype="float32")
@@ -101,7 +102,7 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
         audit = _audit(bench, tmp_path / "audit", server, tmp_path / "cache")
         report = audit["judges"][0]
         pairs = audit["pairs"]
-        assert pairs == 6 * len(PROBES) * 2  # every clip, every probe, both orders
+        assert pairs == 10 * len(PROBES) * 2  # every clip, every probe, both orders
         assert server.request_count == pairs  # one call per pair, counted ...
         assert report["run"]["calls"] == pairs and report["run"]["cache_hits"] == 0
         second = _audit(bench, tmp_path / "again", server, tmp_path / "cache")  # ... and cached: asked nothing
@@ -109,13 +110,15 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
     assert second["judges"][0]["run"]["cache_hits"] == pairs and second["judges"][0]["run"]["calls"] == 0
     assert second["judges"][0]["probes"] == report["probes"]
     louder, quieter, padded = (_probe(report, p)["labels"]["overall"] for p in PROBES)
-    assert louder["rate"] == 1.0 and louder["ci95"] == [1.0, 1.0] and louder["verdict"] == "swayed towards"
+    # Wilson over 10 clips: never a zero-width interval, whatever the rate.
+    assert louder["rate"] == 1.0 and louder["ci95"] == [0.7225, 1.0] and louder["verdict"] == "swayed towards"
+    assert (louder["n"], louder["clips"]) == (20, 10)
     assert quieter["rate"] == 0.0 and quieter["verdict"] == "swayed against"
     assert padded["rate"] == 0.5 and padded["verdict"] == "in line"  # silence does not change loudness
     assert louder["listeners"] == 0.61
     assert report["position_bias"]["verdict"] == "no position bias"
     md = (tmp_path / "audit" / "audit.md").read_text()
-    assert "| loudness+6dB | overall | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in md
+    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 61%; 40%–71% | **towards** |" in md
     assert (tmp_path / "audit" / "audit.png").stat().st_size > 0
     page = Path(audit["page"]["path"])  # the audit page: every probe pair playable beside its reference
     assert page == tmp_path / "audit" / "view" / "index.html" and page.is_file()
@@ -171,13 +174,13 @@ def test_the_command_audits_and_prints_the_report(bench, tmp_path, monkeypatch, 
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "audit"
     with LLMServer(responder=_louder) as server:
-        argv = ["audit", str(bench), "--model", "openai/audit-judge", "--api-base", server.api_base, "--clips", "2"]
+        argv = ["audit", str(bench), "--model", "openai/audit-judge", "--api-base", server.api_base, "--clips", "10"]
         argv += ["--probes", "loudness+6dB", "--only", "loudness", "--workers", "1", "--out", str(out), "--quiet"]
         assert main(argv) == 0
-        assert server.request_count == 2 * 2  # two clips, one probe, both orders
+        assert server.request_count == 10 * 2  # ten clips, one probe, both orders
     printed = capsys.readouterr().out
-    assert "| loudness+6dB | overall | 100% [100%, 100%] | 61%; 40%–71% | **towards** |" in printed
-    assert json.loads((out / "audit.json").read_text())["clips"] == 2
+    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 61%; 40%–71% | **towards** |" in printed
+    assert json.loads((out / "audit.json").read_text())["clips"] == 10
     assert main(["audit", str(bench), "--probes", "louder", "--out", str(out)]) == 2
     assert "unknown probe(s) louder" in capsys.readouterr().err
 
@@ -211,4 +214,48 @@ def test_two_backbones_are_audited_on_the_same_copies_side_by_side(bench, tmp_pa
     # With loudness alone, cues lacks the cues it needs (no transcript, no DNSMOS): undetermined, never guessed.
     cues_louder = _probe(audit["judges"][0], "loudness+6dB")["labels"]["overall"]
     assert cues_louder["rate"] is None and cues_louder["undetermined"] == 4 and cues_louder["verdict"] is None
-    assert _probe(audit["judges"][1], "loudness+6dB")["labels"]["overall"]["verdict"] == "swayed towards"
+    # Two clips cannot set a judge apart from listeners: uninformative, not in line (nor swayed).
+    louder = _probe(audit["judges"][1], "loudness+6dB")["labels"]["overall"]
+    assert louder["verdict"] == "uninformative" and louder["clips"] == 2
+    assert "Uninformative probes: 2 clip(s) decided; at least 4 are needed." in md
+
+
+def _both_bad(body: dict) -> Reply:
+    return Reply(verdict_json("both_bad", "both_bad", "both_bad"))
+
+
+def test_a_judge_that_answers_both_bad_everywhere_is_flagged_and_its_probes_uninformative(bench, tmp_path):
+    with LLMServer(responder=_both_bad) as server:
+        audit = _audit(bench, tmp_path / "audit", server, tmp_path / "cache")
+    report = audit["judges"][0]
+    assert report["flags"] and "answers both_bad on every one of its 60 decided pairs" in report["flags"][0]
+    for probe in report["probes"]:
+        slot = probe["labels"]["overall"]
+        # Every pair a tie: 50%, with an interval that is no point, and no claim to be in line.
+        assert slot["rate"] == 0.5 and slot["ci95"][0] < 0.5 < slot["ci95"][1]
+        assert slot["verdict"] == "uninformative" and "every decided pair both_bad" in slot["why"]
+    md = (tmp_path / "audit" / "audit.md").read_text()
+    assert "**Flagged:** openai/audit-judge answers both_bad on every one" in md and "| in line |" not in md
+
+
+def test_an_unknown_model_is_refused_before_any_clip_is_made(bench, tmp_path, capsys):
+    from trace_eval.cli import main
+
+    out = tmp_path / "audit"
+    assert main(["audit", str(bench), "--model", "cue", "--out", str(out), "--quiet"]) == 2
+    assert "--model cue: did you mean cues?" in capsys.readouterr().err
+    assert not out.exists()  # refused before Stage 1
+
+
+def test_ids_choose_the_clips_and_a_wrong_id_names_a_close_one(bench, tmp_path):
+    from trace_eval.audit.derive import choose_clips
+    from trace_eval.bench import load_benchmark
+
+    loaded = load_benchmark(bench)
+    assert {c.pair.id for c in choose_clips(loaded, None, ids=["p1"])} == {"p1"}
+    assert len(choose_clips(loaded, None, ids=["p1", "p3"])) == 4
+    with pytest.raises(ValueError, match=r"--ids: no item p11 .*\(did you mean p1\?\)"):
+        choose_clips(loaded, None, ids=["p11"])
+    # Items the judge can decide come first, in the seeded order among them.
+    chosen = choose_clips(loaded, 2, decidable=lambda pair: pair.id == "p4")
+    assert {c.pair.id for c in chosen} == {"p4"}

@@ -509,3 +509,16 @@ def test_run_folders_without_undetermined_fields_give_the_same_numbers(two_runs)
     a = after["runs"][0]
     assert (a["accuracy"]["4way"]["correct"], a["accuracy"]["4way"]["n"]) == (3, 7)  # the hand-computed value
     assert a["coverage"]["overall"] == {"decided": 7, "of": 8, "value": 7 / 8, "undetermined": 0, "no_verdict": 1}
+
+
+def test_no_empty_per_dimension_chart_when_only_overall_labels_exist(two_runs, tmp_path: Path) -> None:
+    from PIL import Image
+
+    bench, _, run_b = two_runs
+    assert main(["evaluate", str(run_b), "--out", str(tmp_path / "full")]) == 0
+    overall_only = tmp_path / "overall-only"
+    write_bench(overall_only, {i: (None, None, None, labels[3]) for i, labels in HUMAN.items()})
+    run = write_run(tmp_path / "run-overall", overall_only, {i: HUMAN[i][:3] for i in map(str, range(8))})
+    assert main(["evaluate", str(run), "--out", str(tmp_path / "only")]) == 0
+    full, only = (Image.open(tmp_path / name / "accuracy.png").size[0] for name in ("full", "only"))
+    assert only < 0.7 * full  # one panel (overall), not an empty per-dimension one beside it

@@ -259,3 +259,21 @@ def test_a_rubric_listing_kappa_gets_it_with_intervals_from_the_same_engine():
     assert "chance agreement is total" in run["metrics"]["kappa"]["honesty"]["reason"]
     assert run["intervals"]["kappa"]["honesty"]["ci95"] is None
     assert run["metrics"]["kappa"]["helpfulness"]["reason"].startswith("no item has both")
+
+
+def test_a_proportion_gets_a_wilson_interval_never_a_point_on_a_small_sample():
+    from trace_eval.evaluation.engine import Estimates
+    from trace_eval.evaluation.metrics import wilson_interval
+
+    ids = [f"i{k}" for k in range(6)]
+    estimates = Estimates(ids)
+    every = np.ones(6, dtype=bool)
+    all_right = estimates.proportion("six", every, every, "none")
+    three_of_four = estimates.proportion("four", np.array([1, 1, 1, 0, 0, 0], bool), every & (np.arange(6) < 4), "")
+    estimates.fill(SETTINGS)
+    # 6 of 6 was shown as 100.0% [100.0-100.0]: the interval now says how little six pairs show.
+    assert all_right["value"] == 1.0 and all_right["ci95"][0] == pytest.approx(0.6097, abs=1e-4)
+    assert all_right["ci95"][1] == 1.0
+    # One count, one interval: 3 of 4 is the same interval wherever it is computed.
+    assert three_of_four["ci95"] == list(wilson_interval(3, 4))
+    assert three_of_four["ci95"][0] == pytest.approx(0.3006, abs=1e-4)

@@ -495,7 +495,14 @@ def test_undetermined_and_skipped_verdicts_are_counted_never_scored(known_system
     board = leaderboard([run], by="all", settings=QUICK)
     source = board["sources"][1]
     overall, content, quality = (source["tables"][k] for k in ("overall", "content", "voice_quality"))
-    assert overall["left_out"] == {"undetermined": 1, "failed": 0, "skipped": 1, "not_judged": 236, "no_label": 0}
+    assert overall["left_out"] == {
+        "undetermined": 1,
+        "not_trusted": 0,
+        "failed": 0,
+        "skipped": 1,
+        "not_judged": 236,
+        "no_label": 0,
+    }
     assert overall["pairs"] == 1 and content["pairs"] == 1 and quality["pairs"] == 2
     first, second = _systems_of(known_systems["bench"], "p000")
     assert rows_by_system(content)[first]["left_out"]["undetermined"] == 1
@@ -554,3 +561,32 @@ def test_command_errors(known_systems, tmp_path: Path, capsys) -> None:
     # Several runs print, and write only where told.
     assert main(["leaderboard", str(known_systems["cues"]), str(known_systems["blind"])]) == 0
     assert "pass --out DIR" in capsys.readouterr().out
+
+
+def test_a_tie_at_the_top_is_said_as_a_tie_never_as_agreement(tmp_path: Path, capsys) -> None:
+    """People rank clear > quiet > wrong; the run ties clear and quiet (both_good between them)."""
+    pairs = [("clear", "quiet", "1", G)] * 2 + [("clear", "wrong", "1", "1"), ("quiet", "wrong", "1", "1")] * 3
+    items = [item(f"p{n}", a, b, (human,) * 4) for n, (a, b, human, _) in enumerate(pairs)]
+    bench = write_manifest(tmp_path / "bench", items)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"bench": str(bench), "fusion": "cap", "rubric": "trace"}))
+    lines = [
+        {"id": f"p{n}", "status": "ok", "verdicts": dict.fromkeys(DIMENSIONS, judged)}
+        for n, (*_, judged) in enumerate(pairs)
+    ]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["leaderboard", str(run), "--resamples", "1000"]) == 0
+    printed = capsys.readouterr().out
+    board = json.loads((run / "leaderboard" / "leaderboard.json").read_text())
+    [agreement] = [a for a in board["agreement"] if a["dimension"] == "overall"]
+    assert agreement["tied_top"] == {"judge": ["clear", "quiet"], "human": ["clear"]}
+    assert agreement["same_top"] is False
+    # clear's answers: acceptable in all 5 of its judged pairs; a count's interval, never [100%, 100%].
+    accepted = board["sources"][1]["acceptability"]["clear"]["overall"]
+    assert (accepted["acceptable"], accepted["n"]) == (5, 5) and accepted["ci95"][0] == pytest.approx(0.5655, abs=1e-3)
+    assert "top system clear and quiet (tied) (run) vs clear (human)" in printed
+    assert "top system the same" not in printed
+    assert "No single top system: clear and quiet tie at rank 1" in printed
+    markdown = (run / "leaderboard" / "leaderboard.md").read_text()
+    assert "clear and quiet (tied) / clear" in markdown and "No single top system" in markdown

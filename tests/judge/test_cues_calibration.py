@@ -73,6 +73,27 @@ def _quality(bp_values: dict, lufs: float = -23.0) -> dict:
     }
 
 
+def test_a_much_quieter_answer_loses_voice_quality_and_small_level_changes_do_not():
+    """DNSMOS scores a 20 dB quieter copy like the original; the level rule hears it. The bias audit's 3 and
+    6 dB probes stay below the rule's gap, and a loudness asked for leaves the level to Paralinguistics."""
+    scores = {"P808_Overall_Quality": 3.5, "DNSMOS_Personalized_Background_Quality": 2.5}
+    clear = _quality(scores, -20.5)
+
+    def label(lufs1: float, lufs2: float, instruction: str = 'Say "hello there"') -> str | None:
+        bp1, bp2 = _quality(scores, lufs1), _quality(scores, lufs2)
+        return judge_voice_quality(bp1, bp2, DEFAULT_THRESHOLDS, (None, None), instruction)[0]
+
+    # Before: both above the -45 LUFS floor, so both_good.
+    assert judge_voice_quality(clear, _quality(scores, -40.5), DEFAULT_THRESHOLDS)[0] == "1"
+    assert label(-40.5, -20.5) == "2"
+    assert label(-20.5, -35.0) == "1"  # the calibration set's -35 LUFS copy
+    for drop in (3.0, 6.0):  # the audit's level probes, from a clip at -20 or at -30 LUFS
+        assert label(-20.0, -20.0 - drop) == label(-30.0, -30.0 - drop) == "both_good"
+    assert label(-20.5, -30.0) == "both_good"  # the calibration set's -30 LUFS copy: still comfortable
+    assert label(-34.0, -40.0) == "both_good"  # both low, 6 LU apart
+    assert label(-20.5, -40.5, 'Say "hello there" very quietly.') == "both_good"
+
+
 def test_missing_quality_scores_leave_voice_quality_undetermined():
     scored = _quality({"P808_Overall_Quality": 3.5, "DNSMOS_Personalized_Background_Quality": 2.5})
     label, _, why = judge_voice_quality(scored, _quality({"P808_Overall_Quality": 3.4}), DEFAULT_THRESHOLDS)
@@ -106,6 +127,8 @@ def test_generation_is_deterministic_and_writes_the_manifest_it_describes(calibr
         "heldout-vq08",
         "heldout-vq12",
         "heldout-vq14",
+        "heldout-vq17",
+        "heldout-vq19",
         "heldout-c05",
         "heldout-p03",
         "heldout-p09",
@@ -129,6 +152,10 @@ def test_generation_is_deterministic_and_writes_the_manifest_it_describes(calibr
     assert manifest["heldout-vq12"]["label"]["voice_quality"] == "both_good"  # faint noise
     assert recipes["heldout-vq14"]["a"]["degradation"] == "scaled to -60 LUFS"
     assert manifest["heldout-vq14"]["label"]["voice_quality"] == "2"  # too quiet to hear comfortably
+    assert recipes["heldout-vq17"]["b"]["degradation"] == "scaled to -40 LUFS"
+    assert manifest["heldout-vq17"]["label"]["voice_quality"] == "1"  # much quieter than the natural level
+    assert recipes["heldout-vq19"]["b"]["degradation"] == "scaled to -30 LUFS"
+    assert manifest["heldout-vq19"]["label"]["voice_quality"] == "both_good"
     assert manifest["heldout-c05"]["label"] == {
         "content": "2",
         "voice_quality": "both_good",

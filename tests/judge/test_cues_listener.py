@@ -94,8 +94,13 @@ def test_an_answer_too_quiet_to_hear_fails_voice_quality_whatever_dnsmos_says():
     # Asked to whisper, the quiet answer meets the manner but still cannot be heard comfortably.
     first, _ = both_orders(f'Whisper "{FERRY}"', loud, quiet, "voice_quality")
     assert (first["voice_quality"], first["paralinguistics"]) == ("1", "2")
-    # A quiet answer that can be heard (-40 LUFS, a -20 dB gain) keeps its voice quality.
+    # A quiet answer that can be heard (-40 LUFS, a -20 dB gain) passes the floor, but loses to the same
+    # answer at its natural level (a listener hears the quieter of two equal answers as the worse one) ...
     first, _ = both_orders(SAY, loud, scored(3.05, 2.2, lufs=-40.0), "voice_quality")
+    assert first["voice_quality"] == "1"
+    assert "response 2 much quieter: 19.0 LU below the other, at -40.0 LUFS" in first["reasoning"]
+    # ... and keeps its voice quality against another as quiet.
+    first, _ = both_orders(SAY, scored(3.05, 2.2, lufs=-37.0), scored(3.05, 2.2, lufs=-40.0), "voice_quality")
     assert first["voice_quality"] == "both_good"
 
 

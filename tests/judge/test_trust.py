@@ -373,6 +373,17 @@ def test_leaderboard_and_view_can_use_trusted_verdicts_only(tmp_path):
     board = leaderboard([tmp_path / "run"], trusted_only=True, calibration=calibration)
     everything = leaderboard([tmp_path / "run"])
     assert json.dumps(board) != json.dumps(everything)
+    # Verdicts below the threshold are "not trusted", counted apart from those the judge left undetermined.
+    left = board["sources"][1]["tables"]["overall"]["left_out"]
+    assert left["not_trusted"] > 0 and left["undetermined"] == 0
+    assert board["trusted_only"]["calibration"] == str(calibration)
+    # The command writes a folder of its own and says what was trusted, by which threshold and file.
+    assert cli(["leaderboard", str(tmp_path / "run")]) == 0
+    assert cli(["leaderboard", str(tmp_path / "run"), "--trusted-only", "--calibration", str(calibration)]) == 0
+    trusted_md = (tmp_path / "run" / "leaderboard-trusted" / "leaderboard.md").read_text()
+    assert "Trusted verdicts only (run: confidence >= 1 (openai/half@trace, calibration))" in trusted_md
+    assert "not_trusted" in trusted_md
+    assert "Trusted verdicts only" not in (tmp_path / "run" / "leaderboard" / "leaderboard.md").read_text()
 
     files = write_view([tmp_path / "run"], tmp_path / "view", trusted_only=True, calibration=calibration)
     data = (files.index.parent / "data.js").read_text()
@@ -454,3 +465,28 @@ def test_fusing_again_recomputes_the_confidence_of_the_overall_label(tmp_path):
 
         fused = [load_rubric("trace").fusion.fuse_all(a)["vote"] for a in answers]
         assert record["confidence"]["overall"] == pytest.approx(fused.count(record["overall"]) / len(fused))
+
+
+def test_calibrate_on_runs_without_human_labels_stops_and_says_how_to_label(tmp_path, capsys):
+    specs = [PairSpec(id=f"p{i}", response_1=blueprint(f"answer {i} one"), response_2=blueprint("x")) for i in range(3)]
+    bench = write_benchmark(tmp_path / "bench", specs)
+    run = tmp_path / "run"
+    assert cli(["judge", "--bench", str(bench), "--model", "cues", "--out", str(run), "--quiet"]) == 0
+    out = tmp_path / "calibration.json"
+    assert cli(["calibrate", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no pair of" in err and "has a human overall label" in err
+    assert f"python -m trace_eval label {bench} --annotator NAME" in err and '"label"' in err
+    assert not out.exists()  # no file that trusts nothing
+
+
+def test_a_cascade_that_trusts_no_judge_warns_and_names_no_default_judge(tmp_path, capsys):
+    bench = cascade_bench(tmp_path / "bench", 2)
+    calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (None, 1)})
+    assert cli(["judge", "--bench", str(bench), "--cascade", "cues", "--out", str(tmp_path / "c")]) == 2
+    assert "python -m trace_eval calibrate" in capsys.readouterr().err  # where the calibration file comes from
+    cascade = ["judge", "--bench", str(bench), "--cascade", "cues", "--calibration", str(calibration)]
+    assert cli([*cascade, "--out", str(tmp_path / "c"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {calibration} trusts no judge of this cascade" in err and "coverage 0%" in err
+    assert "no --model" not in err and "judging with the offline" not in err

@@ -138,3 +138,24 @@ def test_a_dataset_dict_folder_is_read_by_split(tmp_path, clips, capsys):
     assert "no split 'train'; it has test (--split NAME)" in capsys.readouterr().err
     assert main(["prepare", "dataset", str(tmp_path / "b"), "--from", str(folder), *MAP, "--split", "test"]) == 0
     assert len(json.loads((tmp_path / "b" / "manifest.json").read_text())) == 2
+
+
+def test_audio_the_rows_point_to_is_fingerprinted_and_a_local_source_recorded_as_local(tmp_path, clips, capsys):
+    folder = tmp_path / "parquet"
+    folder.mkdir()
+    pq.write_table(style_table(clips, tmp_path), folder / "train-00000-of-00001.parquet")
+    (folder / "b2.wav").write_bytes(clips[(3, 16000)])  # the answer stored as a path, beside the table
+    out = tmp_path / "bench"
+    assert main(["prepare", "dataset", str(out), "--from", str(folder), *MAP, "--quiet"]) == 0
+    record = json.loads((out / "SOURCE.json").read_text())["sources"][0]
+    assert record["repo"] is None and record["local"] == str(folder.resolve())
+    assert [f["path"] for f in record["audio_files"]] == ["b2.wav"]
+    before = (out / "audio" / "s2" / "audio2.wav").read_bytes()
+    # The referenced wav changes: the re-run sees it, and writes the new audio.
+    (folder / "b2.wav").write_bytes(clips[(0, 16000)])
+    capsys.readouterr()
+    assert main(["prepare", "dataset", str(out), "--from", str(folder), *MAP, "--quiet"]) == 0
+    assert "already complete" not in capsys.readouterr().out
+    assert (out / "audio" / "s2" / "audio2.wav").read_bytes() != before
+    assert main(["prepare", "dataset", str(out), "--from", str(tmp_path / "parquett"), *MAP, "--quiet"]) == 1
+    assert f"--from {tmp_path / 'parquett'}: not found; did you mean {folder}?" in capsys.readouterr().err

@@ -126,3 +126,24 @@ def test_the_leaderboard_of_a_judge_run_over_the_pairs_ranks_the_systems(tmp_pat
     scores = [rows[s]["score"]["value"] for s in ranked]
     if None not in scores:  # Bradley-Terry scores, where the fit exists, rank them the same way
         assert scores == sorted(scores, reverse=True)
+
+
+def test_a_system_folder_matching_no_instruction_and_misspelt_paths_are_named(tmp_path, outputs, capsys):
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "answer-one.wav").write_bytes((outputs / "clear" / "q00.wav").read_bytes())
+    systems = ["--system", f"clear={outputs / 'clear'}", "--system", f"stray={stray}"]
+    systems += ["--system", f"tone={outputs / 'tone'}"]
+    given = ["--instructions", str(outputs / "instructions"), "--schedule", "all", "--quiet"]
+    assert main(["prepare", "pairs", str(tmp_path / "b"), *given, *systems]) == 1
+    err = capsys.readouterr().err
+    assert "system stray: no answer in" in err and "its 1 file(s): answer-one.wav" in err and "q00" in err
+    misspelt = ["--system", f"clear={outputs / 'claer'}", "--system", f"tone={outputs / 'tone'}"]
+    assert main(["prepare", "pairs", str(tmp_path / "c"), *given, *misspelt]) == 1
+    assert (
+        f"--system clear={outputs / 'claer'}: not found; did you mean {outputs / 'clear'}?" in capsys.readouterr().err
+    )
+    assert (
+        main(["prepare", "pairs", str(tmp_path / "d"), "--instructions", str(outputs / "instructoins"), *systems]) == 1
+    )
+    assert f"--instructions {outputs / 'instructoins'}: not found; did you mean" in capsys.readouterr().err

@@ -33,7 +33,10 @@ def test_the_folder_holds_the_label_files_items_and_audio_written_as_the_referen
     root, labels = snapshot
     out = tmp_path / "bench"
     assert prepare(out, root, labels) == 0
-    assert "3 items, 9 clips written" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "3 items, 9 clips written" in printed
+    # A label file that is not the release's is said on screen, not only in SOURCE.json.
+    assert f"note: the label file {labels.resolve()} is not the release's (github:" in printed
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest == json.loads(labels.read_text())  # the label file's items, unchanged
     for item in manifest:

@@ -165,6 +165,15 @@ def test_the_example_page_shows_every_pair_and_plays_audio_from_existing_files(
     assert_quiet_and_offline(browser, example_page)
 
 
+def test_the_confidence_sits_right_under_the_verdicts(browser, example_page):
+    open_page(browser, example_page, "#pair=mini-01")
+    cards = browser.execute_script("return [...document.getElementById('detail').children].map(e => e.className)")
+    assert "card consistency" in cards, cards
+    assert cards.index("card consistency") == cards.index("card verdicts") + 1, cards
+    assert "confidence (stated)" in browser.find_element("css selector", ".card.consistency").text
+    assert_quiet_and_offline(browser, example_page)
+
+
 def test_the_word_being_spoken_is_highlighted_as_the_answer_plays(browser, example_page):
     open_page(browser, example_page, "#pair=mini-01")
     clip = read_page_data(example_page)["clips"][read_page_data(example_page)["pairs"][0]["responses"][0]["clip"]]
@@ -360,3 +369,46 @@ def test_the_leaderboard_panel_says_why_it_has_no_scores(browser, example_page, 
         == "LEADERBOARD\nNo leaderboard: the items name no systems (model_a, model_b)."
     )
     assert_quiet_and_offline(browser, tmp_path / "page")
+
+
+def test_the_leaderboard_tab_says_a_tie_at_the_top_is_a_tie(browser, tmp_path):
+    """People rank clear > quiet > wrong; the run ties clear and quiet at the top."""
+    import numpy as np
+    import soundfile as sf
+
+    bench = tmp_path / "bench"
+    (bench / "audio").mkdir(parents=True)
+    tone = 0.1 * np.sin(2 * np.pi * 220 * np.arange(8000) / 16000)
+    for name in ("q", "clear", "quiet", "wrong"):
+        sf.write(str(bench / "audio" / f"{name}.wav"), tone, 16000, subtype="PCM_16")
+    pairs = [("clear", "quiet", "1", "both_good")] * 2 + [
+        ("clear", "wrong", "1", "1"),
+        ("quiet", "wrong", "1", "1"),
+    ] * 3
+    dims = ("content", "voice_quality", "paralinguistics")
+    items = [
+        {
+            "id": f"p{n}",
+            "instruction_path": "audio/q.wav",
+            "audio1_path": f"audio/{a}.wav",
+            "audio2_path": f"audio/{b}.wav",
+            "model_a": a,
+            "model_b": b,
+            "label": dict.fromkeys((*dims, "overall"), human),
+        }
+        for n, (a, b, human, _) in enumerate(pairs)
+    ]
+    (bench / "manifest.json").write_text(json.dumps(items))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"bench": str(bench), "fusion": "cap", "rubric": "trace"}))
+    lines = [{"id": f"p{n}", "status": "ok", "verdicts": dict.fromkeys(dims, j)} for n, (*_, j) in enumerate(pairs)]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    page = tmp_path / "page"
+    write_view([run], page)
+    open_page(browser, page)
+    browser.find_element("id", "tab-leaderboard").click()
+    agreement = browser.find_element("css selector", ".card.board.agreement").text
+    assert "clear and quiet (tied)" in agreement
+    scores = browser.find_element("css selector", ".card.board:not(.agreement)").text
+    assert "no single top system: clear and quiet tie at rank 1" in scores

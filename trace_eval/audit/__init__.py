@@ -15,6 +15,7 @@ and answer cache (trace_eval.judge), and reports how often the copy wins beside 
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from trace_eval.bench import load_benchmark
 from trace_eval.evaluation.bootstrap import BootstrapSettings
 from trace_eval.io import atomic_write_text, write_json
+from trace_eval.judge.backbones import FatalBackboneError, available_backbones, backbone_for
 from trace_eval.judge.runner import JudgeOptions, run_judge
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.rubrics import load_rubric
@@ -35,7 +37,7 @@ from .report import OVERALL, judge_report, markdown, write_figure
 
 __all__ = ["AuditOptions", "DEFAULT_CLIPS", "PROBES", "run_audit"]
 
-# Clips probed by default: 4 clips x 13 probes make 52 copies, whose blueprints take a few minutes on two
+# Clips probed by default: 4 clips x 14 probes make 56 copies, whose blueprints take a few minutes on two
 # CPU cores; --clips raises it (the intervals narrow with more clips).
 DEFAULT_CLIPS = 4
 FORMAT_VERSION = 1
@@ -48,6 +50,7 @@ class AuditOptions:
     judges: list[JudgeOptions] = field(default_factory=list)  # bench and out are set per judge
     clips: int | None = DEFAULT_CLIPS  # None: every response clip
     seed: int = 0  # which clips are chosen
+    ids: list[str] | None = None  # only the response clips of these items
     probes: list[str] = field(default_factory=lambda: list(PROBES))
     blueprints: BlueprintOptions = field(default_factory=BlueprintOptions)
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
@@ -69,6 +72,35 @@ def _write_page(runs: list[str | Path], folder: Path) -> dict:
     return {"path": str(files.index), "error": None}
 
 
+def quotes_words(pair) -> bool:
+    """The item's instruction quotes the words to say: the `cues` judge can decide its Content."""
+    from trace_eval.judge.cues import read_instruction
+
+    return bool(read_instruction(pair.instruction_text or "").quoted.strip())
+
+
+def check_model(model: str, api_base: str | None = None) -> None:
+    """Refuse a model no backbone and no litellm provider serves before any clip is made: "cue" would
+    otherwise fail only at the first call, after minutes of Stage 1."""
+    if backbone_for(model) != "litellm":
+        return
+    from trace_eval.judge.litellm_backbone import import_litellm
+
+    try:
+        import_litellm().get_llm_provider(model, api_base=api_base)
+    except FatalBackboneError:
+        return  # litellm missing: the judge says what to install, as it would without the audit
+    except Exception:
+        names = sorted(available_backbones())
+        close = difflib.get_close_matches(model, names, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ValueError(
+            f"--model {model}: {hint}it is no backbone ({', '.join(names)}) and litellm knows no provider for "
+            "it; give `cues` for the offline judge, or a litellm id with its provider (openai/gpt-4o, "
+            "or openai/NAME with --api-base for a local server)"
+        ) from None
+
+
 def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:
     """Write the audit bench, its blueprints, one judge run per backbone and the report; returns audit.json."""
     notice = notice or (lambda message: print(message, file=sys.stderr))
@@ -84,9 +116,12 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
                 f"rubric {rubric.name} judges single answers; the audit compares each copy with its reference, "
                 "so it needs a pairwise rubric (such as trace)"
             )
+    for judge in options.judges:
+        check_model(judge.model, judge.api_base)
     started = time.perf_counter()
     bench = load_benchmark(options.bench)
-    clips = choose_clips(bench, options.clips, options.seed)
+    cues = any(backbone_for(j.model) == "cues" for j in options.judges)
+    clips = choose_clips(bench, options.clips, options.seed, options.ids, quotes_words if cues else None)
     out = Path(options.out)
     pairs, copies = write_audit_bench(bench, clips, options.probes, out)
     audit_bench = out / "bench"

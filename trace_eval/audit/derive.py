@@ -13,9 +13,11 @@ with their caches: copies are deterministic, so their blueprints are found again
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,15 +60,36 @@ def _key(path: str) -> str:
     return f"{stem}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
 
 
-def choose_clips(bench: Benchmark, count: int | None, seed: int = 0) -> list[Clip]:
+def choose_clips(
+    bench: Benchmark,
+    count: int | None,
+    seed: int = 0,
+    ids: list[str] | None = None,
+    decidable: Callable[[Pair], bool] | None = None,
+) -> list[Clip]:
     """`count` response clips (all when None), in a seeded order over their paths: the same benchmark and seed
-    always choose the same clips, and a larger count adds clips without changing the ones chosen before."""
+    always choose the same clips, and a larger count adds clips without changing the ones chosen before.
+
+    `ids`: only the response clips of these items. `decidable`: the items a judge can decide come first (the
+    `cues` judge decides Content only where the instruction quotes the words to say), so a few clips are not
+    all answers it must leave undetermined."""
     clips: dict[str, Pair] = {}
+    if ids is not None:
+        known = {pair.id for pair in bench}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"--ids: no item {', '.join(unknown)} in {bench.root}{hint}")
     for pair in bench:
+        if ids is not None and pair.id not in ids:
+            continue
         for path in [pair.audio_path] if pair.pointwise else [pair.audio1_path, pair.audio2_path]:
             if path and path not in clips:
                 clips[path] = pair
     order = sorted(clips, key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
+    if decidable is not None:
+        order = sorted(order, key=lambda p: not decidable(clips[p]))  # stable: the seeded order within each
     chosen = order if count is None else order[:count]
     return [Clip(_key(p), p, clips[p]) for p in chosen]
 

@@ -11,6 +11,8 @@ judge is in line with them:
 - loudness: SpeechJudgeAudit's listeners preferred the copy made 6 dB louder 61% of the time (ties half).
   No published figure for 3 dB here; a judge is in line anywhere from indifference to that lean, within a
   tolerance of 0.1, and mirrored for quieter copies (a derived figure, said so in the report).
+- a large drop (-20 dB): far past that lean, the quieter of two otherwise equal answers is the worse one: a
+  clear loss on Voice Quality (at most 0.3), no win overall.
 - silence padding, tempo 0.9x/1.1x with pitch kept: a listener notices nothing that matters (0.5).
 - the answer repeated: a repeat adds nothing, so the copy should not win (at most 0.5, plus the tolerance).
 - the first half only (content lost) and background noise at 20 dB SNR (quality lost): a clear loss on the
@@ -239,6 +241,16 @@ def _probes() -> dict[str, Probe]:
         found.append(
             Probe(f"loudness{gain:+d}dB", "loudness", f"{gain:+d} dB gain", _gain(gain), _listeners(expectation))
         )
+    found.append(
+        Probe(
+            "loudness-20dB",
+            "loudness",
+            "-20 dB gain: the same answer far quieter",
+            _gain(-20),
+            _loss_on("voice_quality"),
+            headline="voice_quality",
+        )
+    )
     for seconds in (1, 3):
         for before in (True, False):
             where = "before" if before else "after"

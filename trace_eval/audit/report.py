@@ -1,11 +1,14 @@
 """The audit's numbers: how often the changed copy wins, per probe and label, beside what listeners do.
 
 A label is scored from the copy's side: the copy's number is a win (1), the reference's a loss (0), a typed
-tie (both_good, both_bad) half; an undetermined label (null) is left out and counted. Intervals are
-bootstrap percentile intervals over clips (a clip's two orders are resampled together), from
-trace_eval.evaluation.bootstrap. Position bias: how often position 1 wins over both orders of every pair
-(ties half; 0.5 is none, since the copy sits first exactly as often as second), and how often the two
-orders agree once the swap is undone.
+tie (both_good, both_bad) half; an undetermined label (null) is left out and counted. Intervals are Wilson
+score intervals with the clips as the sample size (a clip's two orders are not two independent draws), so
+a handful of clips never gives a zero-width interval. A probe is *uninformative*, not in line, when fewer
+than MIN_DECIDED_CLIPS clips have its label decided, when every decided pair is both_bad (no cue could move
+the label), or when the judge tied every pair of every probe (in line with indifference by default, not by
+judgement). Position bias: how often position 1 wins over both orders of every pair (ties half; 0.5 is none,
+since the copy sits first exactly as often as second), and how often the two orders agree once the swap is
+undone.
 """
 
 from __future__ import annotations
@@ -17,15 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from trace_eval.evaluation.bootstrap import BootstrapSettings, PairedBootstrap
+from trace_eval.evaluation.bootstrap import BootstrapSettings
+from trace_eval.evaluation.metrics import wilson_interval
 
 from .derive import ProbePair
 from .probes import PROBES, TOLERANCE
 
-__all__ = ["OVERALL", "copy_score", "judge_report", "markdown", "write_figure"]
+__all__ = ["MIN_DECIDED_CLIPS", "OVERALL", "copy_score", "judge_report", "markdown", "write_figure"]
 
 OVERALL = "overall"
 TIES = ("both_good", "both_bad")
+# Fewer clips with a decided label than this leave a probe uninformative: 4 clips all one way give a Wilson
+# interval of [51%, 100%], the least that can set a judge apart from indifference.
+MIN_DECIDED_CLIPS = 4
+UNINFORMATIVE = "uninformative"
 
 
 def copy_score(label: Any, copy_position: int) -> float | None:
@@ -41,10 +49,21 @@ def _first_score(label: Any) -> float | None:
     return copy_score(label, 1)
 
 
-def _slot(estimate) -> dict:
-    value = None if estimate.value is None else round(estimate.value, 4)
-    interval = None if estimate.interval is None else [round(float(x), 4) for x in estimate.interval]
-    return {"rate": value, "ci95": interval}
+def _slot(sums: np.ndarray, counts: np.ndarray) -> dict:
+    """The copy's rate over the decided pairs, its Wilson interval over the clips with a decided pair, and n."""
+    decided = counts > 0
+    clips = int(decided.sum())
+    if not clips:
+        return {"rate": None, "ci95": None, "n": 0, "clips": 0}
+    rate = float(sums.sum() / counts.sum())
+    interval = wilson_interval(rate * clips, clips)
+    assert interval is not None
+    return {
+        "rate": round(rate, 4),
+        "ci95": [round(x, 4) for x in interval],
+        "n": int(counts.sum()),
+        "clips": clips,
+    }
 
 
 def judge_report(
@@ -73,6 +92,8 @@ def judge_report(
         sums = {label: np.zeros(len(clips)) for label in labels}
         counts = {label: np.zeros(len(clips)) for label in labels}
         undetermined = dict.fromkeys(labels, 0)
+        ties_only = dict.fromkeys(labels, True)
+        both_bad_only = dict.fromkeys(labels, True)
         first_sums, first_counts = np.zeros(len(clips)), np.zeros(len(clips))
         orders: dict[str, dict[int, dict]] = defaultdict(dict)
         not_ok = 0
@@ -92,6 +113,8 @@ def judge_report(
                     continue
                 sums[label][i] += score
                 counts[label][i] += 1
+                ties_only[label] = ties_only[label] and score == 0.5
+                both_bad_only[label] = both_bad_only[label] and _label(record, label) == "both_bad"
             first = _first_score(_label(record, labels[-1]))
             if first is not None:
                 first_sums[i] += first
@@ -104,15 +127,9 @@ def judge_report(
                 if a is not None and b is not None:
                     both[index[clip]] = 1
                     consistent[index[clip]] = float(a == b)
-        boot = PairedBootstrap(len(clips))
-        for label in labels:
-            boot.add_mean(label, sums[label], counts[label])
-        boot.add_mean("position_1", first_sums, first_counts)
-        boot.add_mean("consistent", consistent, both)
-        estimates = boot.estimate(bootstrap)
         per_label = {}
         for label in labels:
-            slot = _slot(estimates[label])
+            slot = _slot(sums[label], counts[label])
             expectation = probe.expect(label)
             slot.update(
                 judged=int(counts[label].sum()),
@@ -122,8 +139,16 @@ def judge_report(
                 listeners_source=expectation.source,
                 verdict=expectation.verdict(slot["ci95"]) if slot["rate"] is not None else None,
             )
+            slot["ties_only"] = ties_only[label] and slot["judged"] > 0
             if slot["rate"] is None:
                 slot["why"] = "no label determined" if not_ok < len(items) else "no pair judged"
+            elif slot["clips"] < MIN_DECIDED_CLIPS:
+                slot["verdict"] = UNINFORMATIVE
+                slot["why"] = f"{slot['clips']} clip(s) decided; at least {MIN_DECIDED_CLIPS} are needed"
+            elif both_bad_only[label] and slot["verdict"] == "in line":
+                # Neither side acceptable on every pair: no change of the cue could move the label.
+                slot["verdict"] = UNINFORMATIVE
+                slot["why"] = "every decided pair both_bad: neither the copy nor its reference is acceptable"
             per_label[label] = slot
         probes.append(
             {
@@ -135,14 +160,34 @@ def judge_report(
                 "pairs": len(items),
                 "not_judged": not_ok,
                 "labels": per_label,
-                "position_1_rate": _slot(estimates["position_1"]),
-                "order_consistency": _slot(estimates["consistent"]),
+                "position_1_rate": _slot(first_sums, first_counts),
+                "order_consistency": _slot(consistent, both),
             }
+        )
+    # A judge that named no winner on any probe hears no difference at all: its ties are no judgement.
+    if all(p["labels"][p["headline"]].pop("ties_only") or p["labels"][p["headline"]]["judged"] == 0 for p in probes):
+        for entry in probes:
+            for slot in entry["labels"].values():
+                if slot.get("verdict") == "in line":
+                    slot["verdict"] = UNINFORMATIVE
+                    slot["why"] = "the judge tied every pair of every probe: it heard no difference either way"
+    for entry in probes:
+        for slot in entry["labels"].values():
+            slot.pop("ties_only", None)
+    flags = []
+    decided = [
+        _label(r, labels[-1]) for r in by_id.values() if r.get("status") == "ok" and _label(r, labels[-1]) is not None
+    ]
+    if decided and all(label == "both_bad" for label in decided):
+        flags.append(
+            f"answers both_bad on every one of its {len(decided)} decided pairs ({_title(labels[-1])}): it "
+            "accepts no answer, so no probe can move it and no probe can show it in line with listeners"
         )
     return {
         "judge": name,
         "labels": labels,
         "pairs": len(pairs),
+        "flags": flags,
         "status": dict(statuses),
         "position_bias": _pooled_position(by_id, pairs, labels[-1], bootstrap),
         "probes": probes,
@@ -162,11 +207,9 @@ def _pooled_position(by_id: dict, pairs: list[ProbePair], label: str, bootstrap:
             if score is not None:
                 sums[index[pair.clip]] += score
                 counts[index[pair.clip]] += 1
-    boot = PairedBootstrap(len(clips))
-    boot.add_mean("position_1", sums, counts)
-    slot = _slot(boot.estimate(bootstrap)["position_1"])
+    slot = _slot(sums, counts)
     verdict = None
-    if slot["ci95"] is not None:
+    if slot["ci95"] is not None and slot["clips"] >= MIN_DECIDED_CLIPS:
         low, high = slot["ci95"]
         verdict = (
             "favours position 1"
@@ -205,9 +248,17 @@ def _expected(slot: dict) -> str:
 
 
 def _short_verdict(slot: dict) -> str:
-    return {"in line": "in line", "swayed towards": "**towards**", "swayed against": "**against**"}.get(
-        slot.get("verdict") or "", "—"
-    )
+    return {
+        "in line": "in line",
+        "swayed towards": "**towards**",
+        "swayed against": "**against**",
+        UNINFORMATIVE: "uninformative",
+    }.get(slot.get("verdict") or "", "—")
+
+
+def _n(slot: dict) -> str:
+    """How many pairs decided the label, and on how many clips (the interval's sample size)."""
+    return f"{slot.get('n', slot.get('judged', 0))} ({slot.get('clips', 0)} clips)"
 
 
 def _title(label: str) -> str:
@@ -222,19 +273,29 @@ def markdown(audit: dict) -> str:
         "",
         f"Benchmark `{audit['bench']}`: {audit['clips']} response clips, {len(audit['probes'])} probes, "
         f"each copy judged against its reference in both orders ({audit['pairs']} pairs per judge).",
-        "Rate: how often the changed copy wins (ties half), with a 95% bootstrap interval over clips. "
-        "Listeners: the published rate where there is one, then the band counted as in line with them; "
-        "the verdict compares the interval with that band.",
+        "Rate: how often the changed copy wins (ties half), with a 95% Wilson interval over the clips; n: the "
+        "pairs that decided the label (and their clips). Listeners: the published rate where there is one, then "
+        "the band counted as in line with them; the verdict compares the interval with that band. "
+        f"Uninformative: fewer than {MIN_DECIDED_CLIPS} clips decided, or a judge that tied every pair of every probe.",
         "",
     ]
     for judge in audit["judges"]:
         labels = judge["labels"]
         lines += [f"## {judge['judge']}", ""]
-        header = ["probe", "label", "copy wins", "listeners", "verdict"] + [_title(x) for x in labels]
+        for flag in judge.get("flags") or []:
+            lines += [f"**Flagged:** {judge['judge']} {flag}.", ""]
+        header = ["probe", "label", "n", "copy wins", "listeners", "verdict"] + [_title(x) for x in labels]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for probe in judge["probes"]:
             slot = probe["labels"][probe["headline"]]
-            cells = [probe["probe"], _title(probe["headline"]), _pct(slot), _expected(slot), _short_verdict(slot)]
+            cells = [
+                probe["probe"],
+                _title(probe["headline"]),
+                _n(slot),
+                _pct(slot),
+                _expected(slot),
+                _short_verdict(slot),
+            ]
             for label in labels:
                 other = probe["labels"][label]
                 mark = "" if other.get("verdict") in ("in line", None) else f" {_short_verdict(other)}"
@@ -248,7 +309,22 @@ def markdown(audit: dict) -> str:
         ]
         undetermined = sum(p["labels"][p["headline"]]["undetermined"] for p in judge["probes"])
         if undetermined:
-            lines.append(f"{undetermined} pair(s) left their probe's label undetermined: left out of its rate.")
+            total = sum(p["pairs"] for p in judge["probes"])
+            lines.append(
+                f"{undetermined} of {total} pair(s) left their probe's label undetermined (left out of its rate): "
+                "the judge cannot decide those clips (the `cues` judge: answers to free-form instructions, whose "
+                "Content it cannot check). Choose clips it can decide with `--ids ITEM,...` (items whose "
+                "instruction quotes the words to say, for `cues`)."
+            )
+        why = sorted(
+            {
+                p["labels"][p["headline"]]["why"]
+                for p in judge["probes"]
+                if p["labels"][p["headline"]].get("verdict") == UNINFORMATIVE
+            }
+        )
+        if why:
+            lines.append(f"Uninformative probes: {'; '.join(why)}.")
         run = judge.get("run") or {}
         if run:
             lines.append(

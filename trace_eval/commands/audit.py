@@ -57,9 +57,16 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="N",
         type=_positive_int,
         default=DEFAULT_CLIPS,
-        help="response clips probed, chosen by a seeded order (default: %(default)s; 13 copies each)",
+        help="response clips probed, chosen by a seeded order (default: %(default)s; 14 copies each)",
     )
     p.add_argument("--all-clips", action="store_true", help="probe every response clip of the benchmark")
+    p.add_argument(
+        "--ids",
+        metavar="ITEM,...",
+        default=None,
+        help="probe the response clips of these items only (comma-separated ids): clips the judge can decide; "
+        "with `cues`, items whose instruction quotes the words to say (they come first by default)",
+    )
     p.add_argument("--seed", type=int, default=0, help="which clips are chosen (default: %(default)s)")
     p.add_argument(
         "--probes",
@@ -72,7 +79,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workers", metavar="N", type=_positive_int, default=None, help="Stage 1 worker processes")
     p.add_argument("--device", default="auto", help="Stage 1 device: auto, cpu, cuda (default: %(default)s)")
-    p.add_argument("--resamples", metavar="N", type=_positive_int, default=2000, help="bootstrap resamples")
+    p.add_argument(
+        "--resamples",
+        metavar="N",
+        type=_positive_int,
+        default=2000,
+        help="not used: the rates get Wilson intervals over clips (kept so that scripts passing it still run)",
+    )
     p.add_argument("--concurrency", metavar="N", type=_positive_int, default=8, help="judge calls in flight")
     p.add_argument("--temperature", metavar="T", type=float, default=0.0, help="sampling temperature (default: 0)")
     p.add_argument("--no-cache", action="store_true", help="ask the backbone even when an answer is cached")
@@ -114,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         judges=judges,
         clips=None if args.all_clips else args.clips,
         seed=args.seed,
+        ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
         blueprints=BlueprintOptions(
             only=[n.strip() for n in args.only.split(",")] if args.only else None,
             device=args.device,

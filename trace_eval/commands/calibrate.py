@@ -62,6 +62,14 @@ def run(args: argparse.Namespace) -> int:
         from trace_eval.labels.sample import fitting_pairs
 
         labels, drawn = fitting_pairs(bench, labels)
+        if not any(label.get(args.on) is not None for label in labels.labels.values()):
+            print(
+                f"error: no pair of {bench} has a human {args.on} label, and calibrate needs pairs people "
+                f"labelled: label them with `python -m trace_eval label {bench} --annotator NAME`, or give each "
+                f'item of the manifest its labels ("label": {{"{args.on}": "1" | "2" | "both_good" | "both_bad"}})',
+                file=sys.stderr,
+            )
+            return 2
         doc = calibrate_runs(runs, labels, args.agreement, args.delta, args.on)
     except (EvaluationError, RunFolderError, RubricError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

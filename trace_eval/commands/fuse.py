@@ -54,15 +54,18 @@ def print_table(run_dir: Path) -> None:
 
     rubric = rubric_of_run(load_config(run_dir))
     short = {d.name: "".join(word[0] for word in d.title.split()).upper() for d in rubric.dimensions}
-    print(f"{'pair':16s} " + " ".join(f"{s:>10s}" for s in short.values()) + f" {'overall':>10s}  status")
-    for record in read_results(run_dir / "results.jsonl").records:
+    records = read_results(run_dir / "results.jsonl").records
+    # Ids whole: prepared pairs are named "q00:base-vs-new", and a cut id names another pair or none.
+    width = max([16, *(len(str(r["id"])) for r in records)])
+    print(f"{'pair':{width}s} " + " ".join(f"{s:>10s}" for s in short.values()) + f" {'overall':>10s}  status")
+    for record in records:
         verdicts = record.get("verdicts") or {}
         # "?" marks an undetermined label (the judge lacked the evidence); "-" no verdict at all.
         blank = "?" if record.get("status") == "ok" else "-"
         cells = [str(verdicts.get(d) or blank) for d in short]
         missing = "; ".join(f"{short.get(d, d)}: {why}" for d, why in (record.get("undetermined") or {}).items())
         print(
-            f"{record['id'][:16]:16s} "
+            f"{str(record['id']):{width}s} "
             + " ".join(f"{cell:>10s}" for cell in cells)
             + f" {str(record.get('overall') or blank):>10s}  {record.get('status')}"
             + (f"  undetermined: {missing}" if missing else "")

@@ -232,12 +232,13 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
     if not model:
         model = "cues"
-        print(
-            "notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
-            "(deterministic rules over the blueprints)",
-            file=sys.stderr,
-        )
-    if model == "cues":
+        if not args.cascade:  # a cascade names its judges
+            print(
+                "notice: no --model and TRACE_JUDGE_MODEL is unset: judging with the offline `cues` backbone "
+                "(deterministic rules over the blueprints)",
+                file=sys.stderr,
+            )
+    if model == "cues" and not args.cascade:
         print(
             f"notice: the `cues` backbone {CUES_CONTENT}",
             file=sys.stderr,
@@ -309,7 +310,16 @@ def _run_cascade(args: argparse.Namespace, options) -> int:
     from trace_eval.judge.runfolder import RunFolderInUse
 
     if not (args.cascade and args.calibration):
-        print("error: --cascade JUDGE... and --calibration FILE go together", file=sys.stderr)
+        print(
+            "error: --cascade JUDGE... and --calibration FILE go together"
+            + (
+                "; make the calibration file with `python -m trace_eval calibrate RUNDIR... --out calibration.json` "
+                "on runs of each judge over human-labelled pairs (docs/trust.md)"
+                if args.cascade
+                else ""
+            ),
+            file=sys.stderr,
+        )
         return 2
     if args.dry_run:
         print(

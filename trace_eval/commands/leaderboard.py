@@ -102,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     print(read_line(args.runs, board["bench"]))
     for line in leaderboard_lines(board):
         print(line)
-    out = Path(args.out) if args.out else Path(args.runs[0]) / "leaderboard" if len(args.runs) == 1 else None
+    # A trusted-only board never overwrites the board of every verdict: a folder of its own.
+    folder = "leaderboard-trusted" if args.trusted_only else "leaderboard"
+    out = Path(args.out) if args.out else Path(args.runs[0]) / folder if len(args.runs) == 1 else None
     if out is None:
         print("(pass --out DIR to write leaderboard.json, leaderboard.md, the CSV files and the pictures)")
         return 0

@@ -2,8 +2,10 @@
 
 Statistics are registered over one list of evaluated items; `fill` then computes
 them all from one set of paired bootstrap resamples (bootstrap.PairedBootstrap),
-so the intervals of different runs, metrics and policies are paired. Proportions,
-Cohen's kappa and paired accuracy differences get their value and interval here;
+so the intervals of different runs, metrics and policies are paired. Proportions get
+their value and a Wilson score interval (one interval for one count, never zero-width
+on a small sample); Cohen's kappa and paired accuracy differences their value and
+bootstrap interval;
 a metric that computes its own values (scores.py) gets the intervals of the slots
 its columns describe. McNemar's test compares two runs item by item.
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from . import metrics
 from .bootstrap import BootstrapSettings, Estimate, PairedBootstrap
+from .metrics import wilson_interval
 
 PEARSON_MIN_ITEMS = 3  # with two items the correlation is always +1 or -1
 
@@ -80,8 +83,10 @@ class Estimates:
         if slot["n"] == 0:
             slot.update(value=None, ci95=None, reason=empty)
             return slot
-        self.boot.add_ratio(key, correct, eligible)
-        self._fills[key] = lambda estimate: _fill_value(slot, estimate)
+        # A count's interval is the Wilson score interval, the same wherever the count is shown: a bootstrap
+        # percentile interval collapses on small samples (6 of 6 would read [100%, 100%]).
+        interval = wilson_interval(slot["correct"], slot["n"])
+        slot.update(value=slot["correct"] / slot["n"], ci95=list(interval) if interval else None)
         return slot
 
     def kappa(

@@ -123,8 +123,12 @@ def _interval_bars(axes, groups: list[str], series: list[tuple[str, list[dict]]]
 def accuracy_figure(metrics: dict[str, Any], path: Path) -> Path:
     """Overall (4-, 3-, 2-way) and per-dimension accuracy of every run with 95% intervals."""
     runs = metrics["runs"]
-    figure = Figure(layout="constrained", figsize=(11, 1.2 + 1.1 * max(3, len(runs) * 1.2)))
-    left = figure.add_subplot(1, 2, 1)
+    dimensions = _dimensions(metrics)
+    # No per-dimension human label (only overall ones): no empty panel, one that says so in the report.
+    labelled = any(r["per_dimension"][d].get("value") is not None for r in runs for d in dimensions)
+    width, panels = (11, 2) if labelled else (5.5, 1)
+    figure = Figure(layout="constrained", figsize=(width, 1.2 + 1.1 * max(3, len(runs) * 1.2)))
+    left = figure.add_subplot(1, panels, 1)
     _interval_bars(
         left,
         ["4-way", "3-way", "2-way"],
@@ -132,8 +136,9 @@ def accuracy_figure(metrics: dict[str, Any], path: Path) -> Path:
     )
     left.set_title("Overall accuracy (95% CI)", fontsize=10)
     left.legend(fontsize=8, loc="lower right")
+    if not labelled:
+        return _save(figure, path)
     right = figure.add_subplot(1, 2, 2)
-    dimensions = _dimensions(metrics)
     _interval_bars(
         right, [_title(d) for d in dimensions], [(r["name"], [r["per_dimension"][d] for d in dimensions]) for r in runs]
     )

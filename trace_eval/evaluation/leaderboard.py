@@ -46,13 +46,16 @@ __all__ = [
     "leaderboard_blocks",
     "leaderboard_lines",
     "systems_section",
+    "tied_at_top",
+    "trusted_sentence",
+    "top_text",
     "write_leaderboard",
 ]
 
 VERSION = 1
 HUMAN = "human"
 # Why a pair is not scored for a source and dimension: counted per system, never scored as a tie.
-LEFT_OUT = ("undetermined", "failed", "skipped", "not_judged", "no_label")
+LEFT_OUT = ("undetermined", "not_trusted", "failed", "skipped", "not_judged", "no_label")
 _CODES = {label: code for code, label in enumerate(fusion.LABELS)}  # "1" 0, "2" 1, both_good 2, both_bad 3
 _NONE = -1
 # (response 1 acceptable, response 2 acceptable) by label code; the last row, for code -1, accepts nothing.
@@ -149,6 +152,8 @@ def run_source(
     why: dict[str, list[str | None]] = {k: [] for k in keys}
     for item in games.ids:
         record = records.get(item)
+        # --trusted-only: a verdict below its judge's threshold, made undetermined by trust.keep_trusted
+        untrusted = bool((run.raws.get(item) or {}).get("not_trusted"))
         for key in keys:
             label, reason = None, None
             if record is None:
@@ -159,10 +164,10 @@ def run_source(
                 # a key only of rubrics that fuse, and then every run has its policy (fusion_policy)
                 assert rubric.fusion is not None and policy is not None
                 label = rubric.fusion.fuse(policy, record.verdicts) if record.decided else None
-                reason = None if label else "undetermined"
+                reason = None if label else "not_trusted" if untrusted else "undetermined"
             else:
                 label = record.verdicts.get(key)
-                reason = None if label else "undetermined"
+                reason = None if label else "not_trusted" if untrusted else "undetermined"
             labels[key].append(label)
             why[key].append(reason)
     statuses: dict[str, int] = {}
@@ -502,18 +507,19 @@ def _matrix(games: Matchups, codes: np.ndarray, played: np.ndarray, scored: np.n
 
 
 def _acceptability(games: Matchups, totals: np.ndarray, slots: _Slots, settings: BootstrapSettings) -> list[dict]:
-    rate = _ratio(totals[:, slots.acceptable], totals[:, slots.scored])
-    return [
-        _slot(
-            rate[0, i],
-            rate[1:, i],
-            settings,
-            "no scored answer",
-            acceptable=int(totals[0, slots.acceptable][i]),
-            n=int(totals[0, slots.scored][i]),
+    """Each system's share of acceptable answers: a count, so its interval is the Wilson interval that every
+    count gets (evaluation.engine), never a point on a few answers."""
+    out: list[dict[str, Any]] = []
+    for i in range(len(games.systems)):
+        acceptable, n = int(totals[0, slots.acceptable][i]), int(totals[0, slots.scored][i])
+        if not n:
+            out.append({"value": None, "ci95": None, "reason": "no scored answer", "acceptable": 0, "n": 0})
+            continue
+        interval = metrics.wilson_interval(acceptable, n)
+        out.append(
+            {"value": acceptable / n, "ci95": list(interval) if interval else None, "acceptable": acceptable, "n": n}
         )
-        for i in range(len(games.systems))
-    ]
+    return out
 
 
 def _agreement(
@@ -536,13 +542,36 @@ def _agreement(
                 values[0], values[1:], settings, "undefined: one side gives every system one score", NO_SCORES_DRAWN
             )
     if common:
-        top_judge = names[common[int(np.argmax(judge[0, common]))]]
-        top_human = names[common[int(np.argmax(human[0, common]))]]
-        entry["top"] = {"judge": top_judge, "human": top_human}
-        entry["same_top"] = top_judge == top_human
+        tied = {side: _tied_top(scores[0], common, names) for side, scores in (("judge", judge), ("human", human))}
+        entry["top"] = {side: systems[0] for side, systems in tied.items()}
+        # Every system sharing the top score: a tie at the top is no agreement on one system.
+        entry["tied_top"] = tied
+        entry["same_top"] = tied["judge"] == tied["human"]
     else:
-        entry["top"], entry["same_top"] = None, None
+        entry["top"], entry["tied_top"], entry["same_top"] = None, None, None
     return entry
+
+
+def _tied_top(scores: np.ndarray, common: list[int], names: list[str]) -> list[str]:
+    """The systems with the highest score (to 1e-6 points: equal fits of equal records), best-named first."""
+    best = max(float(scores[i]) for i in common)
+    return sorted(names[i] for i in common if float(scores[i]) >= best - 1e-6)
+
+
+def top_text(agreement: dict[str, Any], side: str) -> str:
+    """The top system of one side of a rank agreement, "clear", or a tie, "clear and quiet (tied)"."""
+    tied = (agreement.get("tied_top") or {}).get(side) or [agreement["top"][side]]
+    return tied[0] if len(tied) == 1 else f"{', '.join(tied[:-1])} and {tied[-1]} (tied)"
+
+
+def _tie_sentence(tied: list[str]) -> str:
+    return f"No single top system: {', '.join(tied[:-1])} and {tied[-1]} tie at rank 1 with equal scores."
+
+
+def tied_at_top(table: dict[str, Any]) -> list[str]:
+    """The systems that share rank 1 of a ranking table, when more than one does."""
+    first = [r["system"] for r in table["systems"] if r["rank"]["value"] == 1]
+    return first if len(first) > 1 else []
 
 
 # -- the leaderboard ------------------------------------------------------------------------
@@ -675,14 +704,37 @@ def leaderboard(
     if not runs and bench is None:
         raise EvaluationError("give judge run folder(s), or a benchmark folder for its human labels")
     loaded = load_runs(list(runs))
+    trusted: dict[str, Any] | None = None
     if trusted_only:
-        from .trust import keep_trusted
+        from trace_eval.judge.confidence import read_calibration
 
+        from .trust import keep_trusted, trusted_ids
+
+        calibrated = read_calibration(Path(calibration)) if calibration else None
+        trusted = {
+            "calibration": str(calibration) if calibration else None,
+            "runs": {run.name: trusted_ids(run, calibrated)[1] for run in loaded},
+        }
         loaded = keep_trusted(loaded, Path(calibration) if calibration else None)
     rubric = _rubric(loaded)
     bench_path = bench_of(loaded, bench) if loaded or bench is None else Path(bench)
     human = load_human_labels(bench_path, rubric)
-    return build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
+    board = build_leaderboard(loaded, human, rubric, by, policy, baseline, settings, bench_path)
+    if trusted is not None:
+        board["trusted_only"] = trusted
+    return board
+
+
+def trusted_sentence(board: dict[str, Any]) -> str | None:
+    """What a --trusted-only leaderboard counted, or None for one of every verdict."""
+    trusted = board.get("trusted_only")
+    if not trusted:
+        return None
+    how = "; ".join(f"{name}: {rule}" for name, rule in trusted["runs"].items())
+    return (
+        f"Trusted verdicts only ({how}); the others are counted under not_trusted, apart from those the judge "
+        "left undetermined."
+    )
 
 
 def systems_section(
@@ -925,6 +977,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
             "scored as ties."
         ),
     ]
+    if trusted := trusted_sentence(board):
+        blocks.append(Paragraph(f"**{trusted}**"))
     baseline = board["baseline"]
     without_intervals: list[tuple[str, str]] = []
     for key in board["by"]:
@@ -969,6 +1023,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                 for r in table["systems"]
             ]
             blocks += [Heading(level + 2, _source_title(source)), Table(header, rows)]
+            if tied := tied_at_top(table):
+                blocks.append(Paragraph(_tie_sentence(tied)))
             if table["fit"]["reason"]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
@@ -1027,7 +1083,7 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                         str(len(a["systems"])),
                         _correlation(a["kendall_tau"]),
                         _correlation(a["spearman_rho"]),
-                        (f"{a['top']['judge']} / {a['top']['human']}" + (" (same)" if a["same_top"] else ""))
+                        (f"{top_text(a, 'judge')} / {top_text(a, 'human')}" + (" (same)" if a["same_top"] else ""))
                         if a["top"]
                         else "—",
                     ]
@@ -1085,6 +1141,8 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
     lines.append(
         f"{items['ranked']} of {items['in_benchmark']} items name two systems; {len(board['systems'])} systems"
     )
+    if trusted := trusted_sentence(board):
+        lines.append(trusted)
     if items["without_systems"]:
         lines.append(f"  {items['without_systems']} item(s) without both system names, left out")
     if items["same_system"]:
@@ -1105,6 +1163,8 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
                 lines.append(f"  no intervals: {_reasons(table)}")
             if table["fit"].get("prior"):
                 lines.append(f"  prior: {table['fit']['prior']}; inf: an interval's open end")
+            if tied := tied_at_top(table):
+                lines.append(f"  {_tie_sentence(tied)}")
             width = max(len(r["system"]) for r in table["systems"])
             for r in table["systems"]:
                 score = r["score"]
@@ -1132,6 +1192,10 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
         lines.append(
             f"{a['run']} vs human, {a['dimension']}: Kendall tau {tau['value']:.2f}{ci(tau)}, "
             f"Spearman rho {rho['value']:.2f}{ci(rho)}, top system "
-            + ("the same" if a["same_top"] else f"{a['top']['judge']} (run) vs {a['top']['human']} (human)")
+            + (
+                f"the same: {top_text(a, 'judge')}"
+                if a["same_top"]
+                else f"{top_text(a, 'judge')} (run) vs {top_text(a, 'human')} (human)"
+            )
         )
     return lines

@@ -178,6 +178,22 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     return float(low), float(high)
 
 
+def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion `successes` / `n`; None when n is 0.
+
+    Unlike a bootstrap percentile interval it never collapses to a point on a small sample: 6 of 6 is
+    [61%, 100%], not [100%, 100%]. `successes` may be fractional (a tie counted half).
+    """
+    if n <= 0:
+        return None
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The interval holds the estimate exactly (rounding must not put 6 of 6 just under its own upper end).
+    return max(0.0, min(p, float(centre - half))), min(1.0, max(p, float(centre + half)))
+
+
 Statistic = Callable[[np.ndarray], np.ndarray]
 
 

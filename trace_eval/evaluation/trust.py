@@ -281,6 +281,7 @@ def keep_trusted(runs: list[JudgeRun], calibration: Path | None = None) -> list[
                 "fused": {policy: None for policy in raw.get("fused") or {}},
                 OVERALL: None,
                 "undetermined": {dim: why for dim in verdicts},
+                "not_trusted": True,  # counted apart from verdicts left undetermined by the judge
             }
         kept.append(JudgeRun(run.name, replace(run.folder, records=records)))
     return kept

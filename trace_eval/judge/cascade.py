@@ -172,6 +172,12 @@ def _run_cascade(
     except (CalibrationFileError, RubricError) as e:
         raise JudgeError(str(e)) from None
     judges = cascade_judges(specs, doc, rubric, calibration)
+    if all(j.threshold is None for j in judges):
+        notice(
+            f"warning: {calibration} trusts no judge of this cascade (none has a calibrated threshold: "
+            f"{'; '.join(f'{j.key}: {j.why_no_threshold}' for j in judges)}), so every pair will be left "
+            "undetermined (coverage 0%); calibrate on more human-labelled pairs, or with a lower --agreement"
+        )
     on = str(doc.get("label") or "overall")
     policy = next((j.settings["fusion"] for j in judges if j.settings.get("fusion")), options.fusion)
     if on != "overall" and on not in rubric.names:

@@ -47,7 +47,11 @@ Rules, per dimension:
   the personalised background (noise) score BAK at least 1.45 and the integrated
   loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
   scores a clip 30 dB quieter the same). Of two acceptable responses one wins,
-  within the pair, when it sounds clearly better. At one pace and in one voice
+  within the pair, when it sounds clearly better. The much quieter one loses:
+  12 LU or more below the other and below -32.5 LUFS, where a listener strains
+  or reaches for the volume (a clean answer against the same turned down to -35
+  or -40 LUFS in the calibration set; never the bias audit's 3 and 6 dB steps),
+  unless the instruction asks for a loudness (then it is Paralinguistics'). At one pace and in one voice
   register (speaking rates less than 1.4 times apart, mean pitches less than
   1.25 times), its P.808 higher by 0.35 and its BAK by 0.05 (audible noise
   against less: the same speech with noise at 11-20 dB SNR against a clean
@@ -112,7 +116,9 @@ __all__ = [
 # 4: a listener's rules: Voice Quality within the pair and a loudness floor, Content on words, unmeasured
 # manners undetermined, no speech failing every manner. 5: speaking rate over the speech span (silence around
 # an answer no longer makes it slow); Content needs 75% of the quote's length, not 60% (half an answer passed).
-CUES_VERSION = "5"
+# 6: of two acceptable responses the much quieter one loses Voice Quality; an unrelated answer is a sure
+# Content loss (its confidence from the longer quoted words it says, not the function words every sentence has).
+CUES_VERSION = "6"
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,8 @@ class Thresholds:
     quality_min_p808: float = 2.7  # P.808 overall
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
     quality_min_lufs: float = -45.0  # integrated loudness: quieter is too quiet to hear comfortably
+    quality_quieter_lu: float = 12.0  # of two acceptable responses, one this much quieter than the other ...
+    quality_comfortable_lufs: float = -32.5  # ... and below this level loses (a listener turns it up, or misses it)
     quality_clear_margin: float = 0.85  # P.808 lead that makes one of two acceptable responses the winner ...
     quality_pace_ratio: float = 1.4  # ... unless their speaking rates differ this much (pace, not quality)
     quality_voice_ratio: float = 1.25  # mean pitches within this: one voice register, DNSMOS leads comparable
@@ -490,8 +498,37 @@ def no_speech(bp: dict | None, doubt: str | None = None) -> bool:
     return not doubt and isinstance(transcript, str) and not transcript.strip()
 
 
+def asks_for_level(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> bool:
+    """The instruction asks for a loudness (quietly, loudly): then the level is Paralinguistics' business."""
+    return any(cue.name in ("quiet", "loud") for cue in paralinguistic_cues(instruction, t))
+
+
+def much_quieter(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str | None, str]:
+    """Of two acceptable responses, the louder one ("1" or "2") when the other is much quieter than it and
+    below a comfortable listening level, else None; and what was read.
+
+    Both conditions: a gap alone is no loss when both are loud enough (-20 against -32 LUFS), and a low level
+    alone is no loss when the other is as low (both turned down alike). The gap sits well past the level
+    differences listeners barely hear (SpeechJudgeAudit: a +6 dB copy is preferred 61% of the time), so the
+    bias audit's 3 and 6 dB probes never meet it, while a 20 dB drop always does.
+    """
+    l1, l2 = (_get(bp, "agent_audio_properties", "Integrated_Loudness_LUFS") for bp in (bp1, bp2))
+    if l1 is None or l2 is None:
+        return None, "loudness unmeasured"
+    louder, quiet = ("1", l2) if l1 >= l2 else ("2", l1)
+    gap = abs(l1 - l2)
+    if gap >= t.quality_quieter_lu and quiet < t.quality_comfortable_lufs:
+        other = "2" if louder == "1" else "1"
+        return louder, f"response {other} much quieter: {gap:.1f} LU below the other, at {quiet:.1f} LUFS"
+    return None, f"levels {gap:.1f} LU apart"
+
+
 def judge_voice_quality(
-    bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None] = (None, None)
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None] = (None, None),
+    instruction: str = "",
 ) -> Judgement:
     oks: list[bool | None] = []
     notes, missing = [], []
@@ -507,14 +544,20 @@ def judge_voice_quality(
             missing.append(f"response {n} {' and '.join(unmeasured)} unmeasured")
     label, why = decide(oks, missing)
     if label == "both_good":
-        better, reading = clearly_better(bp1, bp2, t)
-        label = better or label
-        notes.append(reading)
+        louder, reading = (None, "") if asks_for_level(instruction, t) else much_quieter(bp1, bp2, t)
+        if louder:
+            label = louder
+            notes.append(reading)
+        else:
+            better, reading = clearly_better(bp1, bp2, t)
+            label = better or label
+            notes.append(reading)
     rule = (
         f"acceptable at P.808 {t.quality_min_p808:g}, BAK {t.quality_min_background:g} and "
-        f"{t.quality_min_lufs:g} LUFS or more; a winner by P.808 {t.quality_noise_margin_p808:g} with BAK "
-        f"{t.quality_noise_margin_background:g} at one pace and voice, or by P.808 {t.quality_clear_margin:g} "
-        f"at one pace"
+        f"{t.quality_min_lufs:g} LUFS or more; a winner by {t.quality_quieter_lu:g} LU louder than another below "
+        f"{t.quality_comfortable_lufs:g} LUFS (unless a loudness is asked for), by P.808 "
+        f"{t.quality_noise_margin_p808:g} with BAK {t.quality_noise_margin_background:g} at one pace and voice, "
+        f"or by P.808 {t.quality_clear_margin:g} at one pace"
     )
     return label, f"{rule}; " + ", ".join(notes), why
 
@@ -742,6 +785,8 @@ MARGIN_SCALES = {
     "quality_min_p808": 0.3,  # MOS
     "quality_min_background": 0.3,  # MOS
     "quality_min_lufs": 5.0,  # LU
+    "quality_quieter_lu": 4.0,  # LU
+    "quality_comfortable_lufs": 4.0,  # LU
     "quality_clear_margin": 0.3,  # MOS lead
     "quality_noise_margin_p808": 0.2,  # MOS lead
     "quality_noise_margin_background": 0.1,  # MOS lead
@@ -805,8 +850,16 @@ def content_margin(
             said = _words(transcript)
             recall = _recall(quoted, said, t)
             length = len(_letters(said)) / max(1, len(_letters(quoted)))
+            below = _distance(recall, "content_min_recall", t)
+            if recall < t.content_min_recall:
+                # How far from the floor an answer that fails it sits is read on the quoted words of four
+                # letters or more: the function words any sentence shares ("the", "a") bring an unrelated
+                # answer near the floor without bringing it near the quote.
+                longer = [w for w in quoted if len(_letters([w])) >= 4]
+                if longer:
+                    below = max(below, _distance(_recall(longer, said, t), "content_min_recall", t))
             checks = [
-                (recall >= t.content_min_recall, _distance(recall, "content_min_recall", t)),
+                (recall >= t.content_min_recall, below),
                 (length >= t.content_min_length, _distance(length, "content_min_length", t)),
             ]
             margins.append(_response_margin(checks, False))
@@ -814,7 +867,12 @@ def content_margin(
 
 
 def quality_margin(
-    bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None], label: str | None
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None],
+    label: str | None,
+    instruction: str = "",
 ) -> Margin:
     """Voice Quality: each cue against its floor; of two acceptable responses, the P.808 and BAK leads
     against the margins that make a winner (the pace and voice gates are not measured as margins)."""
@@ -834,6 +892,20 @@ def quality_margin(
     margin = _pair_margin(margins)
     if margin is None or label not in ("1", "2", "both_good"):
         return margin
+    # The level rule needs both the gap and the low level: its distance is the larger shortfall when it did
+    # not decide, the smaller lead when it did.
+    level: Margin = None
+    l1, l2 = (_get(bp, "agent_audio_properties", "Integrated_Loudness_LUFS") for bp in (bp1, bp2))
+    if l1 is not None and l2 is not None and not asks_for_level(instruction, t):
+        parts = [
+            (abs(l1 - l2) >= t.quality_quieter_lu, _distance(abs(l1 - l2), "quality_quieter_lu", t)),
+            (min(l1, l2) < t.quality_comfortable_lufs, _distance(min(l1, l2), "quality_comfortable_lufs", t)),
+        ]
+        if all(reached for reached, _ in parts):
+            if label != "both_good":
+                return min(margin, min(d for _, d in parts))
+        else:
+            level = max(d for reached, d in parts if not reached)
     p1, p2 = (_get(bp, "agent_audio_quality", "P808_Overall_Quality") for bp in (bp1, bp2))
     b1, b2 = (_get(bp, "agent_audio_quality", "DNSMOS_Personalized_Background_Quality") for bp in (bp1, bp2))
     if None in (p1, p2, b1, b2):
@@ -850,7 +922,8 @@ def quality_margin(
         # No winner: as sure as the nearest rule is from making one. The noise rule needs both leads, so
         # its distance is the larger shortfall (when both leads are there, the pace or voice gate held it).
         shortfalls = [d for reached, d in leads if not reached]
-        return min(margin, clear, max(shortfalls) if shortfalls else clear)
+        nearest = min(margin, clear, max(shortfalls) if shortfalls else clear)
+        return nearest if level is None else min(nearest, level)
     by_noise = clearly_better(bp1, bp2, t)[1].startswith(f"response {label} cleaner")
     return min(margin, min(d for _, d in leads) if by_noise else clear)
 
@@ -923,7 +996,7 @@ def cue_confidence(
     """{dimension: confidence} of each determined label, from the margin of its deciding cues."""
     margins = {
         "content": content_margin(instruction, bp1, bp2, t, doubts),
-        "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality")),
+        "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality"), instruction),
         "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts),
     }
     return {dim: confidence_of(m) for dim, m in margins.items() if labels.get(dim) is not None and m is not None}
@@ -944,7 +1017,7 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
-    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts)
+    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
     reasoning = (
         f"Content: {why_c} -> {content or 'undetermined'}. "

@@ -17,6 +17,7 @@ from trace_eval.prepare.folder import (
     Prepared,
     PrepareError,
     Problem,
+    close_match,
     file_entry,
     merge_clips,
     prepare_folder,
@@ -56,12 +57,36 @@ def prepare_dataset(
     progress: bool = True,
     force: bool = False,
 ) -> Prepared:
+    if not Path(source).exists():
+        raise PrepareError(f"--from {source}: not found{close_match(Path(source))}")
     table = open_table(source, split)
     plan = plan_dataset(table, columns, name or Path(source).resolve().name)
-    snapshot = local_snapshot(repo or str(source), source)
     files = [file_entry(f, str(f.relative_to(table.root))) for f in table.files]
-    plan.sources.append(snapshot_record(snapshot, files, local=True) | {"split": split, "columns": columns})
+    # Audio the rows only point to is part of the source: a changed wav changes the fingerprint, so a re-run
+    # writes it again instead of calling the folder complete.
+    audio_columns = [c for f, c in columns.items() if f in AUDIO_FIELDS]
+    audio = [file_entry(f, _relative(f, table.root)) for f in table.referenced_files(audio_columns)]
+    if repo is None:  # a local dataset is recorded as local, never as a hub repository it is not
+        record: dict[str, Any] = {
+            "kind": "dataset",
+            "repo": None,
+            "revision": None,
+            "local": str(Path(source).resolve()),
+        }
+        record["files"] = files
+    else:
+        record = snapshot_record(local_snapshot(repo, source), files, local=True)
+    if audio:
+        record["audio_files"] = audio
+    plan.sources.append(record | {"split": split, "columns": columns})
     return prepare_folder(out, plan, skip_bad=skip_bad, progress=progress, force=force)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def plan_dataset(table: Table, columns: dict[str, str], name: str) -> Plan:

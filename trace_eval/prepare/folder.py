@@ -13,6 +13,7 @@ writes nothing.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ __all__ = [
     "Prepared",
     "Problem",
     "SOURCE_FILE",
+    "close_match",
     "prepare_folder",
     "file_entry",
     "file_reader",
@@ -96,6 +98,17 @@ class Prepared:
     unchanged: bool  # the folder was already complete from the same sources: nothing was written
     notes: list[str] = field(default_factory=list)
     missing: dict[str, list[str]] = field(default_factory=dict)
+
+
+def close_match(path: Path) -> str:
+    """ "; did you mean X?" naming the entry beside `path` spelt most like it, or ""."""
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        names = sorted(p.name for p in parent.iterdir())
+    except OSError:
+        return ""
+    found = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+    return f"; did you mean {parent / found[0]}?" if found else ""
 
 
 def file_entry(path: Path, name: str | None = None) -> dict[str, Any]:
@@ -199,6 +212,12 @@ def prepare_folder(
     root = Path(root).resolve()
     _check_items(plan)
     fingerprint = _fingerprint(plan)
+    # A label file that is not the release's is said where it is seen, not only in SOURCE.json.
+    plan.notes += [
+        f"the label file {source.get('local')} is not the release's ({source['release']}): its labels are used as given"
+        for source in plan.sources
+        if source.get("matches_release") is False and source.get("release")
+    ]
     if not force and _complete(root, fingerprint):
         return Prepared(root, len(plan.items), 0, 0, [], True, plan.notes, plan.missing)
     root.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ from trace_eval.prepare.folder import (
     Prepared,
     PrepareError,
     Problem,
+    close_match,
     file_entry,
     file_reader,
     merge_clips,
@@ -60,7 +61,7 @@ def read_instructions(path: str | Path) -> list[Instruction]:
     elif path.is_file():
         instructions = _manifest_instructions(path)
     else:
-        raise PrepareError(f"{path}: not found")
+        raise PrepareError(f"--instructions {path}: not found{close_match(path)}")
     counts = Counter(i.id for i in instructions)
     twice = sorted(i for i, n in counts.items() if n > 1)
     if twice:
@@ -118,7 +119,8 @@ def prepare_pairs(
 
 def _answers(name: str, folder: Path, ids: list[str], problems: list[Problem]) -> dict[str, Path]:
     if not folder.is_dir():
-        raise PrepareError(f"system {name}: {folder} is not a folder")
+        what = "is not a folder" if folder.exists() else "not found"
+        raise PrepareError(f"--system {name}={folder}: {what}{close_match(folder)}")
     found: dict[str, Path] = {}
     for iid in ids:
         files = [folder / f"{iid}{s}" for s in AUDIO_SUFFIXES if (folder / f"{iid}{s}").is_file()]
@@ -127,6 +129,17 @@ def _answers(name: str, folder: Path, ids: list[str], problems: list[Problem]) -
         elif files:
             found[iid] = files[0]
     return found
+
+
+def _matches_nothing(name: str, folder: Path, ids: list[str]) -> str:
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    held = (
+        f"its {len(files)} file(s): {', '.join(files[:5])}{', …' if len(files) > 5 else ''}" if files else "it is empty"
+    )
+    return (
+        f"system {name}: no answer in {folder} is named after an instruction ({held}); an answer to instruction "
+        f"ID is ID.wav (or .mp3, .flac, ...), with instruction ids {', '.join(ids[:5])}{', …' if len(ids) > 5 else ''}"
+    )
 
 
 def plan_pairs(
@@ -148,6 +161,9 @@ def plan_pairs(
     problems: list[Problem] = []
     ids = [i.id for i in instructions]
     answers = {name: _answers(name, Path(folder), ids, problems) for name, folder in systems.items()}
+    for name, found in answers.items():
+        if not found:  # never dropped in silence: its folder holds something else
+            raise PrepareError(_matches_nothing(name, Path(systems[name]), ids))
     missing = {name: [i for i in ids if i not in found] for name, found in answers.items()}
     missing = {name: gone for name, gone in missing.items() if gone}
 

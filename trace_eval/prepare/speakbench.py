@@ -151,7 +151,11 @@ def _from_parquet(items: list[dict], problems: list[Problem], table: Table, snap
             )
     clips = merge_clips(clips, problems)
     unlabelled = len(rows) - len(joined)
-    notes = [f"{unlabelled} row(s) of the dataset are in no label item (the release leaves out instruction_ID 0)"]
+    notes = (
+        [f"{unlabelled} row(s) of the dataset are in no label item (the release leaves out instruction_ID 0)"]
+        if unlabelled
+        else []
+    )
     files = [
         file_entry(f, str(f.relative_to(table.root)) if f.is_relative_to(table.root) else f.name) for f in table.files
     ]

@@ -84,6 +84,34 @@ class Table:
                     out.append((RowRef(f, 0, r), row))
         return out
 
+    def referenced_files(self, columns: list[str]) -> list[Path]:
+        """The audio files that cells of `columns` point to without embedding the audio (a `to_parquet` dataset
+        stores paths), existing ones only: what the prepared folder is a function of beside the tables. The
+        embedded bytes are never read here."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        found: set[Path] = set()
+        for f in range(len(self.files)):
+            table = pq.read_table(self.files[f], columns=columns) if self.kind == "parquet" else self._arrow(f)
+            for column in columns:
+                cells = table.column(column)
+                if pa.types.is_struct(cells.type):
+                    paths = pc.if_else(
+                        pc.is_null(pc.struct_field(cells, "bytes")), pc.struct_field(cells, "path"), None
+                    )
+                elif pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type):
+                    paths = cells
+                else:
+                    continue
+                for value in paths.to_pylist():
+                    if value:
+                        path = Path(value) if Path(value).is_absolute() else self.root / value
+                        if path.is_file():
+                            found.add(path)
+        return sorted(found)
+
     def audio(self, ref: RowRef, column: str) -> tuple[bytes, str]:
         """The encoded audio of one cell and its file suffix; KeyError when the cell holds none."""
         import pyarrow.parquet as pq

@@ -546,8 +546,9 @@
       DETAIL.replaceChildren(problems(), message("No pair matches these filters."));
       return;
     }
-    DETAIL.replaceChildren(problems(), header(pair), instruction(pair), verdicts(pair), responses(pair),
-      fusedLabels(pair), consistency(pair));
+    // The confidence (and agreement, deciding judge) right under the verdicts it qualifies.
+    DETAIL.replaceChildren(problems(), header(pair), instruction(pair), verdicts(pair), consistency(pair),
+      responses(pair), fusedLabels(pair));
     updateNav();
     DETAIL.scrollTop = 0;
   }
@@ -819,8 +820,20 @@
         "top system (people)"].map((t) => h("th", {}, t)))),
       h("tbody", {}, board.agreement.map((a) => h("tr", {}, h("th", {}, a.run), h("td", {}, a.systems.length),
         correlation(a.kendall_tau), correlation(a.spearman_rho),
-        h("td", { class: a.same_top === false ? "disagree" : "" }, a.top ? a.top.judge : "–"),
-        h("td", {}, a.top ? a.top.human : "–"))))));
+        h("td", { class: a.same_top === false ? "disagree" : "" }, a.top ? topText(a, "judge") : "–"),
+        h("td", {}, a.top ? topText(a, "human") : "–"))))));
+  }
+
+  // "clear", or a tie at the top said as one: "clear and quiet (tied)".
+  function topText(a, side) {
+    const tied = (a.tied_top && a.tied_top[side]) || [a.top[side]];
+    return tied.length === 1 ? tied[0] : `${tied.slice(0, -1).join(", ")} and ${tied[tied.length - 1]} (tied)`;
+  }
+
+  function tiedAtTop(table) {
+    const first = table.systems.filter((r) => r.rank.value === 1).map((r) => r.system);
+    return first.length > 1 ? `no single top system: ${first.slice(0, -1).join(", ")} and ` +
+      `${first[first.length - 1]} tie at rank 1` : "";
   }
 
   // One table for every source, a section each: the columns line up and the scores share one scale.
@@ -844,6 +857,7 @@
         Object.keys(table.left_out).length ? `left out: ${leftOut(table.left_out)}` : "",
         table.fit.defined ? "" : `no scores: ${table.fit.reason}`,
         table.fit.prior ? `prior: ${table.fit.prior}` : "",
+        tiedAtTop(table),
         unsure ? `no intervals: ${unsure.score.reason}` : ""].filter(Boolean).join("; ");
       return h("tbody", { class: "source" },
         h("tr", { class: "source-head" }, h("th", { colspan: width },
