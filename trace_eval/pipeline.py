@@ -59,6 +59,9 @@ class BlueprintOptions:
     engine: str = "local"  # local | ray
     ray_address: str | None = None  # ray engine: the cluster to join; None = $RAY_ADDRESS, else a local Ray
     retry_unavailable: bool = False  # probe models recorded as unavailable even when nothing they resolve from changed
+    # where blueprints are written: a folder or URL, "bench" (BENCH/blueprints), None = the benchmark's recorded
+    # store, else $TRACE_STORE, else the user cache (trace_eval.store.default_store)
+    store: str | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,7 +169,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
     if options.engine not in ENGINES:
         raise ValueError(f"unknown engine {options.engine!r}; expected one of: {', '.join(ENGINES)}")
     bench = load_benchmark(bench_dir, check_audio=False)
-    store = BlueprintStore(bench.root)
+    store = BlueprintStore(bench.root, options.store)
     started_ray = False
     if options.engine == "ray":
         from trace_eval.stage1 import ray_engine
@@ -228,10 +231,10 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
         if names:
             summaries.append(run_blueprints(bench_dir, dataclasses.replace(options, only=names)))
             _free_gpu()
-    return _combine(summaries, passes=[p for p in passes if p])
+    return _combine(summaries, passes=[p for p in passes if p], store=options.store)
 
 
-def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary:
+def _combine(summaries: list[RunSummary], passes: list[list[str]], store: str | None = None) -> RunSummary:
     """One summary of several passes, each extractor counted in the pass that ran it."""
     last = summaries[-1]
     sections = {name: s.sections[name] for s, names in zip(summaries, passes) for name in names if name in s.sections}
@@ -254,7 +257,7 @@ def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary
         kept_unavailable={k: v for s in summaries for k, v in s.kept_unavailable.items()},
         wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
     )
-    save_summary(BlueprintStore(last.bench), combined)
+    save_summary(BlueprintStore(last.bench, store), combined)
     return combined
 
 

@@ -1,10 +1,22 @@
-"""Content-addressed blueprint store.
+"""Content-addressed blueprint store, shared by every benchmark folder.
 
-Layout inside a benchmark folder:
+A blueprint depends on its audio bytes and the extractors' fingerprints alone, so
+one store serves every benchmark, audit and run on a machine (or a cluster):
 
-    blueprints/<sha256>.json   one blueprint per unique audio content
-    blueprints/index.json      relative audio path -> sha256 (with size and mtime),
-                               so a pair maps to its blueprints without reading audio
+    STORE/<sha256>.json        one blueprint per unique audio content
+    BENCH/blueprints/index.json    relative audio path -> sha256 (with size and mtime),
+                                   so a pair maps to its blueprints without reading audio
+    BENCH/blueprints/store.json    where the last Stage 1 run kept this benchmark's blueprints
+    BENCH/blueprints/summary.json, failures.jsonl   that run's summary and failures
+
+STORE is `--store DIR` (a folder or an fsspec URL such as s3://bucket/store), else
+$TRACE_STORE, else $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache/...). `--store bench`
+keeps the blueprints in BENCH/blueprints itself, as a benchmark shipped with them;
+a folder made before the shared store (blueprints beside its index) is read as it is.
+
+Writes are atomic (a whole file appears under its final name or nothing does), so a
+reader never sees half a blueprint; a file that is not a blueprint of its own name's
+audio is treated as missing and made again.
 
 A blueprint holds the values of every extractor plus `provenance.extractors`,
 where each extractor's entry records its fingerprint. A section is current when
@@ -23,10 +35,14 @@ from typing import Any
 from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.schemas import validation_errors
+from trace_eval.shelf import Shelf, display_location, is_url, open_shelf
 
 __all__ = [
     "BlueprintStore",
     "FORMAT_VERSION",
+    "BENCH_STORE",
+    "default_store",
+    "blueprint_problems",
     "new_blueprint",
     "apply_section",
     "section_errors",
@@ -36,6 +52,35 @@ __all__ = [
 
 FORMAT_VERSION = 1
 STORE_DIRNAME = "blueprints"
+BENCH_STORE = "bench"  # --store bench: the blueprints live in BENCH/blueprints, beside the index
+
+
+def default_store() -> str:
+    """The user-level store: $TRACE_STORE, else $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset)."""
+    if os.environ.get("TRACE_STORE"):
+        return os.environ["TRACE_STORE"]
+    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return str(Path(cache).expanduser() / "trace-eval" / "blueprints")
+
+
+def blueprint_problems(sha256: str, text: str, schema: bool = False) -> list[str]:
+    """Why `text` is not a usable blueprint of the audio `sha256` (empty when it is).
+
+    The cheap checks (whole JSON, format version, its own audio's hash) run on every read;
+    the schema (`schema=True`) is checked by `store verify`.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        return [f"not whole JSON ({e.msg} at line {e.lineno}): a write that did not finish"]
+    if not isinstance(doc, dict):
+        return ["not a JSON object"]
+    if doc.get("format_version") != FORMAT_VERSION:
+        return [f"format_version {doc.get('format_version')!r}, expected {FORMAT_VERSION}"]
+    recorded = get_dotted(doc, "provenance.audio_sha256")
+    if recorded != sha256:
+        return [f"made for audio {recorded!r}, not the audio its name says"]
+    return validation_errors("blueprint", doc)[:5] if schema else []
 
 
 def get_dotted(doc: dict, key: str, default: Any = None) -> Any:
@@ -119,29 +164,103 @@ def _ordered(blueprint: dict) -> dict:
 
 
 class BlueprintStore:
-    def __init__(self, bench_root: str | Path, directory: str | Path | None = None):
+    """One benchmark's view of the blueprints: its own index, summary and failures in BENCH/blueprints, and
+    the blueprints themselves in a shelf (a folder or URL) that other benchmarks share.
+
+    `store` names where this process writes: a folder or URL, `"bench"` (BENCH/blueprints), or None for the
+    one the benchmark recorded (else the user-level default). Reads look there first, then in the
+    benchmark's own folder (the layout before the shared store, or `--store bench`), then the default.
+    """
+
+    def __init__(self, bench_root: str | Path, store: str | Path | None = None):
         self.root = Path(bench_root).resolve()
-        self.dir = Path(directory) if directory else self.root / STORE_DIRNAME
+        self.dir = self.root / STORE_DIRNAME  # the benchmark's own: index, summary, failures
         self._index: dict[str, dict] | None = None
+        self.explicit = store is not None
+        recorded = self.recorded_store()
+        self.shelf: Shelf = self._open(str(store) if store is not None else (recorded or default_store()))
+        readers = [self.shelf]
+        if recorded:
+            readers.append(self._open(recorded))
+        readers += [Shelf(self.dir), self._open(default_store())]
+        unique: dict[str, Shelf] = {}
+        for shelf in readers:
+            unique.setdefault(shelf.location, shelf)
+        self.readers = list(unique.values())
+        self.found_in: dict[str, Shelf] = {}  # sha256 -> the shelf its blueprint was read from
+
+    def _open(self, location: str) -> Shelf:
+        if location == BENCH_STORE:
+            return Shelf(self.dir)
+        if not is_url(location) and not Path(location).expanduser().is_absolute():
+            location = str(Path(location).expanduser().resolve())
+        return open_shelf(location)
+
+    @property
+    def location(self) -> str:
+        """Where this benchmark's blueprints are written: `bench`, a folder or a URL (without credentials)."""
+        return BENCH_STORE if self.shelf.location == str(self.dir) else display_location(self.shelf.location)
+
+    # -- where the benchmark keeps its blueprints ---------------------------------------
+    @property
+    def record_path(self) -> Path:
+        return self.dir / "store.json"
+
+    def recorded_store(self) -> str | None:
+        """The store the last Stage 1 run on this benchmark wrote to (None for a folder made before the shared
+        store, or never blueprinted); a local folder that no longer exists is not used."""
+        try:
+            location = read_json(self.record_path).get("store")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return None
+        if not isinstance(location, str) or not location:
+            return None
+        if location != BENCH_STORE and not is_url(location) and not Path(location).is_dir():
+            return None
+        return location
+
+    def record_store(self) -> None:
+        write_json(self.record_path, {"store": self.location})
 
     # -- blueprints -------------------------------------------------------------------
     def path_for(self, sha256: str) -> Path:
-        return self.dir / f"{sha256}.json"
+        """The local file holding the blueprint of `sha256` (where it was read from, else where it is written)."""
+        shelf = self.found_in.get(sha256)
+        if shelf is None:
+            local = [s for s in self.readers if type(s) is Shelf and s.path(sha256).is_file()]
+            shelf = local[0] if local else self.shelf
+        return shelf.path(sha256)
 
     def get(self, sha256: str) -> dict | None:
-        path = self.path_for(sha256)
-        if not path.is_file():
-            return None
-        try:
-            return read_json(path)
-        except (json.JSONDecodeError, OSError):
-            return None  # a damaged file is recomputed, not trusted
+        """The blueprint of the audio `sha256`, or None; a damaged file, or one made for other audio, is
+        treated as missing (made again), never trusted."""
+        for shelf in self.readers:
+            text = shelf.read(sha256)
+            if text is None or blueprint_problems(sha256, text):
+                continue
+            self.found_in[sha256] = shelf
+            return json.loads(text)
+        return None
+
+    def latest(self, sha256: str) -> dict | None:
+        """The blueprint as this store's shelf holds it now (another process may have written it since)."""
+        text = self.shelf.read(sha256)
+        return None if text is None or blueprint_problems(sha256, text) else json.loads(text)
 
     def put(self, sha256: str, blueprint: dict) -> None:
         problems = validation_errors("blueprint", blueprint)
         if problems:
             raise ValueError(f"blueprint {sha256} does not match schemas/blueprint.schema.json: {problems[:5]}")
-        write_json(self.path_for(sha256), _ordered(blueprint))
+        self.shelf.write(sha256, json.dumps(_ordered(blueprint), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        self.found_in[sha256] = self.shelf
+
+    def adopt(self, sha256: str, blueprint: dict) -> bool:
+        """Copy a blueprint read from another shelf (the benchmark's old layout, an earlier store) into this
+        one, so the store the benchmark records holds every blueprint of its index. True when copied."""
+        if self.found_in.get(sha256) is self.shelf:
+            return False
+        self.put(sha256, blueprint)
+        return True
 
     # -- clips that could not be processed --------------------------------------------
     @property

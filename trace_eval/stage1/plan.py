@@ -11,6 +11,7 @@ content, the extractor's fingerprint, the installed packages); `--force` tries a
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -33,6 +34,8 @@ class Job:
     sha: str
     blueprint: dict | None  # as stored, None when there is none yet
     needed: list[str]  # extractor names to compute, in dependency order
+    # provenance.extractors as the plan read them: what another process wrote since differs from this
+    stored_sections: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -147,6 +150,8 @@ def make_plan(
         if sha in plan.jobs or sha in undecodable:
             continue  # identical audio under several paths is processed once
         blueprint = store.get(sha)
+        if blueprint is not None:
+            store.adopt(sha, blueprint)  # found in another shelf (an old layout, an earlier store)
         failure = recorded_undecodable.get(rel, {})
         if blueprint is None and failure.get("sha256") == sha and failure.get("packages") == plan.packages:
             plan.kept_failures.append(RecordedFailure(rel, sha, "decode", failure.get("reason") or "not decodable"))
@@ -175,7 +180,7 @@ def make_plan(
                 plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"
             elif recorded:
                 plan.kept_failures.append(RecordedFailure(rel, sha, e.name, entry.get("reason") or "failed"))
-        plan.jobs[sha] = Job(rel, sha, blueprint, needed)
+        plan.jobs[sha] = Job(rel, sha, blueprint, needed, copy.deepcopy(current))
     store.save_index()
     return plan
 
