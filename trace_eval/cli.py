@@ -10,8 +10,20 @@ import os
 import sys
 
 # In the order of the work: a benchmark folder, Stage 1, Stage 2, fusion, evaluation, the confidence thresholds,
-# ranking, the audit page, the bias audit; then a look at one blueprint.
-VERBS = ("prepare", "blueprints", "judge", "fuse", "evaluate", "calibrate", "leaderboard", "view", "audit", "show")
+# ranking, the audit page, the bias audit; then a look at one blueprint, and the store blueprints are kept in.
+VERBS = (
+    "prepare",
+    "blueprints",
+    "judge",
+    "fuse",
+    "evaluate",
+    "calibrate",
+    "leaderboard",
+    "view",
+    "audit",
+    "show",
+    "store",
+)
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
     "blueprints": "python -m trace_eval blueprints examples/mini",
@@ -23,6 +35,7 @@ EXAMPLES = {
     "view": "python -m trace_eval view runs/demo",
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
+    "store": "python -m trace_eval store verify",
 }
 DESCRIPTION = """\
 Judge pairs of spoken answers with TRACE: turn every audio file into a blueprint

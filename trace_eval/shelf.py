@@ -94,6 +94,16 @@ class Shelf:
         except (OSError, UnicodeDecodeError):
             return None
 
+    def write_name(self, name: str, text: str) -> None:
+        atomic_write_text(self.folder / name, text)
+
+    def names(self, subfolder: str) -> list[str]:
+        """The `.json` files of a subfolder, as names relative to the shelf."""
+        try:
+            return sorted(f"{subfolder}/{e.name}" for e in os.scandir(self.folder / subfolder) if e.name.endswith(".json"))
+        except FileNotFoundError:
+            return []
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Held while a blueprint is read, merged and written, so two processes' sections both survive."""
@@ -157,6 +167,16 @@ class RemoteShelf(Shelf):
         self.fs.makedirs(self.root, exist_ok=True)
         self.fs.pipe_file(temp, data)
         self.fs.mv(temp, key)
+
+    def write_name(self, name: str, text: str) -> None:
+        self.fs.pipe_file(self._key(name), text.encode("utf-8"))  # small records: a rewrite holds it whole
+
+    def names(self, subfolder: str) -> list[str]:
+        try:
+            entries = self.fs.ls(self._key(subfolder), detail=False, refresh=True)
+        except FileNotFoundError:
+            return []
+        return sorted(f"{subfolder}/{str(e).rstrip('/').rsplit('/', 1)[-1]}" for e in entries if str(e).endswith(".json"))
 
     def remove(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -27,8 +27,11 @@ dependencies' fingerprints); only stale or missing sections are recomputed.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,10 @@ __all__ = [
     "section_errors",
     "get_dotted",
     "set_dotted",
+    "store_info",
+    "verify_store",
+    "prune_store",
+    "migrate_bench",
 ]
 
 FORMAT_VERSION = 1
@@ -61,6 +68,11 @@ def default_store() -> str:
         return os.environ["TRACE_STORE"]
     cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return str(Path(cache).expanduser() / "trace-eval" / "blueprints")
+
+
+def ref_name(bench_root: Path) -> str:
+    """The store's record of one benchmark's blueprints (refs/<hash of its folder>.json)."""
+    return f"refs/{hashlib.sha256(str(bench_root).encode()).hexdigest()[:32]}.json"
 
 
 def blueprint_problems(sha256: str, text: str, schema: bool = False) -> list[str]:
@@ -220,7 +232,16 @@ class BlueprintStore:
         return location
 
     def record_store(self) -> None:
+        """Say where this benchmark's blueprints are (BENCH/blueprints/store.json) and, in a shared store, which
+        blueprints the benchmark uses (STORE/refs/), so `store prune` keeps them."""
         write_json(self.record_path, {"store": self.location})
+        if self.location != BENCH_STORE:
+            ref = {
+                "bench": str(self.root),
+                "blueprints": sorted({e["sha256"] for e in self.index().values() if e.get("sha256")}),
+                "written": time.time(),
+            }
+            self.shelf.write_name(ref_name(self.root), json.dumps(ref, indent=1) + "\n")
 
     # -- blueprints -------------------------------------------------------------------
     def path_for(self, sha256: str) -> Path:
@@ -350,3 +371,144 @@ class BlueprintStore:
         if sha is None and (self.root / relative).is_file():
             sha = self.hash_of(relative)
         return self.get(sha) if sha else None
+
+
+# -- looking after a store (python -m trace_eval store) ----------------------------------
+
+
+@dataclass
+class StoreInfo:
+    location: str
+    blueprints: int
+    bytes: int
+    benchmarks: int  # benchmarks recorded in refs/
+    temporary: int  # files interrupted writes left (prune removes them)
+    oldest: float | None  # modification time of the oldest blueprint, seconds since the epoch
+    newest: float | None
+
+
+def store_info(location: str) -> StoreInfo:
+    shelf = open_shelf(location)
+    files = list(shelf.files())
+    blueprints = [f for f in files if not _temporary(f)]
+    times = [f.mtime for f in blueprints if f.mtime is not None]
+    return StoreInfo(
+        shelf.location,
+        len(blueprints),
+        sum(f.size for f in blueprints),
+        len(shelf.names("refs")),
+        len(files) - len(blueprints),
+        min(times) if times else None,
+        max(times) if times else None,
+    )
+
+
+def verify_store(location: str, progress: bool = True) -> dict[str, list[str]]:
+    """File name -> why it is not a valid blueprint (schema, format version, the audio hash it names); empty
+    when every blueprint is valid. Temporary files of interrupted writes are no blueprints and not checked."""
+    from tqdm import tqdm
+
+    shelf = open_shelf(location)
+    bad: dict[str, list[str]] = {}
+    names = [f.name for f in shelf.files() if not _temporary(f)]
+    for name in tqdm(names, unit="blueprint", desc="verify", disable=not progress):
+        text = shelf.read_name(name)
+        problems = ["unreadable"] if text is None else blueprint_problems(name[: -len(".json")], text, schema=True)
+        if problems:
+            bad[name] = problems
+    return bad
+
+
+@dataclass
+class PruneResult:
+    location: str
+    removed: list[str]  # file names removed (or that would be, with a dry run)
+    bytes: int
+    kept_in_use: int  # blueprints some benchmark's index refers to
+    kept_recent: int  # unreferenced but newer than the age limit
+    benchmarks: list[str]  # the benchmarks whose indexes were read
+
+
+def prune_store(location: str, older_than_s: float, dry_run: bool = False) -> PruneResult:
+    """Remove blueprints no benchmark's index refers to and older than `older_than_s`, and temporary files
+    of interrupted writes older than that. A benchmark is known by its record in refs/ (written by each
+    Stage 1 run); its index is read again where its folder still exists, and a record whose folder is gone
+    is removed with the blueprints only it used."""
+    shelf = open_shelf(location)
+    in_use: set[str] = set()
+    benches: list[str] = []
+    now = time.time()
+    for name in shelf.names("refs"):
+        try:
+            ref = json.loads(shelf.read_name(name) or "")
+        except json.JSONDecodeError:
+            continue
+        bench = Path(str(ref.get("bench", "")))
+        index = bench / STORE_DIRNAME / "index.json"
+        if index.is_file():
+            benches.append(str(bench))
+            try:
+                in_use |= {e["sha256"] for e in read_json(index).values() if isinstance(e, dict) and "sha256" in e}
+            except (OSError, json.JSONDecodeError):
+                in_use |= set(ref.get("blueprints") or [])
+        elif now - float(ref.get("written") or 0) < older_than_s:
+            in_use |= set(ref.get("blueprints") or [])  # on another machine, or a disk not mounted: kept a while
+            benches.append(str(bench))
+        elif not dry_run:
+            shelf.remove(name)
+    removed: list[str] = []
+    size = kept_recent = kept = 0
+    for f in shelf.files():
+        if not _temporary(f) and f.name[: -len(".json")] in in_use:
+            kept += 1
+            continue
+        if f.mtime is not None and now - f.mtime < older_than_s:
+            kept_recent += 1
+            continue
+        removed.append(f.name)
+        size += f.size
+        if not dry_run:
+            shelf.remove(f.name)
+    return PruneResult(shelf.location, removed, size, kept, kept_recent, benches)
+
+
+@dataclass
+class MigrateResult:
+    bench: str
+    store: str
+    moved: int  # blueprints now in the store and removed from the benchmark folder
+    already: int  # the store held them already: the benchmark's copy removed
+    invalid: dict[str, list[str]]  # left where they are, with why
+
+
+def migrate_bench(bench_root: str | Path, store: str | None = None) -> MigrateResult:
+    """Move the blueprints a benchmark folder holds (the layout before the shared store, or `--store bench`)
+    into a shared store, and record that store as the benchmark's."""
+    target = BlueprintStore(bench_root, store or default_store())
+    if target.location == BENCH_STORE:
+        raise ValueError("migrate moves blueprints out of the benchmark folder: name a store other than 'bench'")
+    local = Shelf(target.dir)
+    moved = already = 0
+    invalid: dict[str, list[str]] = {}
+    for f in local.files():
+        if _temporary(f):
+            local.remove(f.name)  # an interrupted write's leftover
+            continue
+        sha = f.name[: -len(".json")]
+        text = local.read_name(f.name) or ""
+        problems = blueprint_problems(sha, text, schema=True)
+        if problems:
+            invalid[f.name] = problems
+            continue
+        if target.latest(sha) is None:
+            target.shelf.write(sha, text)
+            moved += 1
+        else:
+            already += 1
+        local.remove(f.name)
+    target.record_store()
+    return MigrateResult(str(target.root), target.location, moved, already, invalid)
+
+
+def _temporary(f: Any) -> bool:
+    return not f.name.endswith(".json")
