@@ -27,6 +27,7 @@ from trace_eval.evaluation.bootstrap import BootstrapSettings
 from trace_eval.io import atomic_write_text, write_json
 from trace_eval.judge.runner import JudgeOptions, run_judge
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
+from trace_eval.store import BENCH_STORE, BlueprintStore
 from trace_eval.rubrics import load_rubric
 
 from .derive import choose_clips, write_audit_bench
@@ -69,6 +70,15 @@ def _write_page(runs: list[str | Path], folder: Path) -> dict:
     return {"path": str(files.index), "error": None}
 
 
+def _store_of(bench_root: Path, options: BlueprintOptions) -> BlueprintOptions:
+    """The copies' blueprints go to the store of the audited benchmark's, so an audit into another folder finds
+    them (a benchmark that keeps its blueprints itself lends the shared default store instead)."""
+    if options.store is not None:
+        return options
+    location = BlueprintStore(bench_root).location
+    return replace(options, store=None if location == BENCH_STORE else location)
+
+
 def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:
     """Write the audit bench, its blueprints, one judge run per backbone and the report; returns audit.json."""
     notice = notice or (lambda message: print(message, file=sys.stderr))
@@ -95,7 +105,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
     judge_runs = [replace(j, bench=audit_bench) for j in options.judges]
     blueprint_summary = None
     if any(load_rubric(j.rubric).prompt(j.judge).needs_blueprints for j in judge_runs):
-        blueprint_summary = run_blueprints(audit_bench, options.blueprints)
+        blueprint_summary = run_blueprints(audit_bench, _store_of(bench.root, options.blueprints))
     reports = []
     used: set[str] = set()
     for judge in judge_runs:
@@ -128,6 +138,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
             "computed": blueprint_summary.computed,
             "cached": blueprint_summary.cached,
             "failed": blueprint_summary.failed,
+            "store": blueprint_summary.store,
         },
         "judges": reports,
         "page": page,
