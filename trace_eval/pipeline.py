@@ -30,7 +30,8 @@ from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
-from trace_eval.store import BlueprintStore
+from trace_eval.shelf import is_url
+from trace_eval.store import BENCH_STORE, BlueprintStore
 
 __all__ = [
     "BlueprintOptions",
@@ -168,7 +169,19 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
     started = time.perf_counter()
     if options.engine not in ENGINES:
         raise ValueError(f"unknown engine {options.engine!r}; expected one of: {', '.join(ENGINES)}")
+    remote = None
+    if isinstance(bench_dir, str) and bench_dir.startswith("file://"):
+        bench_dir = bench_dir[len("file://") :]
+    if is_url(bench_dir):  # a folder in object storage: Stage 1 works on a local mirror (trace_eval.remote)
+        from trace_eval.remote import mirror_bench
+
+        remote = mirror_bench(str(bench_dir))
+        bench_dir = remote.root
+        if options.store == BENCH_STORE:  # the benchmark keeps its blueprints: beside its index, at the URL
+            options = dataclasses.replace(options, store=f"{remote.url.rstrip('/')}/blueprints")
     bench = load_benchmark(bench_dir, check_audio=False)
+    if remote is not None:
+        bench.origin = remote.url
     store = BlueprintStore(bench.root, options.store)
     started_ray = False
     if options.engine == "ray":
@@ -201,7 +214,12 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
             import ray
 
             ray.shutdown()
-    return recorder.summary(device, profile, time.perf_counter() - started)
+    summary = recorder.summary(device, profile, time.perf_counter() - started)
+    if remote is not None:
+        summary.bench = remote.location
+        save_summary(store, summary)
+        remote.upload_records()
+    return summary
 
 
 def _progress(enabled: bool):
@@ -216,6 +234,8 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
     Each pass is an ordinary resumable run restricted to some extractors, so a pass
     interrupted or repeated redoes nothing already stored. The summary adds the passes up.
     """
+    if is_url(bench_dir):
+        raise ValueError("--one-model-at-a-time needs a local benchmark folder, not a URL")
     if options.engine != "local":
         raise ValueError(
             "--one-model-at-a-time is for the local engine; on ray, give each model its GPU share "
