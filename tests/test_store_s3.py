@@ -72,10 +72,11 @@ def s3_env(tmp_path_factory):
 
 
 @pytest.fixture
-def s3(s3_env, tmp_path):
-    """A fresh bucket; returns (filesystem, bucket name)."""
+def s3(s3_env, tmp_path, monkeypatch):
+    """A fresh bucket; returns (filesystem, bucket name). Mirrors of URL folders go under the test's folder."""
     import s3fs
 
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     s3fs.S3FileSystem.clear_instance_cache()
     fs = s3fs.S3FileSystem()
     bucket = f"trace-{tmp_path.name.lower().replace('_', '-')[-40:]}-{time.monotonic_ns() % 10**6}"
@@ -161,26 +162,59 @@ def test_a_missing_protocol_package_or_manifest_is_named(s3, tmp_path, capsys):
     assert "nosuchproto" in capsys.readouterr().err
 
 
-def _ray_start(ray: Path, *args: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(
-        [str(ray), "start", "--block", "--num-cpus", "1", "--include-dashboard", "false", *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: stopped below by that group's id, nothing else
-    )
+def _ray_start(ray: Path, log: Path, *args: str, env: dict) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            [str(ray), "start", "--block", "--num-cpus", "1", *args],
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # its own process group: stopped below by that group's id, nothing else
+        )
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _alive_nodes(address: str, env: dict) -> int:
+    count = "import ray, sys; ray.init(address=sys.argv[1]); print(sum(n['Alive'] for n in ray.nodes()))"
+    done = subprocess.run([sys.executable, "-c", count, address], env=env, capture_output=True, text=True)
+    return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else 0
+
+
+def _wait_nodes(address: str, env: dict, wanted: int, nodes: list[subprocess.Popen], seconds: float = 180) -> int:
+    deadline, alive = time.monotonic() + seconds, 0
+    while alive < wanted and time.monotonic() < deadline and all(n.poll() is None for n in nodes):
+        alive = _alive_nodes(address, env)
+        if alive < wanted:
+            time.sleep(2)
+    return alive
+
+
+def _stop(nodes: list[subprocess.Popen]) -> None:
+    """Stop the nodes this test started and every process they started (Ray's workers leave the group)."""
     import signal
 
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
+    import psutil
+
+    started = set()
+    for node in nodes:
         try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+            started |= {p.pid for p in psutil.Process(node.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            pass
+    for node in nodes:
+        if node.poll() is None:
+            os.killpg(node.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while any(node.poll() is None for node in nodes) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for node in nodes:
+        if node.poll() is None:
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait(timeout=30)
+    for pid in started:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 def test_the_ray_engine_on_two_nodes_writes_the_local_blueprints_to_s3(s3, s3_env, tmp_path):
@@ -198,20 +232,25 @@ def test_the_ray_engine_on_two_nodes_writes_the_local_blueprints_to_s3(s3, s3_en
     env = {**os.environ, **s3_env, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
     env.pop("RAY_ADDRESS")
     short = Path("/tmp") / f"ray-{port}"  # Ray's socket paths must stay short
-    head = _ray_start(ray, "--head", "--port", str(port), "--temp-dir", str(short), env=env)
-    nodes = [head]
+    address = f"127.0.0.1:{port}"
+    nodes = [
+        _ray_start(
+            ray,
+            tmp_path / "head.log",
+            "--head",
+            "--port",
+            str(port),
+            "--temp-dir",
+            str(short),
+            "--include-dashboard",
+            "false",
+            env=env,
+        )
+    ]
     try:
-        wait_for(port, 120)
-        nodes.append(_ray_start(ray, "--address", f"127.0.0.1:{port}", env=env))
-        address = f"127.0.0.1:{port}"
-        count = "import ray, sys; ray.init(address=sys.argv[1]); print(sum(n['Alive'] for n in ray.nodes()))"
-        deadline = time.monotonic() + 120
-        alive = 0
-        while alive < 2 and time.monotonic() < deadline:
-            done = subprocess.run([sys.executable, "-c", count, address], env=env, capture_output=True, text=True)
-            alive = int(done.stdout.strip() or 0) if done.returncode == 0 else 0
-            time.sleep(1)
-        assert alive == 2, "the second Ray node did not join"
+        assert _wait_nodes(address, env, 1, nodes) == 1, (tmp_path / "head.log").read_text()[-3000:]
+        nodes.append(_ray_start(ray, tmp_path / "node.log", "--address", address, env=env))
+        assert _wait_nodes(address, env, 2, nodes) == 2, (tmp_path / "node.log").read_text()[-3000:]
         store = f"s3://{bucket}/store"
         done = subprocess.run(
             [sys.executable, "-m", "trace_eval", "blueprints", f"s3://{bucket}/bench", "--engine", "ray"]
@@ -225,8 +264,7 @@ def test_the_ray_engine_on_two_nodes_writes_the_local_blueprints_to_s3(s3, s3_en
         assert SECRET not in done.stdout + done.stderr
         assert "engine ray" in done.stdout and "computed 6" in done.stdout
     finally:
-        for node in reversed(nodes):
-            _stop(node)
+        _stop(nodes)
         shutil.rmtree(short, ignore_errors=True)
     stored = {k: comparable(v) for k, v in stored_in(fs, store).items()}
     assert stored == expected

@@ -65,8 +65,11 @@ class RemoteBench:
 
 
 def _mirror_root(url: str) -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    """$TRACE_CACHE_DIR/remote/KEY, else $XDG_CACHE_HOME/trace-eval/remote/KEY (~/.cache when unset)."""
     key = hashlib.sha256(display_location(url).rstrip("/").encode()).hexdigest()[:16]
+    if os.environ.get("TRACE_CACHE_DIR"):
+        return Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "remote" / key
+    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return Path(cache).expanduser() / "trace-eval" / "remote" / key
 
 

@@ -9,8 +9,9 @@ one store serves every benchmark, audit and run on a machine (or a cluster):
     BENCH/blueprints/store.json    where the last Stage 1 run kept this benchmark's blueprints
     BENCH/blueprints/summary.json, failures.jsonl   that run's summary and failures
 
-STORE is `--store DIR` (a folder or an fsspec URL such as s3://bucket/store), else
-$TRACE_STORE, else $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache/...). `--store bench`
+STORE is `--store DIR` (a folder or an fsspec URL such as s3://bucket/store), else the
+one the benchmark recorded, else $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
+$XDG_CACHE_HOME/trace-eval/blueprints (~/.cache/...). `--store bench`
 keeps the blueprints in BENCH/blueprints itself, as a benchmark shipped with them;
 a folder made before the shared store (blueprints beside its index) is read as it is.
 
@@ -63,9 +64,12 @@ BENCH_STORE = "bench"  # --store bench: the blueprints live in BENCH/blueprints,
 
 
 def default_store() -> str:
-    """The user-level store: $TRACE_STORE, else $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset)."""
+    """The user-level store: $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
+    $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset), as the judge's answer cache is found."""
     if os.environ.get("TRACE_STORE"):
         return os.environ["TRACE_STORE"]
+    if os.environ.get("TRACE_CACHE_DIR"):
+        return str(Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "blueprints")
     cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return str(Path(cache).expanduser() / "trace-eval" / "blueprints")
 
