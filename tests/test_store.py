@@ -127,7 +127,9 @@ def test_a_writer_killed_mid_run_then_resumed_leaves_the_store_verified_clean(tm
     written = blueprint_files(own_store)
     # What a kill between writing and renaming leaves, and a file another writer cut short.
     store = BlueprintStore(bench)
-    missing = [rel for rel in sorted(store.index()) if not (own_store / f"{store.index()[rel]['sha256']}.json").exists()]
+    missing = [
+        rel for rel in sorted(store.index()) if not (own_store / f"{store.index()[rel]['sha256']}.json").exists()
+    ]
     (own_store / f".{'0' * 64}.json.abcd1234.tmp").write_text('{"format_version": 1, "dur')
     if missing:
         cut = own_store / f"{store.index()[missing[0]]['sha256']}.json"
@@ -174,7 +176,9 @@ def test_an_old_layout_folder_is_read_and_moved_into_the_store_on_request(tmp_pa
     assert cli(["show", str(old / "audio" / "c00.wav")]) == 0
     assert json.loads(capsys.readouterr().out) == expected["c00.wav"]
     run = tmp_path / "run"
-    assert cli(["judge", "--bench", str(old), "--model", "cues", "--out", str(run), "--quiet", "--rubric", "trace"]) in (
+    assert cli(
+        ["judge", "--bench", str(old), "--model", "cues", "--out", str(run), "--quiet", "--rubric", "trace"]
+    ) in (
         0,
         1,
     )

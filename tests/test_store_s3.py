@@ -18,6 +18,7 @@ pytest.importorskip("s3fs", reason="object storage needs: pip install 'trace-eva
 pytest.importorskip("moto.server", reason="the S3 server of these tests is moto's: pip install 'moto[server]'")
 
 from test_store import CHEAP, clips, make_bench  # noqa: E402
+
 from trace_eval.cli import main as cli  # noqa: E402
 from trace_eval.store import BlueprintStore, store_info, verify_store  # noqa: E402
 

@@ -26,11 +26,11 @@ from typing import Any
 
 from extractors import REGISTRY, Extractor
 from trace_eval.bench import load_benchmark
+from trace_eval.shelf import is_url
 from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
-from trace_eval.shelf import is_url
 from trace_eval.store import BENCH_STORE, BlueprintStore
 
 __all__ = [

@@ -100,7 +100,9 @@ class Shelf:
     def names(self, subfolder: str) -> list[str]:
         """The `.json` files of a subfolder, as names relative to the shelf."""
         try:
-            return sorted(f"{subfolder}/{e.name}" for e in os.scandir(self.folder / subfolder) if e.name.endswith(".json"))
+            return sorted(
+                f"{subfolder}/{e.name}" for e in os.scandir(self.folder / subfolder) if e.name.endswith(".json")
+            )
         except FileNotFoundError:
             return []
 
@@ -176,7 +178,9 @@ class RemoteShelf(Shelf):
             entries = self.fs.ls(self._key(subfolder), detail=False, refresh=True)
         except FileNotFoundError:
             return []
-        return sorted(f"{subfolder}/{str(e).rstrip('/').rsplit('/', 1)[-1]}" for e in entries if str(e).endswith(".json"))
+        return sorted(
+            f"{subfolder}/{str(e).rstrip('/').rsplit('/', 1)[-1]}" for e in entries if str(e).endswith(".json")
+        )
 
     def remove(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -292,7 +292,11 @@ def test_a_model_that_cannot_load_takes_its_dependants_along_as_locally(tmp_path
     root = tone_bench(tmp_path / "local", 3)
     shutil.copytree(root, tmp_path / "ray")
     common = dict(
-        only=["rate"], device="cpu", profile="cpu", settings={"asr": {"model_path": str(tmp_path / "none")}}, store="bench"
+        only=["rate"],
+        device="cpu",
+        profile="cpu",
+        settings={"asr": {"model_path": str(tmp_path / "none")}},
+        store="bench",
     )
     local = run_blueprints(tmp_path / "local", BlueprintOptions(progress=False, **common))
     remote = run_blueprints(tmp_path / "ray", options(**common))

@@ -27,8 +27,8 @@ from trace_eval.evaluation.bootstrap import BootstrapSettings
 from trace_eval.io import atomic_write_text, write_json
 from trace_eval.judge.runner import JudgeOptions, run_judge
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
-from trace_eval.store import BENCH_STORE, BlueprintStore
 from trace_eval.rubrics import load_rubric
+from trace_eval.store import BENCH_STORE, BlueprintStore
 
 from .derive import choose_clips, write_audit_bench
 from .probes import PROBES
