@@ -63,14 +63,14 @@ def blueprints_process(bench: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_the_same_audio_in_a_new_folder_computes_nothing_and_says_so(tmp_path, own_store, capsys):
+def test_the_same_audio_in_a_new_folder_computes_nothing_and_says_so(tmp_path, own_store, capsys, monkeypatch):
     first = make_bench(tmp_path / "first", clips(6))
     assert cli(["blueprints", str(first), "--only", CHEAP, "--workers", "0", "--quiet"]) == 0
     assert len(blueprint_files(own_store)) == 6
     # the benchmark folder keeps its index, summary and failures, and names its store; no blueprint
     kept = sorted(p.name for p in (first / "blueprints").iterdir())
     assert kept == ["failures.jsonl", "index.json", "store.json", "summary.json"]
-    assert json.loads((first / "blueprints" / "store.json").read_text()) == {"store": str(own_store)}
+    assert json.loads((first / "blueprints" / "store.json").read_text()) == {"store": str(own_store), "named": False}
     capsys.readouterr()
 
     second = tmp_path / "second"
@@ -84,6 +84,18 @@ def test_the_same_audio_in_a_new_folder_computes_nothing_and_says_so(tmp_path, o
     a, b = BlueprintStore(first), BlueprintStore(second)
     for name in clips(6):
         assert b.get_by_path(f"audio/{name}") == a.get_by_path(f"audio/{name}") is not None
+
+    # A store taken by default follows $TRACE_STORE: what the old one holds is copied over, nothing computed.
+    moved = tmp_path / "moved-store"
+    monkeypatch.setenv("TRACE_STORE", str(moved))
+    assert cli(["blueprints", str(second), "--only", CHEAP, "--workers", "0", "--quiet"]) == 0
+    assert "computed 0" in capsys.readouterr().out and len(blueprint_files(moved)) == 6
+    assert json.loads((second / "blueprints" / "store.json").read_text())["store"] == str(moved)
+    # A store named with --store stays the benchmark's.
+    named = tmp_path / "named-store"
+    assert cli(["blueprints", str(first), "--only", CHEAP, "--workers", "0", "--quiet", "--store", str(named)]) == 0
+    assert cli(["blueprints", str(first), "--only", CHEAP, "--workers", "0", "--quiet"]) == 0
+    assert json.loads((first / "blueprints" / "store.json").read_text()) == {"store": str(named), "named": True}
 
 
 def test_two_processes_on_benchmarks_sharing_audio_write_one_store_at_once(tmp_path, own_store):
@@ -188,7 +200,7 @@ def test_an_old_layout_folder_is_read_and_moved_into_the_store_on_request(tmp_pa
     assert cli(["store", "migrate", str(old)]) == 0
     assert "3 blueprint(s) moved into" in capsys.readouterr().out
     assert blueprint_files(old / "blueprints") == [] and len(blueprint_files(own_store)) == 3
-    assert json.loads((old / "blueprints" / "store.json").read_text()) == {"store": str(own_store)}
+    assert json.loads((old / "blueprints" / "store.json").read_text()) == {"store": str(own_store), "named": False}
     moved = BlueprintStore(old)
     assert {name: moved.get_by_path(f"audio/{name}") for name in clips(3)} == expected
     summary = migrate_bench(old, str(own_store))

@@ -131,7 +131,7 @@ def test_a_benchmark_and_its_store_in_s3_give_the_local_blueprints_and_are_reuse
     assert f"blueprints for s3://{bucket}/bench" in out and "computed 6" in out and SECRET not in out + err
     assert {k: comparable(v) for k, v in stored_in(fs, store).items()} == expected
     records = json.loads(fs.cat_file(f"{bucket}/bench/blueprints/store.json"))
-    assert records == {"store": store}
+    assert records == {"store": store, "named": True}
     summary = json.loads(fs.cat_file(f"{bucket}/bench/blueprints/summary.json"))
     assert summary["computed"] == 6 and summary["bench"] == f"s3://{bucket}/bench" and summary["store"] == store
     assert verify_store(store, progress=False) == {}

@@ -192,9 +192,13 @@ class BlueprintStore:
         self.root = Path(bench_root).resolve()
         self.dir = self.root / STORE_DIRNAME  # the benchmark's own: index, summary, failures
         self._index: dict[str, dict] | None = None
-        self.explicit = store is not None
         recorded = self.recorded_store()
-        self.shelf: Shelf = self._open(str(store) if store is not None else (recorded or default_store()))
+        # A store named with --store stays the benchmark's; one taken by default follows $TRACE_STORE (what is
+        # found in the recorded one is copied over by the next run: BlueprintStore.adopt).
+        named = self.recorded_store(named_only=True)
+        self.explicit = store is not None or named is not None  # recorded in store.json as "named"
+        written = str(store) if store is not None else (named or default_store())
+        self.shelf: Shelf = self._open(written)
         readers = [self.shelf]
         if recorded:
             readers.append(self._open(recorded))
@@ -222,14 +226,16 @@ class BlueprintStore:
     def record_path(self) -> Path:
         return self.dir / "store.json"
 
-    def recorded_store(self) -> str | None:
+    def recorded_store(self, named_only: bool = False) -> str | None:
         """The store the last Stage 1 run on this benchmark wrote to (None for a folder made before the shared
-        store, or never blueprinted); a local folder that no longer exists is not used."""
+        store, or never blueprinted; with `named_only`, None unless it was named with --store); a local folder
+        that no longer exists is not used."""
         try:
-            location = read_json(self.record_path).get("store")
+            record = read_json(self.record_path)
+            location = record.get("store")
         except (OSError, json.JSONDecodeError, AttributeError):
             return None
-        if not isinstance(location, str) or not location:
+        if not isinstance(location, str) or not location or (named_only and not record.get("named")):
             return None
         if location != BENCH_STORE and not is_url(location) and not Path(location).is_dir():
             return None
@@ -238,7 +244,7 @@ class BlueprintStore:
     def record_store(self) -> None:
         """Say where this benchmark's blueprints are (BENCH/blueprints/store.json) and, in a shared store, which
         blueprints the benchmark uses (STORE/refs/), so `store prune` keeps them."""
-        write_json(self.record_path, {"store": self.location})
+        write_json(self.record_path, {"store": self.location, "named": self.explicit})
         if self.location != BENCH_STORE:
             ref = {
                 "bench": str(self.root),
@@ -489,6 +495,7 @@ def migrate_bench(bench_root: str | Path, store: str | None = None) -> MigrateRe
     """Move the blueprints a benchmark folder holds (the layout before the shared store, or `--store bench`)
     into a shared store, and record that store as the benchmark's."""
     target = BlueprintStore(bench_root, store or default_store())
+    target.explicit = store is not None
     if target.location == BENCH_STORE:
         raise ValueError("migrate moves blueprints out of the benchmark folder: name a store other than 'bench'")
     local = Shelf(target.dir)

@@ -71,12 +71,13 @@ def _write_page(runs: list[str | Path], folder: Path) -> dict:
 
 
 def _store_of(bench_root: Path, options: BlueprintOptions) -> BlueprintOptions:
-    """The copies' blueprints go to the store of the audited benchmark's, so an audit into another folder finds
-    them (a benchmark that keeps its blueprints itself lends the shared default store instead)."""
+    """The copies' blueprints go to the store the audited benchmark was given with --store, else to the default
+    one, so an audit into another folder finds them (a benchmark that keeps its blueprints itself lends the
+    default store instead)."""
     if options.store is not None:
         return options
-    location = BlueprintStore(bench_root).location
-    return replace(options, store=None if location == BENCH_STORE else location)
+    named = BlueprintStore(bench_root).recorded_store(named_only=True)
+    return replace(options, store=None if named == BENCH_STORE else named)
 
 
 def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.bench:
             print("error: which benchmark folder? python -m trace_eval store migrate BENCH", file=sys.stderr)
             return 2
-        moved = migrate_bench(args.bench, location)
+        moved = migrate_bench(args.bench, args.store)
         print(
             f"{moved.bench}: {moved.moved} blueprint(s) moved into {moved.store}, "
             f"{moved.already} already there (the benchmark's copy removed)"
