@@ -234,3 +234,16 @@ def test_store_info_names_the_default_store(own_store, capsys):
     assert cli(["store"]) == 0
     out = capsys.readouterr().out
     assert f"store {own_store}" in out and "blueprints 0" in out
+
+
+def test_a_local_run_imports_nothing_of_object_storage(tmp_path):
+    bench = make_bench(tmp_path / "bench", clips(3))
+    check = (
+        "import sys; from trace_eval.cli import main; code = main(['blueprints', sys.argv[1], '--only', 'loudness', "
+        "'--workers', '0', '--quiet']); main(['store', 'verify', '--quiet']); "
+        "print(sorted(m for m in ('fsspec', 's3fs', 'botocore') if m in sys.modules)); sys.exit(code)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", check, str(bench)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
