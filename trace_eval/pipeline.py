@@ -60,8 +60,8 @@ class BlueprintOptions:
     engine: str = "local"  # local | ray
     ray_address: str | None = None  # ray engine: the cluster to join; None = $RAY_ADDRESS, else a local Ray
     retry_unavailable: bool = False  # probe models recorded as unavailable even when nothing they resolve from changed
-    # where blueprints are written: a folder or URL, "bench" (BENCH/blueprints), None = the benchmark's recorded
-    # store, else $TRACE_STORE, else the user cache (trace_eval.store.default_store)
+    # where blueprints are written: a folder or URL, "bench" (BENCH/blueprints), None = the store this benchmark
+    # was given with --store before, else the default one (trace_eval.store.default_store: $TRACE_STORE, ...)
     store: str | None = None
 
 

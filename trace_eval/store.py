@@ -290,7 +290,10 @@ class BlueprintStore:
         one, so the store the benchmark records holds every blueprint of its index. True when copied."""
         if self.found_in.get(sha256) is self.shelf:
             return False
-        self.put(sha256, blueprint)
+        try:
+            self.put(sha256, blueprint)
+        except ValueError:  # made by an older version the schema no longer allows: read where it is, not copied
+            return False
         return True
 
     # -- clips that could not be processed --------------------------------------------

@@ -150,8 +150,6 @@ def make_plan(
         if sha in plan.jobs or sha in undecodable:
             continue  # identical audio under several paths is processed once
         blueprint = store.get(sha)
-        if blueprint is not None:
-            store.adopt(sha, blueprint)  # found in another shelf (an old layout, an earlier store)
         failure = recorded_undecodable.get(rel, {})
         if blueprint is None and failure.get("sha256") == sha and failure.get("packages") == plan.packages:
             plan.kept_failures.append(RecordedFailure(rel, sha, "decode", failure.get("reason") or "not decodable"))

@@ -85,6 +85,9 @@ class Recorder:
         self.unavailable: dict[str, str] = {}
         self.computed = 0
         self.failed = 0
+        for job in plan.jobs.values():  # found in another shelf (an old layout, an earlier store): copied over
+            if job.blueprint is not None:
+                plan.store.adopt(job.sha, job.blueprint)
 
     def blueprint(self, job: Job, audio: AudioInfo | None) -> dict:
         """The blueprint results go into: the stored one, or a new one for decoded audio."""
