@@ -230,8 +230,9 @@ def test_the_ray_engine_on_two_nodes_writes_the_local_blueprints_to_s3(s3, s3_en
     upload(fs, local, f"{bucket}/bench")
 
     port = free_port()
-    env = {**os.environ, **s3_env, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
-    env.pop("RAY_ADDRESS")
+    # A cluster of this test alone: no token from ~/.ray (Ray enables token authentication when it finds one)
+    env = {**os.environ, **s3_env, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
     short = Path("/tmp") / f"ray-{port}"  # Ray's socket paths must stay short
     address = f"127.0.0.1:{port}"
     nodes = [
