@@ -310,7 +310,7 @@ def optimized(folder: Path, names: list[str], workers: int) -> tuple[float, list
     from trace_eval.pipeline import BlueprintOptions, run_blueprints
     from trace_eval.store import BlueprintStore, get_dotted, set_dotted
 
-    options = BlueprintOptions(only=names, device="cpu", workers=workers, force=True, progress=False)
+    options = BlueprintOptions(only=names, device="cpu", workers=workers, force=True, progress=False, store="bench")
     start = time.perf_counter()
     run_blueprints(folder, options)
     elapsed = time.perf_counter() - start
@@ -410,10 +410,10 @@ def compare_engines(paths: list[Path], audio_s: float, names: list[str], workers
     )
     models = [n for n in names if REGISTRY[n].batched and REGISTRY[n].sample_rate]
     ways = {
-        "local": BlueprintOptions(only=names, device="cpu", workers=workers),
-        "ray, 1 actor/model": BlueprintOptions(only=names, device="cpu", engine="ray"),
+        "local": BlueprintOptions(only=names, device="cpu", workers=workers, store="bench"),
+        "ray, 1 actor/model": BlueprintOptions(only=names, device="cpu", engine="ray", store="bench"),
         "ray, 2 actors/model": BlueprintOptions(
-            only=names, device="cpu", engine="ray", settings={m: {"actors": 2} for m in models}
+            only=names, device="cpu", engine="ray", settings={m: {"actors": 2} for m in models}, store="bench"
         ),
     }
     times: dict[str, list[float]] = {way: [] for way in ways}
@@ -481,7 +481,9 @@ def time_first_runs(what: str, repeat: int) -> None:
             bench = Path(tmp) / "mini"
             shutil.copytree(EXAMPLE, bench, ignore=shutil.ignore_patterns("blueprints"))
             if what == "blueprints":
+                # --store bench: computed again, never found in the user's store
                 command = [sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--device", "cpu"]
+                command += ["--store", "bench"]
             else:  # the Makefile's own recipe, on an installed clone: the install step is taken as done
                 command = ["make", "-o", ".venv/.installed", "demo", f"PY={sys.executable}", f"BENCH={bench}"]
                 command += [f"DEMO_RUN={Path(tmp) / 'run'}", "DEVICE=cpu"]

@@ -763,8 +763,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     options = BlueprintOptions(
-        only=only, device=device, workers=args.workers, force=True, profile="paper", progress=False
-    )  # no settings: the paper profile as users run it
+        only=only, device=device, workers=args.workers, force=True, profile="paper", progress=False, store="bench"
+    )  # no settings: the paper profile as users run it; its blueprints stay in the measured folders
     gpu = Gpu(device)
     report: dict = {
         "report": "trace-eval bench_gpu",

@@ -79,6 +79,7 @@ def tree_rss_mb(pid: int) -> float:
 def run(bench: Path, only: str | None) -> dict:
     shutil.rmtree(bench / "blueprints", ignore_errors=True)
     command = [sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--device", "cpu", "--quiet"]
+    command += ["--store", "bench"]  # computed again, never found in the user's store
     if only:
         command += ["--only", only]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))

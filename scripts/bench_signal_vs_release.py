@@ -140,6 +140,8 @@ def run_ours(bench: Path, non_personalized: bool) -> Run:
         "trace_eval",
         "blueprints",
         str(bench),
+        "--store",
+        "bench",  # computed again, never found in the user's store
         "--only",
         EXTRACTORS,
         "--device",

@@ -110,8 +110,8 @@ def extract(golden: GoldenSet, workdir: Path) -> dict[str, dict]:
     items = [{"id": Path(n).stem, "audio_path": n, "instruction_text": "(golden clip)"} for n in names]
     (bench / "manifest.json").write_text(json.dumps(items))
     options = BlueprintOptions(
-        only=list(golden.only), device="cpu", profile="cpu", progress=False, settings=golden.settings
-    )
+        only=list(golden.only), device="cpu", profile="cpu", progress=False, settings=golden.settings, store="bench"
+    )  # store="bench": computed on this machine, never taken from a shared store
     summary = run_blueprints(bench, options)
     if not summary.ok or summary.unavailable:
         raise RuntimeError(f"set {golden.name}: {summary.failed} failed, unavailable {summary.unavailable}")

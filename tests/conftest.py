@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# Blueprints go to a store of this test session, never to the user's ~/.cache (subprocesses inherit it);
+# session fixtures write there, and each test gets a store of its own (`own_store`), so a test that
+# blueprints audio another test made computes it again.
+_SESSION_STORE = tempfile.mkdtemp(prefix="trace-store-")
+os.environ["TRACE_STORE"] = _SESSION_STORE
+
+
+@pytest.fixture(autouse=True)
+def own_store(tmp_path_factory, monkeypatch) -> Path:
+    """The blueprint store of one test ($TRACE_STORE)."""
+    store = tmp_path_factory.mktemp("store")
+    monkeypatch.setenv("TRACE_STORE", str(store))
+    return store
 
 
 def _with_blueprints(tmp_path_factory, name: str) -> Path:

@@ -94,7 +94,7 @@ def light(tmp_path):
     return bench, cli
 
 
-def test_blueprints_judge_fuse_evaluate_and_view_run_without_the_models_extra(light, tmp_path):
+def test_blueprints_judge_fuse_evaluate_and_view_run_without_the_models_extra(light, tmp_path, own_store):
     bench, cli = light
     _, tried = cli("blueprints", str(bench), "--profile", "cpu", "--quiet")
     summary = json.loads((bench / "blueprints" / "summary.json").read_text())
@@ -105,7 +105,7 @@ def test_blueprints_judge_fuse_evaluate_and_view_run_without_the_models_extra(li
         assert summary["sections"][name] == {"unavailable": 6}
         assert "torch" in summary["unavailable"][name]
     assert tried and set(tried) <= {"torch", "funasr", "speechbrain"}  # only the extractors that need them tried
-    blueprint = json.loads(next(p for p in (bench / "blueprints").glob("*.json") if len(p.stem) == 64).read_text())
+    blueprint = json.loads(next(p for p in own_store.glob("*.json") if len(p.stem) == 64).read_text())
     assert blueprint["agent_response"] and blueprint["agent_audio_quality"]["P808_Overall_Quality"] is not None
 
     run = tmp_path / "run"

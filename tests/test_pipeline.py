@@ -186,12 +186,13 @@ def test_cli_exit_status_lists_failed_clips(tmp_path, capsys):
     assert cli(["blueprints", str(root), "--only", "test_peak", "--workers", "0", "--quiet"]) == 0
 
 
-def test_rerun_computes_nothing_and_force_recomputes(tmp_path):
+def test_rerun_computes_nothing_and_force_recomputes(tmp_path, own_store):
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9)})
     first = run_blueprints(root, opts())
     assert first.computed == 3 and first.cached == 0
-    files = sorted((root / "blueprints").glob("*.json"))
+    files = sorted(own_store.glob("*.json"))
     stamps = {p: p.stat().st_mtime_ns for p in files if len(p.stem) == 64}
+    assert len(stamps) == 3
 
     again = run_blueprints(root, opts())
     assert again.computed == 0 and again.cached == 3
@@ -236,7 +237,7 @@ def test_changing_one_extractor_recomputes_it_and_its_dependants_only(tmp_path):
     assert store.get_by_path("audio/a.wav")["provenance"]["extractors"]["test_peak_db"]["fingerprint"] != peak_db_fp
 
 
-def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch, own_store):
     files = {f"c{i}.wav": tone(0.3 + 0.1 * i, f0=200 + 20 * i) for i in range(7)}
     root = bench(tmp_path, files)
     monkeypatch.setattr(local, "CHUNK_CLIPS", 2)
@@ -246,7 +247,7 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
             run_blueprints(root, opts())
     finally:
         PeakDb.interrupt_after = None
-    done = [p for p in (root / "blueprints").glob("*.json") if len(p.stem) == 64]
+    done = [p for p in own_store.glob("*.json") if len(p.stem) == 64]
     assert len(done) == 4  # two whole chunks were written before the interruption
     summary = run_blueprints(root, opts())
     assert summary.cached == 4 and summary.computed == 3 and summary.ok
@@ -256,8 +257,9 @@ def test_worker_processes_give_the_same_blueprints(tmp_path):
     files = {f"c{i}.wav": tone(0.6 + 0.2 * i, f0=150 + 30 * i) for i in range(5)}
     inline = bench(tmp_path / "inline", files)
     pooled = bench(tmp_path / "pooled", files)
-    run_blueprints(inline, opts(only=["pitch", "loudness"], workers=0))
-    run_blueprints(pooled, opts(only=["pitch", "loudness"], workers=2))
+    # each folder keeps its own blueprints, so the second run computes them again instead of finding them
+    run_blueprints(inline, opts(only=["pitch", "loudness"], workers=0, store="bench"))
+    assert run_blueprints(pooled, opts(only=["pitch", "loudness"], workers=2, store="bench")).computed == 5
     for name in files:
         a = BlueprintStore(inline).get_by_path(f"audio/{name}")
         b = BlueprintStore(pooled).get_by_path(f"audio/{name}")

@@ -60,6 +60,7 @@ class Benchmark:
     root: Path
     manifest_path: Path
     pairs: list[Pair]
+    origin: str | None = None  # the URL a mirrored folder came from (trace_eval.remote); None for a local folder
 
     def __iter__(self) -> Iterator[Pair]:
         return iter(self.pairs)
@@ -77,6 +78,11 @@ class Benchmark:
 
     def resolve(self, relative: str) -> Path:
         return self.root / relative
+
+    def source(self, relative: str) -> str:
+        """Where a worker reads an audio file: the URL of a mirrored folder's file (nodes that share no disk
+        read it from there), else the local path."""
+        return f"{self.origin.rstrip('/')}/{relative}" if self.origin else str(self.resolve(relative))
 
     def blueprints_for(self, pair: Pair) -> tuple[dict | None, dict | None, dict | None]:
         """(instruction, response 1, response 2) blueprints from the store; None where missing.

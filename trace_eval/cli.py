@@ -11,7 +11,7 @@ import sys
 
 # In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the
 # confidence thresholds, ranking, training data from the verdicts, the audit page, the bias audit; then a look at
-# one blueprint.
+# one blueprint, and the store blueprints are kept in.
 VERBS = (
     "prepare",
     "label",
@@ -25,6 +25,7 @@ VERBS = (
     "view",
     "audit",
     "show",
+    "store",
 )
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
@@ -39,6 +40,7 @@ EXAMPLES = {
     "view": "python -m trace_eval view runs/demo",
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
+    "store": "python -m trace_eval store verify",
 }
 DESCRIPTION = """\
 Judge pairs of spoken answers with TRACE: turn every audio file into a blueprint

@@ -26,11 +26,12 @@ from typing import Any
 
 from extractors import REGISTRY, Extractor
 from trace_eval.bench import load_benchmark
+from trace_eval.shelf import is_url
 from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
-from trace_eval.store import BlueprintStore
+from trace_eval.store import BENCH_STORE, BlueprintStore
 
 __all__ = [
     "BlueprintOptions",
@@ -59,6 +60,9 @@ class BlueprintOptions:
     engine: str = "local"  # local | ray
     ray_address: str | None = None  # ray engine: the cluster to join; None = $RAY_ADDRESS, else a local Ray
     retry_unavailable: bool = False  # probe models recorded as unavailable even when nothing they resolve from changed
+    # where blueprints are written: a folder or URL, "bench" (BENCH/blueprints), None = the store this benchmark
+    # was given with --store before, else the default one (trace_eval.store.default_store: $TRACE_STORE, ...)
+    store: str | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,8 +169,20 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
     started = time.perf_counter()
     if options.engine not in ENGINES:
         raise ValueError(f"unknown engine {options.engine!r}; expected one of: {', '.join(ENGINES)}")
+    remote = None
+    if isinstance(bench_dir, str) and bench_dir.startswith("file://"):
+        bench_dir = bench_dir[len("file://") :]
+    if is_url(bench_dir):  # a folder in object storage: Stage 1 works on a local mirror (trace_eval.remote)
+        from trace_eval.remote import mirror_bench
+
+        remote = mirror_bench(str(bench_dir))
+        bench_dir = remote.root
+        if options.store == BENCH_STORE:  # the benchmark keeps its blueprints: beside its index, at the URL
+            options = dataclasses.replace(options, store=f"{remote.url.rstrip('/')}/blueprints")
     bench = load_benchmark(bench_dir, check_audio=False)
-    store = BlueprintStore(bench.root)
+    if remote is not None:
+        bench.origin = remote.url
+    store = BlueprintStore(bench.root, options.store)
     started_ray = False
     if options.engine == "ray":
         from trace_eval.stage1 import ray_engine
@@ -198,7 +214,12 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
             import ray
 
             ray.shutdown()
-    return recorder.summary(device, profile, time.perf_counter() - started)
+    summary = recorder.summary(device, profile, time.perf_counter() - started)
+    if remote is not None:
+        summary.bench = remote.location
+        save_summary(store, summary)
+        remote.upload_records()
+    return summary
 
 
 def _progress(enabled: bool):
@@ -213,6 +234,8 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
     Each pass is an ordinary resumable run restricted to some extractors, so a pass
     interrupted or repeated redoes nothing already stored. The summary adds the passes up.
     """
+    if is_url(bench_dir):
+        raise ValueError("--one-model-at-a-time needs a local benchmark folder, not a URL")
     if options.engine != "local":
         raise ValueError(
             "--one-model-at-a-time is for the local engine; on ray, give each model its GPU share "
@@ -228,10 +251,10 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
         if names:
             summaries.append(run_blueprints(bench_dir, dataclasses.replace(options, only=names)))
             _free_gpu()
-    return _combine(summaries, passes=[p for p in passes if p])
+    return _combine(summaries, passes=[p for p in passes if p], store=options.store)
 
 
-def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary:
+def _combine(summaries: list[RunSummary], passes: list[list[str]], store: str | None = None) -> RunSummary:
     """One summary of several passes, each extractor counted in the pass that ran it."""
     last = summaries[-1]
     sections = {name: s.sections[name] for s, names in zip(summaries, passes) for name in names if name in s.sections}
@@ -254,7 +277,7 @@ def _combine(summaries: list[RunSummary], passes: list[list[str]]) -> RunSummary
         kept_unavailable={k: v for s in summaries for k, v in s.kept_unavailable.items()},
         wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
     )
-    save_summary(BlueprintStore(last.bench), combined)
+    save_summary(BlueprintStore(last.bench, store), combined)
     return combined
 
 

@@ -123,7 +123,9 @@ def test_ray_gives_the_blueprints_of_the_local_engine_and_a_second_run_computes_
     ]
     (tmp_path / "local" / "manifest.json").write_text(json.dumps(items))
     shutil.copytree(tmp_path / "local", tmp_path / "ray")
-    common = dict(device="cpu", profile="cpu")  # every extractor; emotion and accent have no weights offline
+    # every extractor (emotion and accent have no weights offline); each folder keeps its own blueprints, so
+    # both engines compute them
+    common = dict(device="cpu", profile="cpu", store="bench")
     local = run_blueprints(tmp_path / "local", BlueprintOptions(progress=False, **common))
     first = run_blueprints(tmp_path / "ray", options(**common))
     assert first.ok and first.computed == 3 and first.engine == "ray"
@@ -208,7 +210,8 @@ def test_the_same_audio_gives_the_same_blueprint_alone_in_a_shuffled_batch_and_o
         shutil.copy(path, audio / path.name)
         names.append(path.name)
     assert len(names) == 16
-    common = dict(device="cpu", profile="cpu", only=["asr", "dnsmos", "pitch", "loudness", "rate", "voicing"])
+    only = ["asr", "dnsmos", "pitch", "loudness", "rate", "voicing"]
+    common = dict(device="cpu", profile="cpu", only=only, store="bench")  # each folder computes its own
     batch = _bench(tmp_path / "batch", names, audio, list(range(16)))
     assert run_blueprints(batch, BlueprintOptions(progress=False, **common)).computed == 16
     reference = _by_sha(batch)
@@ -288,7 +291,13 @@ def test_cuda_on_a_cluster_without_gpus_is_refused_and_an_unknown_engine_named(t
 def test_a_model_that_cannot_load_takes_its_dependants_along_as_locally(tmp_path):
     root = tone_bench(tmp_path / "local", 3)
     shutil.copytree(root, tmp_path / "ray")
-    common = dict(only=["rate"], device="cpu", profile="cpu", settings={"asr": {"model_path": str(tmp_path / "none")}})
+    common = dict(
+        only=["rate"],
+        device="cpu",
+        profile="cpu",
+        settings={"asr": {"model_path": str(tmp_path / "none")}},
+        store="bench",
+    )
     local = run_blueprints(tmp_path / "local", BlueprintOptions(progress=False, **common))
     remote = run_blueprints(tmp_path / "ray", options(**common))
     assert remote.sections == local.sections == {"asr": {"unavailable": 3}, "rate": {"unavailable": 3}}

@@ -30,6 +30,7 @@ from trace_eval.judge.backbones import FatalBackboneError, available_backbones, 
 from trace_eval.judge.runner import JudgeOptions, run_judge
 from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.rubrics import load_rubric
+from trace_eval.store import BENCH_STORE, BlueprintStore
 
 from .derive import choose_clips, write_audit_bench
 from .probes import PROBES
@@ -101,6 +102,16 @@ def check_model(model: str, api_base: str | None = None) -> None:
         ) from None
 
 
+def _store_of(bench_root: Path, options: BlueprintOptions) -> BlueprintOptions:
+    """The copies' blueprints go to the store the audited benchmark was given with --store, else to the default
+    one, so an audit into another folder finds them (a benchmark that keeps its blueprints itself lends the
+    default store instead)."""
+    if options.store is not None:
+        return options
+    named = BlueprintStore(bench_root).recorded_store(named_only=True)
+    return replace(options, store=None if named == BENCH_STORE else named)
+
+
 def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None) -> dict:
     """Write the audit bench, its blueprints, one judge run per backbone and the report; returns audit.json."""
     notice = notice or (lambda message: print(message, file=sys.stderr))
@@ -130,7 +141,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
     judge_runs = [replace(j, bench=audit_bench) for j in options.judges]
     blueprint_summary = None
     if any(load_rubric(j.rubric).prompt(j.judge).needs_blueprints for j in judge_runs):
-        blueprint_summary = run_blueprints(audit_bench, options.blueprints)
+        blueprint_summary = run_blueprints(audit_bench, _store_of(bench.root, options.blueprints))
     reports = []
     used: set[str] = set()
     for judge in judge_runs:
@@ -163,6 +174,7 @@ def run_audit(options: AuditOptions, notice: Callable[[str], None] | None = None
             "computed": blueprint_summary.computed,
             "cached": blueprint_summary.cached,
             "failed": blueprint_summary.failed,
+            "store": blueprint_summary.store,
         },
         "judges": reports,
         "page": page,

@@ -56,6 +56,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=None,
         help="ray engine: the cluster to join (default: $RAY_ADDRESS, else start Ray on this machine)",
     )
+    p.add_argument(
+        "--store",
+        metavar="DIR|URL|bench",
+        default=None,
+        help="where blueprints are kept: a folder or an fsspec URL (s3://bucket/store) shared by every benchmark, "
+        "or 'bench' for BENCH/blueprints (a benchmark shipped with its blueprints); default: the one this "
+        "benchmark used last, else $TRACE_STORE, else ~/.cache/trace-eval/blueprints",
+    )
     p.add_argument("--list", action="store_true", help="list the extractors and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -102,13 +110,14 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         ray_address=args.ray_address,
         retry_unavailable=args.retry_unavailable,
+        store=args.store,
     )
     try:
         if args.one_model_at_a_time:
             summary = run_one_model_at_a_time(args.bench, options)
         else:
             summary = run_blueprints(args.bench, options)
-    except (ManifestError, FileNotFoundError, ValueError, EngineUnavailable) as e:
+    except (ManifestError, FileNotFoundError, ValueError, EngineUnavailable, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print_summary(summary)
@@ -125,6 +134,10 @@ def print_summary(summary) -> None:
         f"  clips {summary.clips}  unique audio {summary.unique_audio}  cached {summary.cached}  "
         f"computed {summary.computed}  failed {summary.failed}"
     )
+    if summary.computed == 0 and summary.cached and not summary.failed:
+        print(f"  nothing computed: all {summary.cached} blueprint(s) were already in the store {summary.store}")
+    else:
+        print(f"  store {summary.store}")
     print(f"  {'extractor':10s} {'ok':>6s} {'cached':>7s} {'failed':>7s} {'unavail':>8s} {'seconds':>9s}")
     for name, counts in summary.sections.items():
         print(

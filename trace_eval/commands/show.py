@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                f"error: no blueprint stored for {audio} in {store.dir}; run: make blueprints BENCH={bench}",
+                f"error: no blueprint stored for {audio} in {store.location}; run: make blueprints BENCH={bench}",
                 file=sys.stderr,
             )
         return 1

@@ -11,6 +11,7 @@ content, the extractor's fingerprint, the installed packages); `--force` tries a
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -33,6 +34,8 @@ class Job:
     sha: str
     blueprint: dict | None  # as stored, None when there is none yet
     needed: list[str]  # extractor names to compute, in dependency order
+    # provenance.extractors as the plan read them: what another process wrote since differs from this
+    stored_sections: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -175,7 +178,7 @@ def make_plan(
                 plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"
             elif recorded:
                 plan.kept_failures.append(RecordedFailure(rel, sha, e.name, entry.get("reason") or "failed"))
-        plan.jobs[sha] = Job(rel, sha, blueprint, needed)
+        plan.jobs[sha] = Job(rel, sha, blueprint, needed, copy.deepcopy(current))
     store.save_index()
     return plan
 

@@ -30,7 +30,9 @@ import numpy as np
 from extractors import Clip, Extractor, ExtractorUnavailable
 from extractors.base import Pool
 from trace_eval.audio import Audio
-from trace_eval.stage1.local import decode_and_extract, load_per_clip, run_batched, runs_in_workers
+from trace_eval.remote import local_copy
+from trace_eval.shelf import display_location
+from trace_eval.stage1.local import Decoded, decode_and_extract, load_per_clip, run_batched, runs_in_workers
 from trace_eval.stage1.plan import Job, Plan
 from trace_eval.stage1.record import AudioInfo, Recorder
 from trace_eval.stage1.settings import coerce
@@ -130,7 +132,14 @@ def _decode(row: dict, per_clip: list[tuple[type[Extractor], Any, str]], rates: 
             unavailable[cls.name] = _TASK_UNAVAILABLE[key]
     names = [n for n in json.loads(row["per_clip"])]
     needs_audio = bool(json.loads(row["models"]))
-    dec = decode_and_extract(row["path"], row["sha"], names, rates if needs_audio else [], loaded, unavailable)
+    shown = display_location(row["path"])
+    try:
+        with local_copy(row["path"]) as path:  # a URL: the worker fetches the clip itself
+            dec = decode_and_extract(path, row["sha"], names, rates if needs_audio else [], loaded, unavailable)
+            if dec.error:
+                dec.error = dec.error.replace(path, shown)
+    except OSError as e:  # the URL could not be read from this node
+        dec = Decoded(None, f"{shown}: cannot fetch: {type(e).__name__}: {e}", {})
     out = {
         "sha": row["sha"],
         "models": row["models"],
@@ -233,7 +242,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     rows = [
         {
             "sha": j.sha,
-            "path": str(plan.bench.resolve(j.path)),
+            "path": plan.bench.source(j.path),
             "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
             "models": json.dumps([e.name for e in models if e.name in j.needed]),
         }

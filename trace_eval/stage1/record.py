@@ -52,6 +52,7 @@ class RunSummary:
     kept_unavailable: dict[str, str] = dataclasses.field(default_factory=dict)
     # extractor -> why its weights are stand-ins (trace_eval/standins.py), for those that ran on them
     standin: dict[str, str] = dataclasses.field(default_factory=dict)
+    store: str = ""  # where the blueprints are: `bench`, a folder or a URL (BENCH/blueprints/store.json)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +85,9 @@ class Recorder:
         self.unavailable: dict[str, str] = {}
         self.computed = 0
         self.failed = 0
+        for job in plan.jobs.values():  # found in another shelf (an old layout, an earlier store): copied over
+            if job.blueprint is not None:
+                plan.store.adopt(job.sha, job.blueprint)
 
     def blueprint(self, job: Job, audio: AudioInfo | None) -> dict:
         """The blueprint results go into: the stored one, or a new one for decoded audio."""
@@ -136,7 +140,18 @@ class Recorder:
         return self.plan.packages if stage == "decode" else None
 
     def write(self, job: Job, bp: dict) -> None:
-        self.plan.store.put(job.sha, bp)
+        """Write a blueprint, keeping the sections another process wrote into the store since the plan read it
+        (two benchmarks sharing audio, blueprinted at once, with other extractors or settings)."""
+        store = self.plan.store
+        with store.shelf.lock():
+            latest = store.latest(job.sha)
+            if latest is not None and latest["provenance"]["extractors"] != job.stored_sections:
+                ours, before = bp["provenance"]["extractors"], job.stored_sections
+                for ext in self.plan.extractors:
+                    if ext.name in ours and ours[ext.name] != before.get(ext.name):  # made by this run
+                        apply_section(latest, ext.outputs, ours[ext.name], bp)
+                bp = latest
+            store.put(job.sha, bp)
         self.computed += 1
 
     def summary(self, device: str, profile: str, wall_seconds: float) -> RunSummary:
@@ -206,6 +221,8 @@ class Recorder:
 
 
 def save_summary(store: BlueprintStore, summary: RunSummary) -> None:
+    summary.store = store.location
+    store.record_store()
     write_json(store.dir / "summary.json", summary.to_json())
     store.write_failures([dataclasses.asdict(f) for f in summary.failures])
 
