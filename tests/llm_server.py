@@ -388,6 +388,7 @@ def write_benchmark(root: Path, pairs: list[PairSpec | PointSpec] | int, with_bl
                 sha = sha256_file(root / relative)
                 doc = new_blueprint(sha, 0.1, 16000, 1)
                 doc.update(values)
+                doc["provenance"] = {**doc["provenance"], "audio_sha256": sha}  # as every stored blueprint names it
                 store.put(sha, doc)
         if spec.label:
             item["label"] = spec.label

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,19 +17,17 @@ import trace_eval
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main as cli
 from trace_eval.judge.caller import RetryPolicy
+from trace_eval.store import BlueprintStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "funasr", "litellm", "ray", "transformers", "speechbrain", "numpy")
 
 
-def seed_store(bench: Path, workdir: Path) -> None:
-    """The benchmark's blueprints in the working folder's store: what one store for every folder gives (a blueprint
-    is keyed by its audio's content alone), so the clips handed over from code find them current."""
-    store = workdir / "blueprints"
-    store.mkdir(parents=True, exist_ok=True)
-    for path in (bench / "blueprints").glob("*.json"):
-        if len(path.stem) == 64:
-            shutil.copy(path, store / path.name)
+def share_store(bench: Path, monkeypatch) -> None:
+    """Point $TRACE_STORE at the store the benchmark's blueprints were made into: the clips handed over from code
+    find them current there, as every folder on one machine shares one store (a blueprint is keyed by its audio's
+    content alone)."""
+    monkeypatch.setenv("TRACE_STORE", BlueprintStore(bench).recorded_store())
 
 
 def pairs_of(bench: Path) -> list[dict]:
@@ -79,7 +76,7 @@ def test_compare_gives_the_verdicts_fused_labels_and_confidences_of_judge_and_fu
     records = {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
 
     workdir = tmp_path / "work"
-    seed_store(example_with_blueprints, workdir)
+    share_store(example_with_blueprints, monkeypatch)
     judge = trace_eval.Judge(model="cues", fusion="content-first", workdir=workdir)
     pairs = pairs_of(example_with_blueprints)
     assert len(pairs) == len(records) == 8
@@ -116,8 +113,6 @@ def test_compare_gives_the_verdicts_fused_labels_and_confidences_of_judge_and_fu
 def test_blueprint_of_samples_equals_that_of_their_file(example_with_blueprints, tmp_path):
     import soundfile as sf
 
-    from trace_eval.store import BlueprintStore
-
     clip = "audio/mini-01_a.wav"
     samples, rate = sf.read(str(example_with_blueprints / clip), dtype="float32")
     made = trace_eval.blueprint((samples, rate), workdir=tmp_path / "work")
@@ -129,12 +124,14 @@ def test_blueprint_of_samples_equals_that_of_their_file(example_with_blueprints,
     assert (tmp_path / "work" / "clips" / f"{made['provenance']['audio_sha256']}.wav").is_file()
 
 
-def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(example_with_blueprints, tmp_path):
+def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(
+    example_with_blueprints, tmp_path, monkeypatch
+):
     base = pairs_of(example_with_blueprints)
     # 32 pairs, each with its own instruction text, so no two render the same prompt.
     pairs = [dict(base[n % len(base)], id=f"q{n:02d}", instruction_text=f"Say 'number {n}'.") for n in range(32)]
     workdir = tmp_path / "work"
-    seed_store(example_with_blueprints, workdir)
+    share_store(example_with_blueprints, monkeypatch)
     delay = 0.25
     with LLMServer(responder=lambda body: Reply(verdict_json("1", "both_good", "2"), delay_s=delay)) as server:
 
@@ -172,11 +169,11 @@ def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(ex
         assert again.blueprints_made == 0
 
 
-def test_acompare_in_a_running_loop(example_with_blueprints, tmp_path):
+def test_acompare_in_a_running_loop(example_with_blueprints, tmp_path, monkeypatch):
     import asyncio
 
     workdir = tmp_path / "work"
-    seed_store(example_with_blueprints, workdir)
+    share_store(example_with_blueprints, monkeypatch)
     judge = trace_eval.Judge(model="cues", workdir=workdir)
     pairs = pairs_of(example_with_blueprints)[:3]
 
@@ -205,7 +202,7 @@ def test_errors_are_the_command_line_s(example_with_blueprints, tmp_path, monkey
         trace_eval.Judge(model="gemini/gemini-2.5-flash", workdir=tmp_path)
 
     # A rejected key stops at once, as it stops a run, with the run's words.
-    seed_store(example_with_blueprints, tmp_path / "work")
+    share_store(example_with_blueprints, monkeypatch)
     with LLMServer(default=Fail(401, "invalid api key")) as server:
         judge = trace_eval.Judge(
             model="openai/scripted", api_base=server.api_base, api_key="wrong", workdir=tmp_path / "work"
@@ -233,7 +230,7 @@ def test_a_pair_judged_from_python_is_not_asked_again_by_the_command_line(
 ):
     monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
     workdir = tmp_path / "work"
-    seed_store(example_with_blueprints, workdir)
+    share_store(example_with_blueprints, monkeypatch)
     with LLMServer(default=Reply(verdict_json("1", "1", "both_good"))) as server:
         judge = trace_eval.Judge(
             model="openai/scripted", api_base=server.api_base, api_key="dummy", workdir=workdir, structured="off"
@@ -252,10 +249,10 @@ def test_a_pair_judged_from_python_is_not_asked_again_by_the_command_line(
 
 
 def test_a_clip_stage_1_cannot_read_is_a_skipped_verdict_in_a_stream_and_an_error_alone(
-    example_with_blueprints, tmp_path
+    example_with_blueprints, tmp_path, monkeypatch
 ):
     workdir = tmp_path / "work"
-    seed_store(example_with_blueprints, workdir)
+    share_store(example_with_blueprints, monkeypatch)
     judge = trace_eval.Judge(model="cues", workdir=workdir)
     good = pairs_of(example_with_blueprints)[0]
     broken = dict(good, id="broken", b=b"this is not audio")

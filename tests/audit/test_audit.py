@@ -108,8 +108,8 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
         second = _audit(bench, tmp_path / "again", server, tmp_path / "cache")  # ... and cached: asked nothing
         assert server.request_count == pairs
     # the copies' blueprints come from the shared store: the second audit makes none
-    assert audit["blueprints"]["computed"] == 6 * (1 + len(PROBES)) and audit["blueprints"]["failed"] == 0
-    assert second["blueprints"]["computed"] == 0 and second["blueprints"]["cached"] == 6 * (1 + len(PROBES))
+    assert audit["blueprints"]["computed"] == 10 * (1 + len(PROBES)) and audit["blueprints"]["failed"] == 0
+    assert second["blueprints"]["computed"] == 0 and second["blueprints"]["cached"] == 10 * (1 + len(PROBES))
     assert second["judges"][0]["run"]["cache_hits"] == pairs and second["judges"][0]["run"]["calls"] == 0
     assert second["judges"][0]["probes"] == report["probes"]
     louder, quieter, padded = (_probe(report, p)["labels"]["overall"] for p in PROBES)

@@ -499,6 +499,8 @@ def test_rubric_errors_say_what_to_do(tmp_path, server, capsys, monkeypatch):
     with pytest.raises(JudgeError, match="unknown rubric 'sagelm'"):
         judge(bench, server, tmp_path, rubric="sagelm")
     bare = write_benchmark(tmp_path / "bare", [PointSpec(id="x")], with_blueprints=False)
+    # Its clip has the same bytes as one of `bench`, whose blueprint the shared store holds: a store of its own.
+    monkeypatch.setenv("TRACE_STORE", str(tmp_path / "empty-store"))
     with pytest.raises(MissingBlueprintsError, match="1 clip\\(s\\).*audio/x_audio.wav.*make blueprints"):
         judge(bare, server, tmp_path, rubric="style")
     assert server.request_count == 0
