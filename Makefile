@@ -71,7 +71,7 @@ demo: install
 	$(PY) -m trace_eval view $(DEMO_RUN)
 	$(PY) -m trace_eval evaluate $(DEMO_RUN) --out $(DEMO_RUN)/evaluation
 	@echo
-	@echo "blueprints: $(BENCH)/blueprints/   (python -m trace_eval show $(BENCH)/audio/<file>)"
+	@echo "blueprints: python -m trace_eval show $(BENCH)/audio/<file>   (where they are: python -m trace_eval store)"
 	@echo "judge run:  $(DEMO_RUN)/results.jsonl   summary: $(DEMO_RUN)/summary.json"
 	@echo "report:     $(DEMO_RUN)/evaluation/report.html   ($(DEMO_RUN)/evaluation/report.md)"
 	@echo "every pair: $(DEMO_RUN)/view/index.html   (open it in a browser)"
