@@ -154,7 +154,7 @@ def test_the_audit_page_shows_its_picture_and_its_commands_on_the_demo_run_write
 
 def test_the_python_api_page_s_examples_run_and_its_commands_exist(example_with_blueprints, tmp_path):
     """Every Python block of docs/api.md, run in order in one interpreter, from a folder holding a copy of
-    examples/mini with its blueprints, in the one store of the machine ($TRACE_STORE)."""
+    examples/mini with its blueprints, in the store of the machine ($TRACE_STORE)."""
     text = (DOCS / "api.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert len(blocks) >= 5
@@ -164,7 +164,10 @@ def test_the_python_api_page_s_examples_run_and_its_commands_exist(example_with_
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     from trace_eval.store import BlueprintStore
 
-    env["TRACE_STORE"] = BlueprintStore(example_with_blueprints).recorded_store() or ""
+    # A copy of the store that holds the example's blueprints: this process's environment (HF_HUB_OFFLINE) would
+    # make the sections it records as unavailable stale for the rest of the suite.
+    shutil.copytree(BlueprintStore(example_with_blueprints).recorded_store() or "", tmp_path / "store")
+    env["TRACE_STORE"] = str(tmp_path / "store")
     done = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )

@@ -33,7 +33,8 @@ def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprin
     assert "fox" in first["agent_response"].lower()
 
     assert main(["blueprints", str(bench.root), "--quiet"]) == 0
-    assert "cached 23  computed 0  failed 0" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "cached 23  computed 0  failed 0" in printed, printed
 
 
 def test_judge_fuse_and_evaluate_the_example(example_with_blueprints, tmp_path, capsys):
