@@ -51,3 +51,18 @@ def example_with_blueprints(tmp_path_factory) -> Path:
 def style_example_with_blueprints(tmp_path_factory) -> Path:
     """examples/mini-style (single answers) with blueprints."""
     return _with_blueprints(tmp_path_factory, "mini-style")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium for the page tests (tests/view, tests/labels); in CI a missing browser fails."""
+    from view_pages import browser_problem, start_chromium
+
+    problem = browser_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI: {problem}")
+        pytest.skip(problem)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()

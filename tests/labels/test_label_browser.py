@@ -5,11 +5,9 @@ labels on disk with annotator, time and the order shown."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from label_benches import Server, wait_for
-from view_pages import browser_problem, start_chromium
 
 from trace_eval.evaluation.records import load_human_labels
 from trace_eval.rubrics import load_rubric
@@ -17,18 +15,6 @@ from trace_eval.rubrics import load_rubric
 # What the labeller types per pair: a digit for each field, Tab past its reason to the next field, Enter to save.
 TYPED = ("1", "3", "4", "2")  # content, voice quality, paralinguistics, overall, in the order shown
 NAMES = {"1": "1", "2": "2", "3": "both_good", "4": "both_bad"}
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    problem = browser_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser tests must run in CI: {problem}")
-        pytest.skip(problem)
-    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    yield driver
-    driver.quit()
 
 
 def open_label_page(browser, url: str) -> float:

@@ -18,11 +18,9 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from view_pages import (
-    browser_problem,
     filter_and_step_ms,
     open_page,
     read_page_data,
-    start_chromium,
     word_starts,
     write_large_bench,
     write_large_run,
@@ -30,18 +28,6 @@ from view_pages import (
 
 from trace_eval.cli import main
 from trace_eval.view import write_view
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    problem = browser_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser tests must run in CI: {problem}")
-        pytest.skip(problem)
-    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture(scope="module")
