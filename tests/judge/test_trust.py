@@ -290,6 +290,43 @@ def test_cascade_escalates_resumes_and_names_the_deciding_judge(tmp_path):
     assert "## Trusted verdicts" in (tmp_path / "eval" / "report.md").read_text()
 
 
+def test_a_cascade_keeps_the_dimensions_its_judge_decided(tmp_path):
+    """Free-form instructions: cues leaves Content undetermined and decides the other two; the cascade keeps them."""
+    specs = [
+        PairSpec(id="quoted", response_1=blueprint("hello there"), response_2=blueprint("goodbye")),
+        PairSpec(
+            id="free",
+            instruction_text="Tell me about your day.",
+            response_1=blueprint("it was fine"),
+            response_2=blueprint("a long day", p808=2.0),
+        ),
+    ]
+    bench = write_benchmark(tmp_path / "bench", specs)
+    items = json.loads((bench / "manifest.json").read_text())
+    (bench / "manifest.json").write_text(json.dumps([{**item, "model_a": "x", "model_b": "y"} for item in items]))
+    calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.6, 1)})
+    single = judge(bench, tmp_path / "single", model="cues")
+    outcome = run_cascade(JudgeOptions(bench=bench, out=tmp_path / "cascade"), ["cues"], calibration, lambda m: None)
+    free = {r["id"]: r for r in outcome.records}["free"]
+    alone = {r["id"]: r for r in single}["free"]
+    assert alone["verdicts"] == {"content": None, "voice_quality": "1", "paralinguistics": "both_good"}
+    assert free["verdicts"] == alone["verdicts"] and free["overall"] is None
+    assert list(free["undetermined"]) == ["content"] and "no quoted words" in free["undetermined"]["content"]
+    assert free["confidence"]["voice_quality"] == alone["confidence"]["voice_quality"] is not None
+    assert free["cascade"]["decided_by"] is None and "left it undetermined" in free["cascade"]["reason"]
+    assert outcome.summary["undetermined"] == {"content": 1, "voice_quality": 0, "paralinguistics": 0, "overall": 1}
+    assert outcome.summary["cascade"]["undetermined"] == 1
+
+    # --trusted-only: the pair the judge could not decide is undetermined, not "not trusted"; the Voice Quality
+    # verdict it did give is one no calibration vouches for.
+    assert cli(["leaderboard", str(tmp_path / "cascade"), "--trusted-only", "--by", "all"]) == 0
+    board = json.loads((tmp_path / "cascade" / "leaderboard-trusted" / "leaderboard.json").read_text())
+    tables = board["sources"][0]["tables"]
+    assert tables["overall"]["left_out"]["undetermined"] == 1 and tables["overall"]["left_out"]["not_trusted"] == 0
+    assert tables["content"]["left_out"]["undetermined"] == 1 and tables["content"]["left_out"]["not_trusted"] == 0
+    assert tables["voice_quality"]["left_out"]["not_trusted"] == 1
+
+
 def test_a_judge_the_calibration_does_not_know_is_refused(tmp_path):
     bench = cascade_bench(tmp_path / "bench", 2)
     calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.8, 1)})

@@ -152,9 +152,11 @@ def run_source(
     why: dict[str, list[str | None]] = {k: [] for k in keys}
     for item in games.ids:
         record = records.get(item)
-        # --trusted-only: a verdict below its judge's threshold, made undetermined by trust.keep_trusted
-        untrusted = bool((run.raws.get(item) or {}).get("not_trusted"))
+        # --trusted-only: the labels below their judge's threshold, made undetermined by trust.keep_trusted
+        # (a list of keys; True in pages written before it named them)
+        marked = (run.raws.get(item) or {}).get("not_trusted")
         for key in keys:
+            untrusted = marked is True or key in (marked or ())
             label, reason = None, None
             if record is None:
                 reason = "not_judged"

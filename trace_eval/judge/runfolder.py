@@ -36,8 +36,10 @@ results.jsonl fields (one line per item):
     confidence_source  "stated" (the judge's own, e.g. the cues backbone's margins) | "agreement" (share of
                   the answers, --samples/--swap, that gave the label) | null
     confidence_reason  why the confidence is null (e.g. one answer that states none), else null
-    cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked
-                  (trace_eval.judge.cascade)
+    cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked, and
+                  why none did (trace_eval.judge.cascade)
+    not_trusted   (cascade runs) the labels withheld because no judge trusted them (dimensions and "overall"),
+                  counted apart from those a judge left undetermined for want of evidence
 """
 
 from __future__ import annotations
