@@ -134,8 +134,8 @@ class ClipFolder:
     ) -> tuple[dict[str, dict | None], dict[str, str], Any]:
         """({clip: its blueprint or None}, {clip: why it has none}, Stage 1's summary), Stage 1 run on `clips`
         with `options` (pipeline.BlueprintOptions) through the normal pipeline and store."""
-        from trace_eval.pipeline import run_blueprints
-        from trace_eval.store import BlueprintStore
+        from trace_eval.stage1.pipeline import run_blueprints
+        from trace_eval.stage1.store import BlueprintStore
 
         wanted = list(dict.fromkeys(clips))
         with self._locked():
