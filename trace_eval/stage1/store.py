@@ -39,6 +39,7 @@ from typing import Any
 from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.items import Pair
+from trace_eval.resources import user_cache_dir
 from trace_eval.schemas import validation_errors
 from trace_eval.stage1.shelf import Shelf, display_location, is_url, open_shelf
 
@@ -67,12 +68,7 @@ BENCH_STORE = "bench"  # --store bench: the blueprints live in BENCH/blueprints,
 def default_store() -> str:
     """The user-level store: $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
     $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset), as the judge's answer cache is found."""
-    if os.environ.get("TRACE_STORE"):
-        return os.environ["TRACE_STORE"]
-    if os.environ.get("TRACE_CACHE_DIR"):
-        return str(Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "blueprints")
-    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return str(Path(cache).expanduser() / "trace-eval" / "blueprints")
+    return os.environ.get("TRACE_STORE") or str(user_cache_dir("blueprints"))
 
 
 def ref_name(bench_root: Path) -> str:
