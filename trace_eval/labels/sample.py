@@ -254,50 +254,58 @@ def fitting_pairs(bench: str | Path, labels: Any) -> tuple[Any, dict[str, Any]]:
     """The human labels `calibrate` fits on (`labels`, a HumanLabels), and how its pairs were drawn.
 
     With a recorded split, only the calibration half is kept, so `evaluate --calibration` can score the
-    thresholds on the evaluation half.
+    thresholds on the evaluation half. The guarantee reaches only the strata whose pairs could be drawn and
+    were labelled: `strata` names them, and `limited` says the benchmark has others.
     """
     from dataclasses import replace
 
-    record = read_sample(bench)
-    if record is not None:
-        from trace_eval.bench import load_benchmark
+    from trace_eval.bench import load_benchmark
 
-        record = current(load_benchmark(bench, check_audio=False), record)
+    record = read_sample(bench)
     if record is None:
         return labels, {
             "drawn": "not drawn by `label --sample`: that these pairs are exchangeable with later ones is assumed, "
             "not shown",
             "random": False,
         }
+    loaded = load_benchmark(bench, check_audio=False)
+    record = current(loaded, record)
     labelled = {i for i, got in labels.labels.items() if got}
     described = (
         f"a seeded random sample of {record['n']} (seed {record['seed']}), stratified by system pair "
         f"({sample_path(bench)})"
     )
     cover = record["coverage"]
-    if not cover["covers"]:
-        # Pairs the draw could never pick are not exchangeable with those it did: the guarantee stops at its strata.
-        described += (
-            "; "
-            + "; ".join(coverage_lines(record))
-            + (
-                ": the guarantee holds for pairs of the system pairs drawn over only (`label --sample ... --extend` "
-                "draws over the rest)"
-            )
-        )
+    fitting = set(record["calibration"] if record.get("split") else record["ids"])
     if record.get("split"):
-        keep = set(record["calibration"])
-        labels = replace(labels, labels={i: got for i, got in labels.labels.items() if i in keep})
-        labelled &= keep
-        described += f"; its calibration half ({len(keep)} pairs), the evaluation half held out"
+        labels = replace(labels, labels={i: got for i, got in labels.labels.items() if i in fitting})
+        labelled &= fitting
+        described += f"; its calibration half ({len(fitting)} pairs), the evaluation half held out"
+    # A stratum drawn but not labelled yet (an extended draw) is as absent from the fit as one never drawn.
+    stratum_of = {p.id: _stratum(p.model_a, p.model_b) for p in loaded.pairs}
+    with_labels = {stratum_of[i] for i in labelled & fitting if i in stratum_of}
+    unlabelled = [name for name in cover["drawn_over"] if name not in with_labels]
+    strata = [name for name in cover["drawn_over"] if name in with_labels]
+    if not cover["covers"]:
+        described += "; " + "; ".join(coverage_lines(record))
+    if unlabelled:
+        described += f"; the draw's pairs of {', '.join(unlabelled)} have no label yet"
+    limited = not cover["covers"] or bool(unlabelled)
+    if limited:
+        # Pairs that could not be drawn, or were not labelled, are not exchangeable with those fitted on.
+        described += f": the guarantee holds for pairs of {', '.join(strata) or 'no system pair'} only" + (
+            " (`label --sample ... --extend` draws over the rest)" if not cover["covers"] else " (label them)"
+        )
     outside = sorted(labelled - set(record["ids"]))
     if outside:
         described += f"; but {len(outside)} labelled pair(s) lie outside the draw, so not all were drawn at random"
     return labels, {
         "drawn": described,
-        "random": not outside and cover["covers"],
+        "random": not outside and not limited,
         "sample": {k: record[k] for k in ("n", "seed", "split")},
-        "strata": cover["drawn_over"],
+        "strata": strata,
+        "limited": limited,
         "lacks": cover["lacks"],
         "not_drawable": len(cover["outside"]),
+        "unlabelled_strata": unlabelled,
     }
