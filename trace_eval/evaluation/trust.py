@@ -52,12 +52,15 @@ def trusted_ids(run: JudgeRun, calibration: dict[str, Any] | None) -> tuple[set[
     threshold = entry.get("threshold")
     if threshold is None:
         return set(), f"{key} has no threshold ({entry.get('reason')})"
+    on = str(calibration.get("label") or OVERALL)  # the label calibrated, and so the confidence it is read on
     ids = {
         i
         for i, raw in run.raws.items()
-        if raw.get("status") == "ok" and raw.get(OVERALL) is not None and (_confidence(raw) or -1.0) >= threshold
+        if raw.get("status") == "ok"
+        and _label(raw, on) is not None
+        and float((raw.get("confidence") or {}).get(on) or -1.0) >= threshold
     }
-    return ids, f"confidence >= {threshold:.4g} ({key}, calibration)"
+    return ids, f"confidence >= {threshold:.4g} ({key}, calibration{'' if on == OVERALL else f' of {on}'})"
 
 
 def _strongest_alone(run: JudgeRun) -> dict[str, Any] | None:
