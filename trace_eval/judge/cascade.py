@@ -1,6 +1,7 @@
 """A cascade of judges, from cheap to strong: each pair goes to the first judge; a verdict whose confidence is
 below that judge's calibrated threshold goes on to the next; what the last judge does not trust is recorded
-undetermined, with the reason ("confidence 0.61 below 0.78 for openai/gpt-4o-mini").
+undetermined, with the reason ("confidence 0.61 below 0.78 for openai/gpt-4o-mini"), keeping what it decided
+where it lacked the evidence for the rest.
 
     python -m trace_eval judge --cascade cues openai/gpt-4o-mini openai/gpt-4o-audio-preview@audio \\
         --calibration calibration.json --out runs/cascade
@@ -12,14 +13,14 @@ normal run over the pairs that reached it: its answers are cached as any run's a
 single-judge run share them, and re-running the same command resumes every judge where it stopped.
 
 RUNDIR/results.jsonl holds one line per pair: the deciding judge's record (verdicts, fused labels,
-confidence) with `cascade` = {decided_by, confidence, reason, threshold, cost_usd (every judge asked), steps: one
-per judge asked (judge, status, label, confidence, threshold, trusted, cost_usd)}. A pair no judge trusts
-has `cascade.decided_by` null and `cascade.reason` saying why, so `evaluate` counts it against coverage and
-scores agreement on the trusted verdicts only. Where the last judge gave the label calibrated with too low a
-confidence, every dimension is null, `undetermined` with that reason and named in `not_trusted`; where it
-left that label undetermined
-for want of evidence, its record is kept as it is: the dimensions it decided keep their labels and
-confidences, and only those it could not decide are undetermined, with its own reasons.
+confidence) with `cascade` = {decided_by, confidence, reason, threshold, cost_usd (every judge asked),
+steps: one per judge asked (judge, status, label, confidence, threshold, trusted, cost_usd)}. A pair no
+judge trusts has `cascade.decided_by` null and `cascade.reason` saying why, so `evaluate` counts it against
+coverage and scores agreement on the trusted verdicts only. Where the last judge gave the label calibrated
+with too low a confidence, every dimension is null, `undetermined` with that reason and named in
+`not_trusted`; where it left that label undetermined for want of evidence, its record is kept as it is: the
+dimensions it decided keep their labels and confidences, and only those it could not decide are
+undetermined, with its own reasons.
 """
 
 from __future__ import annotations
@@ -297,6 +298,7 @@ def _run_cascade(
         elif stopped and pair.id in pending and (len(history) < len(judges) or history[-1]["status"] == "not run"):
             record = _undetermined(None, pair.id, f"not finished: the cascade stopped ({stopped})", rubric, policy)
             record.update(status="skipped", reason=record["confidence_reason"], undetermined={})
+            record.pop("not_trusted", None)  # never judged: nothing was withheld
             record["cascade"] = {"decided_by": None, "confidence": None, "reason": record["reason"]}
         elif _left_undetermined(last.get(pair.id), on):
             # The judge lacked the evidence, which no threshold changes: what it did decide stays.

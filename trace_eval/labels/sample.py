@@ -122,8 +122,8 @@ def draw(bench: Benchmark, n: int, seed: int, split: bool = False, extend: bool 
 
 
 def _extended(bench: Benchmark, record: dict[str, Any]) -> dict[str, Any]:
-    """`record` drawn over the pairs it could not have drawn as well, at its own rate (n over the population it
-    was drawn from), stratum by stratum; written back. Every pair drawn before stays drawn."""
+    """`record` drawn over the pairs it could not have drawn as well, at its own rate (the pairs it drew over
+    the population it drew them from), stratum by stratum; written back. Every pair drawn before stays drawn."""
     outside = set(coverage(bench, record)["outside"])
     if not outside:
         return record
@@ -131,7 +131,7 @@ def _extended(bench: Benchmark, record: dict[str, Any]) -> dict[str, Any]:
         map(len, _strata(bench, _ids_of_strata(bench, record)).values())
     )
     new = _strata(bench, outside)
-    counts = _allot(round(len(outside) * int(record["n"]) / max(1, drawn_from)), new)
+    counts = _allot(round(len(outside) * len(record["ids"]) / max(1, drawn_from)), new)
     extensions = list(record.get("extensions") or [])
     # A seed of its own per extension: the first draw's pairs, and each earlier extension's, are never redrawn.
     picked, calibration = _pick(new, counts, random.Random(f"{record['seed']}:extension:{len(extensions) + 1}"))
