@@ -39,7 +39,7 @@ from typing import Any
 from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.schemas import validation_errors
-from trace_eval.shelf import Shelf, display_location, is_url, open_shelf
+from trace_eval.shelf import Shelf, check_folder, display_location, is_url, open_shelf
 
 __all__ = [
     "BlueprintStore",
@@ -67,7 +67,10 @@ def default_store() -> str:
     """The user-level store: $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
     $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset), as the judge's answer cache is found."""
     if os.environ.get("TRACE_STORE"):
-        return os.environ["TRACE_STORE"]
+        named = os.environ["TRACE_STORE"]
+        if not is_url(named):
+            check_folder(Path(named).expanduser().resolve(), "$TRACE_STORE=")
+        return named
     if os.environ.get("TRACE_CACHE_DIR"):
         return str(Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "blueprints")
     cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         rubric = load_rubric(args.rubric or DEFAULT_RUBRIC)
-        bench = load_benchmark(rest[0], check_audio=False)
+        bench = load_benchmark(_bench_of(rest[0]), check_audio=False)
         if action == "import":
             return _import(bench, rubric, Path(rest[1]), args.annotator)
         if action == "export":
@@ -77,6 +77,21 @@ def run(args: argparse.Namespace) -> int:
     except (LabelError, ManifestError, RubricError, FileNotFoundError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _bench_of(folder: str) -> str:
+    """`folder`, unless it is a judge run folder: then an error that names the run's benchmark."""
+    from trace_eval.judge.runfolder import RESULTS, RunFolderError, read_config
+
+    path = Path(folder)
+    if (path / "manifest.json").is_file() or (path / "manifest.jsonl").is_file() or not (path / RESULTS).is_file():
+        return folder
+    try:
+        bench = read_config(path).get("bench")
+    except RunFolderError:
+        bench = None
+    named = f": it judged {bench}; give that folder instead" if bench else " (its config.json names no benchmark)"
+    raise FileNotFoundError(f"{folder} is a judge run folder, not a benchmark folder{named}")
 
 
 def _import(bench, rubric, path: Path, annotator: str | None) -> int:
