@@ -45,7 +45,7 @@ def test_every_request_needs_the_token(server):
     status, _ = request(server, "GET", "/api/state", token=False, headers={"X-Trace-Token": server.token})
     assert status == 200
     status, _ = request(server, "POST", "/api/pair/0", json.dumps({"labels": LABELS}).encode(), token=False)
-    assert status == 403 and not (server.bench / "labels").exists()
+    assert status == 403 and not (server.bench / "labels" / "ana.jsonl").exists()
 
 
 def test_only_the_benchmark_s_own_audio_is_served(bench, server):
