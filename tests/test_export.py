@@ -167,9 +167,9 @@ def test_audio_paths_are_unique_and_nothing_names_a_path_of_this_machine(systems
     card = (out / "README.md").read_text()
     counts = json.loads(card.split("Counts as JSON: `")[1].split("`")[0])
     assert counts["out"] == "prefs"
-    assert sorted(counts["files"]) == sorted(
-        p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
-    ), counts["files"]
+    assert sorted(counts["files"]) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()), (
+        counts["files"]
+    )
 
 
 def test_an_existing_folder_is_refused_unless_overwrite(systems_run, tmp_path, capsys):

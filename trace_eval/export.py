@@ -311,6 +311,7 @@ def _card(
         target = f"the cascade's calibration ({_name(config['cascade'].get('calibration'))})"
     left = "\n".join(f"| left out: {why} | {n} |" for why, n in result.left_out.items())
     settings = {k: config.get(k) for k in ("samples", "swap", "temperature", "drop", "structured", "logprobs")}
+    counts = asdict(result) | {"out": result.out.name, "files": [_relative(f, result.out) for f in result.files]}
     return f"""---
 configs:
 - config_name: default
@@ -357,5 +358,5 @@ the winner's position in the benchmark's pair ("1" or "2"); `confidence` is the 
 exported label (null where it has none); `verdicts` is every dimension's label (JSON); `trusted` says whether
 the calibration trusts the verdict (null without one).
 
-Counts as JSON: `{json.dumps(asdict(result) | {"out": result.out.name, "files": [_relative(f, result.out) for f in result.files]})}`
+Counts as JSON: `{json.dumps(counts)}`
 """

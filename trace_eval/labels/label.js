@@ -38,10 +38,11 @@
     return body;
   }
 
+  // What to say when the server does not answer: it stopped, how to start it, and that nothing typed is lost.
   function stopped(what) {
     const restart = state && state.restart ? state.restart : 'python -m trace_eval label BENCH --annotator NAME';
-    return `${what}: the labelling server has stopped. Start it again with \`${restart}\`: this page `
-      + 'keeps its labels and saves them as soon as the server is back.';
+    return [`${what}: the labelling server has stopped. This page keeps its labels and saves them as soon as `
+      + 'the server is back; start it again with', restart];
   }
 
   const title = (name) => (state.fields.find((f) => f.name === name) || { title: name }).title;
@@ -49,9 +50,16 @@
   const audioUrl = (n, role) => `/audio/${n}/${role}?token=${encodeURIComponent(token)}`;
   const player = (role) => $(`audio-${role}`);
 
+  // text, or [text, command]: the command shown as code.
   function setStatus(text, kind = '') {
     const status = $('status');
-    status.textContent = text;
+    const [words, command] = Array.isArray(text) ? text : [text, null];
+    status.textContent = words;
+    if (command) {
+      const code = document.createElement('code');
+      code.textContent = command;
+      status.append(' ', code);
+    }
     status.className = `status ${kind}`;
   }
 
@@ -95,7 +103,7 @@
       box.append(title, asks, choices, reason);
       form.append(box);
     }
-    $('skip-reason').replaceChildren(...state.skip_reasons.map((r) => new Option(r, r)));
+    $('skip-reason').replaceChildren(...state.skip_reasons.map((r, i) => new Option(`${i + 1} ${r}`, r)));
   }
 
   function choose(name, value) {
@@ -122,6 +130,7 @@
       current = state.total;
       $('pair').hidden = true;
       $('done').hidden = false;
+      $('actions').hidden = true;
       progress();
       return;
     }
@@ -129,6 +138,7 @@
     current = n;
     $('pair').hidden = false;
     $('done').hidden = true;
+    $('actions').hidden = false;
     $('instruction-text').textContent = pair.instruction.text || '';
     $('instruction').hidden = !pair.instruction.audio;
     if (pair.instruction.audio) $('instruction').src = audioUrl(n, 'instruction');
