@@ -274,6 +274,7 @@ class Judge:
             if pair.id in skipped or pair.id in unusable:
                 reason = skipped.get(pair.id) or unusable[pair.id]
                 status = "skipped" if pair.id in skipped else "error"
+                judging.progress.update(1)
                 return unusable_record(pair, reason, options.fusion, setup.rubric, status)
             original, swapped = cases[pair.id]
             orders = (original, swapped) if options.swap and swapped is not None else (original,)
@@ -323,13 +324,14 @@ class Judge:
                     continue
                 name = _given_name(role, audio)
                 try:
-                    clips[role] = self.clips.add(audio)
+                    clip = self.clips.add(audio)
                 except (OSError, ValueError) as e:  # a wrong kind of value (TypeError) is the caller's bug
                     if strict:
                         raise
                     problems.append(str(e) if str(e).startswith(name) else f"{name}: {e}")
                     continue
-                names[clips[role]] = name  # type: ignore[index]
+                clips[role] = clip
+                names[clip] = name
             pair_id = item.get("id")
             if pair_id is None:
                 content = "|".join(str(part) for part in (clips["instruction"], clips["a"], clips["b"], text))
