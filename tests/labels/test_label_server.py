@@ -130,3 +130,11 @@ def test_serving_to_the_network_warns(bench):
     finally:
         server.stop()
     assert "warning: --host 0.0.0.0" in server.process.stderr.read()
+
+
+def test_a_token_that_cannot_go_into_the_url_is_refused(bench, capsys):
+    from trace_eval.cli import main
+
+    assert main(["label", str(bench), "--annotator", "ana", "--token", "a&b=c"]) == 2
+    assert "--token 'a&b=c': 8 or more letters" in capsys.readouterr().err
+    assert not (bench / "labels" / "ana.page.json").exists()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import shlex
 import socket
@@ -31,7 +32,16 @@ from typing import Any
 from urllib.parse import unquote
 
 from trace_eval.io import read_json, write_json
-from trace_eval.labels.store import LabelRecord, LabelStore, PairContent, content_keys, label_spaces, now, swapped
+from trace_eval.labels.store import (
+    LabelError,
+    LabelRecord,
+    LabelStore,
+    PairContent,
+    content_keys,
+    label_spaces,
+    now,
+    swapped,
+)
 
 __all__ = ["LabelSession", "MAX_BODY", "make_app", "page_file", "serve"]
 
@@ -40,6 +50,7 @@ MAX_REASON = 2000  # characters of one reason
 SKIP_REASONS = ("no sound", "cannot decide", "broken audio", "other")
 TYPED_TIE_NAMES = {"1": "A better", "2": "B better", "both_good": "both good", "both_bad": "both bad"}
 WIN_LOSE_NAMES = {"1": "A better", "2": "B better", "tie": "tie"}
+_TOKEN = re.compile(r"[A-Za-z0-9._~-]{8,}")  # URL-safe as it is printed
 
 
 class BadRequest(ValueError):
@@ -367,7 +378,7 @@ def _kept(path: Path) -> dict[str, Any]:
         return {}
     token, port = kept.get("token"), kept.get("port")
     return {
-        "token": token if isinstance(token, str) and len(token) >= 16 else None,
+        "token": token if isinstance(token, str) and _TOKEN.fullmatch(token) else None,
         "port": port if isinstance(port, int) and 0 < port < 65536 else None,
     }
 
@@ -394,6 +405,8 @@ def serve(session: LabelSession, host: str = "127.0.0.1", port: int | None = Non
     """
     import uvicorn
 
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise LabelError(f"--token {token!r}: 8 or more letters, digits, '.', '_', '~' or '-' (it goes into the URL)")
     path = page_file(session.store, session.annotator)
     kept = _kept(path)
     token = token or kept.get("token") or secrets.token_urlsafe(18)
