@@ -192,7 +192,7 @@ def test_errors_are_the_command_line_s(example_with_blueprints, tmp_path, monkey
     with pytest.raises(trace_eval.JudgeError, match="unknown fusion policy 'nope'"):
         trace_eval.Judge(fusion="nope", workdir=tmp_path)
     judge = trace_eval.Judge(workdir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="a.wav: audio file not found"):
+    with pytest.raises(FileNotFoundError, match="missing.wav: audio file not found"):  # the first clip given
         judge.compare(tmp_path / "missing.wav", tmp_path / "a.wav", tmp_path / "b.wav")
     with pytest.raises(TypeError, match="path, the bytes"):
         judge.compare(None, 3, 4, "Say hi")  # type: ignore[arg-type]
