@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 
 from label_benches import SYSTEMS, TRACE, label_every_pair, prepare_pairs, winner, write_run
 
@@ -197,11 +199,14 @@ def test_a_torn_or_foreign_line_is_left_out_with_its_reason(bench):
     assert len(load_human_labels(bench, TRACE).annotators["ana"]) == 18
 
 
-def test_an_annotator_named_like_another_but_for_case_is_refused_and_the_others_are_named(bench, tmp_path, capsys):
+def test_an_annotator_named_like_another_but_for_case_is_refused_and_the_others_are_named(bench, tmp_path):
     label_every_pair(bench, "alice")
     label_every_pair(bench, "bob")
-    assert main(["label", str(bench), "--annotator", "ALICE"]) == 2  # refused before any server starts
-    said = capsys.readouterr().err
+    # Refused before any server starts (a subprocess, so that a server that did start cannot hang the test).
+    command = [sys.executable, "-m", "trace_eval", "label", str(bench), "--annotator", "ALICE"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and not done.stdout, done
+    said = done.stderr
     assert "'alice'" in said and "differs only in case" in said and "--annotator alice" in said
     assert "Annotators here: alice, bob" in said
     assert sorted(p.name for p in (bench / "labels").glob("*.jsonl")) == ["alice.jsonl", "bob.jsonl"]
