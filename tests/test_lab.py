@@ -4,9 +4,9 @@
 same length. Four instructions quote the words to say, two are free-form questions. Made with espeak-ng and sox
 (-R), prepared with `prepare pairs`, real Stage 1 on CPU, then `judge --model cues` and the leaderboard.
 
-Then as a lab goes on: two people label a seeded sample on the labelling page, a fourth system ("slow", a recorded
-Asterisk prompt voice would not say these answers, so espeak-ng's British voice, slower) is added with `prepare
-pairs`, the stale sample is reported and extended, calibrate and a cascade run, and the audit at 4 clips.
+Then as a lab goes on: two people label a seeded sample on the labelling page, a fourth system is added with
+`prepare pairs` ("recorded": a person's recorded telephone prompts, Asterisk's, which say other words than asked),
+the stale sample is reported and extended, calibrate and a cascade run, and the audit at 4 clips.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from label_benches import Server
 
+import fusion
 from trace_eval.cli import main
 from trace_eval.rubrics import load_rubric
 from trace_eval.synth import Voice, have_tools, speak
@@ -53,6 +54,11 @@ LAB = [
     ("Tell me one fact about the moon.", "The moon goes around the earth once a month.", "Carpets are soft."),
 ]
 SYSTEMS = ("clear", "quiet", "wrong")
+ASTERISK = Path("/usr/share/asterisk/sounds/en")
+# Recorded prompts (core-sounds-en.txt): "Please enter your password followed by the pound key.", "You are currently
+# the only person in this conference.", "I am sorry, that's not a valid extension. Please try again.", "Please
+# enter the conference pin number.", "Call-Forward on No Answer.", "Agent Logged off."
+RECORDED = ("agent-pass", "conf-onlyperson", "pbx-invalid", "conf-getpin", "call-fwd-no-ans", "agent-loggedoff")
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +114,9 @@ def test_cues_ranks_clear_over_quiet_over_wrong(lab, lab_run):
 
 
 def _made(a: str, b: str, dimension: str) -> str:
-    """The label each pair has by how it was made: wrong says other words, quiet is 20 dB lower."""
-    bad = {"content": "wrong", "voice_quality": "quiet", "paralinguistics": None}[dimension]
-    return "2" if a == bad else "1" if b == bad else "both_good"
+    """The label each pair has by how it was made: wrong (and recorded) say other words, quiet is 20 dB lower."""
+    bad = {"content": {"wrong", "recorded"}, "voice_quality": {"quiet"}, "paralinguistics": set()}[dimension]
+    return fusion.label_of(a not in bad, b not in bad)
 
 
 def test_the_wrong_answers_are_confident_content_losses_and_no_wrong_verdict_is_surer(lab, lab_run):
@@ -225,6 +231,7 @@ def _serve_and_label(bench: Path, annotator: str, *sample: str) -> tuple[int, st
     return labelled, server.process.stderr.read() if server.process.stderr else ""
 
 
+@pytest.mark.skipif(not ASTERISK.is_dir(), reason="needs asterisk-core-sounds-en-wav (.ci/run installs it)")
 def test_a_lab_labels_a_sample_adds_a_fourth_system_calibrates_and_cascades(lab, tmp_path, capsys):
     root = lab.parent
     bench = tmp_path / "bench"
@@ -235,10 +242,11 @@ def test_a_lab_labels_a_sample_adds_a_fourth_system_calibrates_and_cascades(lab,
         labelled, said = _serve_and_label(bench, annotator, *sample)
         assert labelled == 12 and "stratified by system pair (3 of 3 strata)" in said, said
 
-    # A fourth system: the same answers, slower, in another voice.
-    for n, (_, answer, _) in enumerate(LAB):
-        speak(answer, root / "slow" / f"q{n}.wav", Voice(wpm=110, voice="en-gb"))
-    systems = [a for name in (*SYSTEMS, "slow") for a in ("--system", f"{name}={root / name}")]
+    # A fourth system: recorded speech, a person's telephone prompts, which say other words than asked.
+    (root / "recorded").mkdir(exist_ok=True)
+    for n, prompt in enumerate(RECORDED):
+        shutil.copyfile(ASTERISK / f"{prompt}.wav", root / "recorded" / f"q{n}.wav")
+    systems = [a for name in (*SYSTEMS, "recorded") for a in ("--system", f"{name}={root / name}")]
     given = ["--instructions", str(root / "instructions.json"), "--schedule", "all", "--quiet"]
     assert main(["prepare", "pairs", str(bench), *given, *systems]) == 0
     assert len(json.loads((bench / "manifest.json").read_text())) == 36
@@ -257,7 +265,7 @@ def test_a_lab_labels_a_sample_adds_a_fourth_system_calibrates_and_cascades(lab,
     printed = capsys.readouterr().out
     assert "18 pair(s) could not have been drawn" in printed and "the guarantee holds for pairs of" in printed
     doc = json.loads(calibration.read_text())
-    assert doc["pairs"]["random"] is False and "clear vs slow" not in doc["guarantee"]
+    assert doc["pairs"]["random"] is False and "recorded" not in doc["guarantee"]
     assert "and only for pairs of clear vs quiet, clear vs wrong, quiet vs wrong" in doc["guarantee"]
     # A few calibration labels cannot show 85% agreement: it says how many would.
     assert re.search(r"needs at least 15 verdicts .* label at least \d+ more pairs", printed), printed
@@ -267,22 +275,22 @@ def test_a_lab_labels_a_sample_adds_a_fourth_system_calibrates_and_cascades(lab,
         labelled, said = _serve_and_label(bench, annotator, *sample, "--extend")
         assert labelled == 12 and "(6 of 6 strata)" in said and "warning" not in said, said
         if annotator == "ana":  # the first to extend draws; the draw is recorded for the next
-            assert "sample extended over 18 new pair(s): clear vs slow 4, quiet vs slow 4, slow vs wrong 4" in said
+            added = "clear vs recorded 4, quiet vs recorded 4, recorded vs wrong 4"
+            assert f"sample extended over 18 new pair(s): {added}" in said, said
     assert all(len((bench / "labels" / f"{who}.jsonl").read_text().splitlines()) == 24 for who in ("ana", "ben"))
     assert main(["calibrate", str(run), "--out", str(calibration)]) == 0
     assert json.loads(calibration.read_text())["pairs"]["random"] is True
 
-    # The pairs whose other answer says other words are among the most confident of the run (they were the least).
+    # The pairs whose other answer says other words (made with espeak-ng, or recorded) are among the most confident
+    # of the run (they were the least), decided by Content and Paralinguistics, not by a Voice Quality margin.
     seats = _seats(bench)
     records = _records(run)
     fused = {r["id"]: r["confidence"]["overall"] for r in records if r["overall"] is not None}
-    wrong = [c for i, c in fused.items() if "wrong" in seats[i]]
-    assert len(wrong) == 12 and min(wrong) >= max(c for i, c in fused.items() if "wrong" not in seats[i]), fused
-    assert all(
-        r["decided_by"] == ["content", "paralinguistics"]
-        for r in records
-        if r["id"] in fused and "wrong" in seats[r["id"]]
-    )
+    other_words = {i: len({"wrong", "recorded"} & set(seats[i])) for i in fused}
+    losses = [c for i, c in fused.items() if other_words[i] == 1]
+    said_right = [c for i, c in fused.items() if other_words[i] == 0]
+    assert len(losses) == 16 and len(said_right) == 4 and min(losses) >= max(said_right), fused
+    assert all(r["decided_by"] == ["content", "paralinguistics"] for r in records if other_words.get(r["id"]) == 1)
 
     # A cascade keeps what its judge decided: the free-form pairs (q4, q5) keep Voice Quality and Paralinguistics.
     cascade = tmp_path / "cascade"
