@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations, product
 
-from .labels import check_label
+from .labels import LABELS, check_label
 from .registry import POLICIES, UnknownPolicy, get_policy
 
 
@@ -81,3 +83,38 @@ class Fusion:
     def fuse_all(self, verdicts: Mapping[str, str | None] | None) -> dict[str, str | None]:
         """The overall label under every policy; None for every policy when a verdict is missing."""
         return {name: self.fuse(name, verdicts or {}) for name in self.policies}
+
+    def decided_by(self, policy: str, verdicts: Mapping[str, str | None]) -> tuple[str, ...] | None:
+        """The dimensions the overall label under `policy` turns on, in priority order: those whose label,
+        changed alone, would change it; where no single one could (all three agree under `vote`), those of
+        the smallest groups that could. None where the overall label is None.
+
+            >>> tree = Fusion(order=("content", "paralinguistics", "voice_quality"),
+            ...               acceptability=("content", "paralinguistics"), policies=("cap", "content-first"))
+            >>> said = {"content": "1", "voice_quality": "2", "paralinguistics": "both_good"}
+            >>> tree.decided_by("cap", said), tree.decided_by("content-first", said)
+            (('content', 'paralinguistics'), ('content',))
+
+        Read from the policy itself (every other label tried in place of the given ones), so it holds for
+        any registered policy.
+        """
+        if self.fuse(policy, verdicts) is None:
+            return None
+        return _turning(self, policy, tuple(str(verdicts[name]) for name in self.order))
+
+
+@lru_cache(maxsize=4096)
+def _turning(tree: Fusion, policy: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """Fusion.decided_by over labels in `tree.order`: the smallest groups of dimensions whose labels, all
+    changed, can change the overall label, merged. 4^3 label triples per policy: cached."""
+    given = dict(zip(tree.order, labels))
+    fused = tree.fuse(policy, given)
+    for size in range(1, len(tree.order) + 1):
+        turning: set[str] = set()
+        for group in combinations(tree.order, size):
+            others = product(*([label for label in LABELS if label != given[name]] for name in group))
+            if any(tree.fuse(policy, {**given, **dict(zip(group, changed))}) != fused for changed in others):
+                turning.update(group)
+        if turning:
+            return tuple(name for name in tree.order if name in turning)
+    return ()  # a policy that gives one label whatever the verdicts

@@ -1,5 +1,5 @@
 import sys
 
-from trace_eval.cli import main
+from trace_eval.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

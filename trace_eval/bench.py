@@ -85,6 +85,15 @@ class Benchmark:
         return f"{self.origin.rstrip('/')}/{relative}" if self.origin else str(self.resolve(relative))
 
 
+def benchmark_folder(root: str | Path) -> tuple[Path, Path]:
+    """(the folder, its manifest), resolved; FileNotFoundError saying which is missing. Cheap: the commands
+    check it before they load what the work needs."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: benchmark folder not found")
+    return root, find_manifest(root)
+
+
 def find_manifest(root: Path) -> Path:
     for name in ("manifest.json", "manifest.jsonl"):
         if (root / name).is_file():
@@ -141,10 +150,7 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
     keys are dimensions of the bundled rubrics or of `rubric`: given the rubric the items are judged
     with, any other key is refused; without one (Stage 1 has none), only near misses of those are.
     """
-    root = Path(root).resolve()
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: benchmark folder not found")
-    path = find_manifest(root)
+    root, path = benchmark_folder(root)
     items = _read_items(path)
     if not items:
         raise ManifestError(path, ["no items: a benchmark needs at least one"])

@@ -117,26 +117,46 @@ def test_a_judge_that_prefers_the_louder_clip_is_reported_swayed_by_loudness(ben
     assert louder["rate"] == 1.0 and louder["ci95"] == [0.7225, 1.0] and louder["verdict"] == "swayed towards"
     assert (louder["n"], louder["clips"]) == (20, 10)
     assert quieter["rate"] == 0.0 and quieter["verdict"] == "swayed against"
-    assert padded["rate"] == 0.5 and padded["verdict"] == "in line"  # silence does not change loudness
+    # Silence does not change loudness: every pair a tie, 50% [24%, 76%]: that reaches the listeners' band
+    # (40-60%) and beyond it, which 10 clips cannot tell apart; about 93 would.
+    assert padded["rate"] == 0.5 and padded["ties"] == 1.0 and louder["ties"] == 0.0
+    assert padded["verdict"] == "cannot tell yet" and padded["clips_needed"] == 93
     assert louder["listeners"] == 0.61
-    assert report["position_bias"]["verdict"] == "no position bias"
+    assert report["position_bias"]["verdict"] == "cannot tell yet"
     md = (tmp_path / "audit" / "audit.md").read_text()
-    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 61%; 40%–71% | **towards** |" in md
+    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 0% | 61%; 40%–71% | **towards** |" in md
+    assert "| silence-after-1s | overall | 20 (10 clips) | 50% [24%, 76%] | 100% | 50%; 40%–60% | cannot tell" in md
+    assert "Cannot tell yet: 1 of 3 probes (silence-after-1s)" in md
     assert (tmp_path / "audit" / "audit.png").stat().st_size > 0
     page = Path(audit["page"]["path"])  # the audit page: every probe pair playable beside its reference
     assert page == tmp_path / "audit" / "view" / "index.html" and page.is_file()
     assert "loudness+6dB" in (page.parent / "data.js").read_text() and str(page) in md
 
 
-def test_a_judge_answering_at_random_is_not_reported_swayed(bench, tmp_path):
+def test_a_judge_answering_at_random_is_neither_in_line_nor_swayed_at_ten_clips(bench, tmp_path):
     with LLMServer(responder=_random) as server:
         report = _audit(bench, tmp_path / "audit", server, tmp_path / "cache")["judges"][0]
     for probe in report["probes"]:
         for label, slot in probe["labels"].items():
-            assert slot["verdict"] == "in line", (probe["probe"], label, slot)
+            # Its intervals reach the listeners' band and beyond it: not "in line" (the verdict before).
+            assert slot["verdict"] == "cannot tell yet", (probe["probe"], label, slot)
             low, high = slot["ci95"]
             assert low < slot["rate"] < high  # random answers leave a real interval
-    assert report["position_bias"]["verdict"] == "no position bias"
+            assert slot["clips_needed"] is None or slot["clips_needed"] > 10
+            assert str(slot["clips_needed"] or "no count") in slot["why"]
+    assert report["position_bias"]["verdict"] == "cannot tell yet"
+
+
+def test_the_clips_that_would_decide_a_probe_are_those_whose_interval_leaves_no_doubt():
+    from trace_eval.audit.report import clips_to_decide
+    from trace_eval.evaluation.metrics import wilson_interval
+
+    # A clear loss every time: 0 of 9 clips is [0%, 29.9%], inside the band of at most 30%; 0 of 8 is not.
+    assert clips_to_decide(0.0, (0.0, 0.3)) == 9
+    assert wilson_interval(0, 9)[1] < 0.3 < wilson_interval(0, 8)[1]
+    assert clips_to_decide(1.0, (0.4, 0.6)) == 6  # always the copy: wholly above indifference
+    assert clips_to_decide(0.5, (0.4, 0.6)) == 93  # indifference itself, within 10 points
+    assert clips_to_decide(0.4, (0.4, 0.6)) is None  # on the band's edge: no count decides it
 
 
 def test_a_judge_that_always_picks_the_first_clip_shows_position_bias_not_a_cue(bench, tmp_path):
@@ -182,7 +202,7 @@ def test_the_command_audits_and_prints_the_report(bench, tmp_path, monkeypatch, 
         assert main(argv) == 0
         assert server.request_count == 10 * 2  # ten clips, one probe, both orders
     printed = capsys.readouterr().out
-    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 61%; 40%–71% | **towards** |" in printed
+    assert "| loudness+6dB | overall | 20 (10 clips) | 100% [72%, 100%] | 0% | 61%; 40%–71% | **towards** |" in printed
     assert json.loads((out / "audit.json").read_text())["clips"] == 10
     assert main(["audit", str(bench), "--probes", "louder", "--out", str(out)]) == 2
     assert "unknown probe(s) louder" in capsys.readouterr().err
@@ -237,6 +257,7 @@ def test_a_judge_that_answers_both_bad_everywhere_is_flagged_and_its_probes_unin
         # Every pair a tie: 50%, with an interval that is no point, and no claim to be in line.
         assert slot["rate"] == 0.5 and slot["ci95"][0] < 0.5 < slot["ci95"][1]
         assert slot["verdict"] == "uninformative" and "every decided pair both_bad" in slot["why"]
+        assert slot["ties"] == 1.0
     md = (tmp_path / "audit" / "audit.md").read_text()
     assert "**Flagged:** openai/audit-judge answers both_bad on every one" in md and "| in line |" not in md
 

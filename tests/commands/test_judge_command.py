@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from trace_eval.judge.runfolder import read_results
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _labelled_bench(root: Path) -> Path:
@@ -444,3 +448,47 @@ def test_swap_with_the_cues_backbone_says_it_measures_nothing(tmp_path, capsys):
     assert (Path(__file__).resolve().parents[2] / "docs" / "local-judge.md").is_file()
     assert "position consistency 100.0% over 2 pairs" in captured.out
     assert "(--swap with the cues backbone measures nothing" in captured.out
+
+
+def _judge_process(code: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`code` then the judge command in a process of its own, as a user runs it (a fresh interpreter: what it
+    imports is its own)."""
+    script = f"import sys\n{code}\nfrom trace_eval.cli import entry\nsys.exit(entry())\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_JUDGE_API_KEY": "dummy", "TRACE_CACHE_DIR": str(tmp_path)}
+    return subprocess.run(
+        [sys.executable, "-c", script, "judge", *args], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+
+
+def test_a_missing_benchmark_is_said_before_the_judge_s_modules_load(tmp_path):
+    heavy = ("numpy", "trace_eval.judge.runner", "litellm")
+    report = f"import atexit; atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules)))"
+    done = _judge_process(report, tmp_path, "--bench", str(tmp_path / "nowhere"), "--model", "openai/x")
+    assert done.returncode == 2 and "nowhere: benchmark folder not found" in done.stderr
+    assert done.stdout.strip() == "[]", done.stdout  # the run's modules (numpy, the runner, litellm) never loaded
+
+
+def test_litellm_is_imported_while_the_benchmark_is_read_and_never_for_cues(tmp_path):
+    """An LLM judge: litellm's import (seconds) is under way before the benchmark is read, in a thread of its own;
+    `cues` imports no litellm at all."""
+    bench = write_benchmark(tmp_path / "bench", 2)
+    watch = (
+        "import trace_eval.judge.runner as runner, trace_eval.judge.litellm_backbone as lb\n"
+        "read = runner.load_benchmark\n"
+        "def load_benchmark(*a, **k):\n"
+        "    print('importing litellm while the benchmark is read:', lb._importing is not None and "
+        "(lb._importing.is_alive() or 'litellm' in sys.modules))\n"
+        "    return read(*a, **k)\n"
+        "runner.load_benchmark = load_benchmark\n"
+        "import atexit; atexit.register(lambda: print('litellm imported:', 'litellm' in sys.modules))"
+    )
+    with LLMServer(default=Reply(verdict_json())) as server:
+        common = ["--bench", str(bench), "--quiet", "--no-cache"]
+        llm = _judge_process(watch, tmp_path, *common, "--model", "openai/x", "--api-base", server.api_base)
+        assert server.request_count == 2
+    assert llm.returncode == 0, llm.stderr[-2000:]
+    assert "importing litellm while the benchmark is read: True" in llm.stdout
+    cues = _judge_process(watch, tmp_path, *common, "--model", "cues", "--out", str(tmp_path / "cues"))
+    assert cues.returncode == 0, cues.stderr[-2000:]
+    assert "importing litellm while the benchmark is read: False" in cues.stdout
+    assert "litellm imported: False" in cues.stdout

@@ -92,6 +92,18 @@ def test_no_threshold_is_said_plainly():
     assert len(cal.tests) == 1 and not cal.tests[0].rejected
 
 
+def test_too_few_labelled_pairs_say_how_many_the_target_needs():
+    # Three labelled pairs, all agreeing: no threshold at 85% and delta 0.1, and the reason says what would do.
+    cal = calibrate([0.9, 0.8, 0.7], [True] * 3, TARGET, DELTA)
+    assert cal.threshold is None and cal.pairs_needed == first_count(TARGET, DELTA) == 30
+    assert "3 verdict(s) with a confidence; a threshold at 85% with delta 0.1 needs at least 15 verdicts" in cal.reason
+    assert "label at least 27 more pairs" in cal.reason
+    # Enough verdicts but too many disagreements: more pairs are no sure cure, and the reason does not say they are.
+    rng = np.random.default_rng(0)
+    weak = calibrate(rng.random(300), rng.random(300) < 0.6, TARGET, DELTA)
+    assert weak.pairs_needed == 30 and "more pairs" not in weak.reason.split(";")[0]
+
+
 def test_fixed_sequence_stops_at_the_first_non_rejection():
     # Top 30 all agree (rejected), then a block of disagreements: the sequence stops there even though a
     # lower threshold would pass again.

@@ -150,6 +150,38 @@ def test_a_system_that_won_every_pair_is_ranked_with_the_prior_and_an_open_end(t
     assert rows["amy"]["wins"] == 3  # the counts stand
 
 
+def test_win_rates_have_wilson_intervals_and_a_score_without_an_interval_says_why_where_it_is_read(
+    tmp_path: Path,
+) -> None:
+    from trace_eval.evaluation.leaderboard import leaderboard_lines
+    from trace_eval.evaluation.metrics import wilson_interval
+
+    bench = write_manifest(
+        tmp_path / "bench",
+        [
+            item("0", "amy", "bob", ("1", G, G, "1")),
+            item("1", "bob", "amy", ("2", G, G, "2")),
+            item("2", "bob", "cat", (G, G, G, G)),
+            item("3", "cat", "amy", ("2", G, G, "2")),
+        ],
+    )
+    board = leaderboard(bench=bench, settings=QUICK, baseline="cat")
+    rows = rows_by_system(board["sources"][0]["tables"]["overall"])
+    # amy won 3 of 3: a count's interval, never the point [100%, 100%] a bootstrap of three pairs gives.
+    assert rows["amy"]["win_rate"]["value"] == 1.0
+    assert rows["amy"]["win_rate"]["ci95"] == pytest.approx(list(wilson_interval(3, 3)))
+    assert rows["amy"]["win_rate"]["ci95"][0] < 0.5
+    assert rows["cat"]["win_rate"]["ci95"] == pytest.approx(list(wilson_interval(0.5, 2)))  # a tie counts half
+    assert rows["amy"]["vs_baseline"]["ci95"] == pytest.approx(list(wilson_interval(1, 1)))
+    # bob, between them, has no score interval: the reason is printed beside him, not only in leaderboard.json.
+    assert rows["bob"]["score"]["ci95"] is None and rows["amy"]["score"]["ci95"] is not None
+    printed = "\n".join(leaderboard_lines(board))
+    assert re.search(r"bob .*\(no interval: too few pairs", printed), printed
+    assert "win rate 100.0% [43.9–100.0]" in printed
+    markdown = render_markdown(leaderboard_blocks(board))
+    assert "No interval for bob: too few pairs" in markdown and "100.0% [43.9–100.0]" in markdown
+
+
 def test_a_benchmark_one_system_sweeps_ranks_every_system_and_agrees_with_people(tmp_path: Path, capsys) -> None:
     """Three systems: alpha says the words cleanly, bravo says them under noise or says other words, charlie
     says other words cleanly. alpha wins every pair (for the people and for the judge alike)."""

@@ -15,7 +15,6 @@ from llm_server import LLMServer, PairSpec, Reply, blueprint, prompt_text, verdi
 from trace_eval.cli import main as cli
 from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
 from trace_eval.judge.cascade import run_cascade
-from trace_eval.judge.cues import DEFAULT_THRESHOLDS
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
 RIGHT = {"content": "1", "voice_quality": "1", "paralinguistics": "1", "overall": "1"}
@@ -212,9 +211,12 @@ class Judges:
 
 
 def cascade_bench(root: Path, n: int) -> Path:
+    """Response 1 says the quoted words; so does response 2, nearly: Content both_good, so on the odd pairs the
+    overall label rests on a Voice Quality winner by a hair (P.808 2.75 against the floor of 2.7)."""
     specs = [
         PairSpec(
             id=f"p{i:03d}",
+            instruction_text=f'Say "answer {i} one" please.',
             response_1=blueprint(f"answer {i} one"),
             response_2=blueprint(f"answer {i} two", p808=2.75 if i % 2 else 3.6),
             label=RIGHT,
@@ -288,6 +290,43 @@ def test_cascade_escalates_resumes_and_names_the_deciding_judge(tmp_path):
     assert "## Trusted verdicts" in (tmp_path / "eval" / "report.md").read_text()
 
 
+def test_a_cascade_keeps_the_dimensions_its_judge_decided(tmp_path):
+    """Free-form instructions: cues leaves Content undetermined and decides the other two; the cascade keeps them."""
+    specs = [
+        PairSpec(id="quoted", response_1=blueprint("hello there"), response_2=blueprint("goodbye")),
+        PairSpec(
+            id="free",
+            instruction_text="Tell me about your day.",
+            response_1=blueprint("it was fine"),
+            response_2=blueprint("a long day", p808=2.0),
+        ),
+    ]
+    bench = write_benchmark(tmp_path / "bench", specs)
+    items = json.loads((bench / "manifest.json").read_text())
+    (bench / "manifest.json").write_text(json.dumps([{**item, "model_a": "x", "model_b": "y"} for item in items]))
+    calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.6, 1)})
+    single = judge(bench, tmp_path / "single", model="cues")
+    outcome = run_cascade(JudgeOptions(bench=bench, out=tmp_path / "cascade"), ["cues"], calibration, lambda m: None)
+    free = {r["id"]: r for r in outcome.records}["free"]
+    alone = {r["id"]: r for r in single}["free"]
+    assert alone["verdicts"] == {"content": None, "voice_quality": "1", "paralinguistics": "both_good"}
+    assert free["verdicts"] == alone["verdicts"] and free["overall"] is None
+    assert list(free["undetermined"]) == ["content"] and "no quoted words" in free["undetermined"]["content"]
+    assert free["confidence"]["voice_quality"] == alone["confidence"]["voice_quality"] is not None
+    assert free["cascade"]["decided_by"] is None and "left it undetermined" in free["cascade"]["reason"]
+    assert outcome.summary["undetermined"] == {"content": 1, "voice_quality": 0, "paralinguistics": 0, "overall": 1}
+    assert outcome.summary["cascade"]["undetermined"] == 1
+
+    # --trusted-only: the pair the judge could not decide is undetermined, not "not trusted"; the Voice Quality
+    # verdict it did give is one no calibration vouches for.
+    assert cli(["leaderboard", str(tmp_path / "cascade"), "--trusted-only", "--by", "all"]) == 0
+    board = json.loads((tmp_path / "cascade" / "leaderboard-trusted" / "leaderboard.json").read_text())
+    tables = board["sources"][0]["tables"]
+    assert tables["overall"]["left_out"]["undetermined"] == 1 and tables["overall"]["left_out"]["not_trusted"] == 0
+    assert tables["content"]["left_out"]["undetermined"] == 1 and tables["content"]["left_out"]["not_trusted"] == 0
+    assert tables["voice_quality"]["left_out"]["not_trusted"] == 1
+
+
 def test_a_judge_the_calibration_does_not_know_is_refused(tmp_path):
     bench = cascade_bench(tmp_path / "bench", 2)
     calibration = calibration_file(tmp_path / "calibration.json", {"cues@trace": (0.8, 1)})
@@ -334,7 +373,9 @@ def test_logprobs_give_each_label_the_probability_of_its_tokens(tmp_path):
         assert record["confidence"]["content"] == pytest.approx(0.72)
         assert record["confidence"]["voice_quality"] == pytest.approx(0.6)
         assert record["confidence"]["paralinguistics"] == pytest.approx(0.95)
-        assert record["confidence"]["overall"] == pytest.approx(0.6)
+        # cap: Paralinguistics names the winner, within Content's cap; Voice Quality's 0.6 decides nothing.
+        assert record["decided_by"] == ["content", "paralinguistics"]
+        assert record["confidence"]["overall"] == pytest.approx(0.72)
 
 
 def test_leaderboard_and_view_can_use_trusted_verdicts_only(tmp_path):
@@ -419,10 +460,48 @@ def test_cues_confidence_grows_with_the_distance_from_the_threshold():
     assert near["paralinguistics"] == ("both_good", pytest.approx(1 - 0.5 * math.exp(-1.0), abs=1e-3))
     # Silence fails every dimension surely.
     silent = _cues_confidence(say, blueprint("hello there"), blueprint(""))
-    # Response 1 says every quoted word at full length: (1 - floor) / 0.2 units past the length floor; silence is
-    # surer.
-    units = (1.0 - DEFAULT_THRESHOLDS.content_min_length) / 0.2
-    assert silent["content"] == ("1", pytest.approx(1 - 0.5 * math.exp(-units), abs=1e-3))
+    # Response 1 says every quoted word at the quote's whole length: sure, as silence is.
+    assert silent["content"] == ("1", pytest.approx(1 - 0.5 * math.exp(-3.0), abs=1e-3))
+
+
+def test_cues_content_confidence_follows_the_match_not_the_quote_s_length():
+    """A clear loss, a tie of two full answers and a tie with a shortened answer differ (all three were 0.857)."""
+    say = 'Say "the quick brown fox jumps over the lazy dog" please.'
+    full = "the quick brown fox jumps over the lazy dog"
+    tie = _cues_confidence(say, blueprint(full), blueprint(full))["content"]
+    shorter = _cues_confidence(say, blueprint(full), blueprint("the quick brown fox jumps over the dog"))["content"]
+    loss = _cues_confidence(say, blueprint(full), blueprint("seven purple elephants danced under a moon"))["content"]
+    assert tie[0] == shorter[0] == "both_good" and loss[0] == "1"
+    assert len({tie[1], shorter[1], loss[1]}) == 3, (tie, shorter, loss)
+    # Every quoted word at the quote's whole length is sure; a word short is less so; unrelated words are a sure loss.
+    assert tie[1] >= 0.95 and shorter[1] < tie[1] and loss[1] >= 0.9
+
+
+def test_the_overall_confidence_follows_the_dimensions_that_decided_it():
+    from trace_eval.judge.runfolder import set_overall
+    from trace_eval.rubrics import load_rubric
+
+    trace = load_rubric("trace")
+    record = {
+        "status": "ok",
+        "verdicts": {"content": "1", "voice_quality": "both_good", "paralinguistics": "both_good"},
+        "confidence": {"content": 0.95, "voice_quality": 0.6, "paralinguistics": 0.9},
+        "confidence_source": "stated",
+    }
+    # cap: Content names the winner, capped by Content and Paralinguistics; Voice Quality decides nothing.
+    set_overall(record, "cap", trace)
+    assert record["overall"] == "1" and record["decided_by"] == ["content", "paralinguistics"]
+    assert record["confidence"]["overall"] == 0.9
+    set_overall(record, "content-first", trace)
+    assert record["decided_by"] == ["content"] and record["confidence"]["overall"] == 0.95
+    # Where Voice Quality names the winner, its small margin is what the overall label rests on.
+    record["verdicts"] = {"content": "both_good", "voice_quality": "1", "paralinguistics": "both_good"}
+    set_overall(record, "cap", trace)
+    assert record["decided_by"] == ["content", "paralinguistics", "voice_quality"]
+    assert record["confidence"]["overall"] == 0.6
+    record["verdicts"]["content"] = None
+    set_overall(record, "cap", trace)
+    assert record["overall"] is None and record["decided_by"] is None and record["confidence"]["overall"] is None
 
 
 def test_cues_confidence_of_a_manner_is_the_distance_of_its_reading():

@@ -158,6 +158,51 @@ def test_a_split_sample_keeps_calibration_pairs_apart(bench, tmp_path, capsys):
     assert "held out: 6 labelled pair(s)" in capsys.readouterr().out
 
 
+def test_a_sample_the_benchmark_outgrew_is_said_limits_calibrate_and_extends_keeping_every_label(
+    bench, outputs, tmp_path, capsys
+):
+    from trace_eval.labels.sample import draw
+
+    drawn = draw(load_benchmark(bench), 12, seed=4, split=True)
+    session = LabelSession(bench, "ana", TRACE, drawn["ids"])
+    for n in range(len(session.pairs)):
+        session.answer(n, {"labels": dict.fromkeys(("content", "voice_quality", "paralinguistics", "overall"), "1")})
+    assert drawn["coverage"]["covers"]
+
+    prepare_pairs(bench, outputs, SYSTEMS)  # a fourth system: 36 pairs, 6 system pairs
+    stale = draw(load_benchmark(bench), 12, seed=4, split=True)
+    # The same 12 pairs (found by content: the new schedule swapped some seats, and so their ids), not covering.
+    assert len(stale["ids"]) == 12 and not any("delta" in i for i in stale["ids"])
+    assert not stale["coverage"]["covers"]
+    assert stale["coverage"]["lacks"] == {"alpha vs delta": 6, "bravo vs delta": 6, "charlie vs delta": 6}
+    assert len(stale["coverage"]["outside"]) == 18 and all("delta" in i for i in stale["coverage"]["outside"])
+
+    run = write_run(bench, tmp_path / "run", agree=1.0)
+    calibration = tmp_path / "calibration.json"
+    assert main(["calibrate", str(run), "--agreement", "0.5", "--delta", "0.3", "--out", str(calibration)]) == 0
+    printed = capsys.readouterr().out
+    assert "drawn over 3 of the 6 system pairs" in printed and "18 pair(s) could not have been drawn" in printed
+    doc = json.loads(calibration.read_text())
+    assert doc["pairs"]["random"] is False
+    assert doc["pairs"]["strata"] == ["alpha vs bravo", "alpha vs charlie", "bravo vs charlie"]
+    assert "only for pairs of alpha vs bravo, alpha vs charlie, bravo vs charlie" in doc["guarantee"]
+
+    extended = draw(load_benchmark(bench), 12, seed=4, split=True, extend=True)
+    assert extended["coverage"]["covers"] and set(stale["ids"]) < set(extended["ids"])
+    # The same share as the first draw (12 of 18): 4 of each new system pair's 6, halved as before.
+    assert len(extended["ids"]) == 24 and extended["strata"]["alpha vs delta"] == 4
+    assert set(stale["calibration"]) < set(extended["calibration"]) and len(extended["calibration"]) == 12
+    assert extended["extended"]["drawn"] == {"alpha vs delta": 4, "bravo vs delta": 4, "charlie vs delta": 4}
+    again = draw(load_benchmark(bench), 12, seed=4, split=True)  # recorded: nothing drawn this time
+    assert again["ids"] == extended["ids"] and again["extended"] is None
+    kept = LabelSession(bench, "ana", TRACE, extended["ids"])
+    assert sum(kept.record_of(n) is not None for n in range(len(kept.pairs))) == 12  # every label made is kept
+    # Drawn but not labelled yet: the new system pairs stay outside the guarantee until they are.
+    assert main(["calibrate", str(run), "--agreement", "0.5", "--delta", "0.3", "--out", str(calibration)]) == 0
+    assert "pairs of alpha vs delta, bravo vs delta, charlie vs delta have no label yet" in capsys.readouterr().out
+    assert json.loads(calibration.read_text())["pairs"]["random"] is False
+
+
 def test_view_leaderboard_and_agreement_read_the_label_store(bench, tmp_path, capsys):
     from view_pages import read_page_data
 

@@ -398,3 +398,44 @@ def test_the_leaderboard_tab_says_a_tie_at_the_top_is_a_tie(browser, tmp_path):
     assert "clear and quiet (tied)" in agreement
     scores = browser.find_element("css selector", ".card.board:not(.agreement)").text
     assert "no single top system: clear and quiet tie at rank 1" in scores
+
+
+def test_a_tie_between_people_shows_each_person_s_label_where_the_majority_would_be(browser, tmp_path, screenshots):
+    import numpy as np
+    import soundfile as sf
+
+    from trace_eval.labels.server import LabelSession
+    from trace_eval.rubrics import load_rubric
+
+    bench = tmp_path / "bench"
+    (bench / "audio").mkdir(parents=True)
+    for name, hz in (("q", 200), ("a", 300), ("b", 400)):
+        tone = 0.1 * np.sin(2 * np.pi * hz * np.arange(8000) / 16000)
+        sf.write(str(bench / "audio" / f"{name}.wav"), tone, 16000, subtype="PCM_16")
+    item = {"id": "p0", "instruction_path": "audio/q.wav", "audio1_path": "audio/a.wav", "audio2_path": "audio/b.wav"}
+    (bench / "manifest.json").write_text(json.dumps([item]))
+    for who, said in (("ana", "1"), ("ben", "2")):  # one says response 1, the other response 2: no majority
+        session = LabelSession(bench, who, load_rubric("trace"))
+        shown = {"1": "2", "2": "1"}[said] if session.swapped_for(0) else said
+        labels = {"content": shown, "voice_quality": "both_good", "paralinguistics": "both_good", "overall": shown}
+        session.answer(0, {"labels": labels})
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"bench": str(bench), "fusion": "cap", "rubric": "trace"}))
+    verdicts = {"content": "1", "voice_quality": "both_good", "paralinguistics": "both_good"}
+    (run / "results.jsonl").write_text(json.dumps({"id": "p0", "status": "ok", "verdicts": verdicts}) + "\n")
+    page = tmp_path / "page"
+    write_view([run], page)
+    open_page(browser, page, "#pair=p0")
+    cells = browser.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('.verdict-table tbody tr')]"
+        ".filter(r => r.querySelector('td.people'))"
+        ".map(r => [r.querySelector('th').textContent, r.querySelector('td.people').innerText]))"
+    )
+    browser.save_screenshot(str(screenshots / "view-people-tie.png"))
+    overall = next(text for title, text in cells.items() if title.startswith("Overall"))
+    assert "no label" not in overall and "tie between people" in overall, cells
+    assert "ana 1" in overall.replace("\n", " ") and "ben 2" in overall.replace("\n", " "), overall
+    voice = next(text for title, text in cells.items() if title.startswith("Voice"))
+    assert voice.strip() == "both good"  # where they agree, the majority alone
+    assert_quiet_and_offline(browser, page)

@@ -38,9 +38,11 @@ from .report import OVERALL, judge_report, markdown, write_figure
 
 __all__ = ["AuditOptions", "DEFAULT_CLIPS", "PROBES", "run_audit"]
 
-# Clips probed by default: 4 clips x 14 probes make 56 copies, whose blueprints take a few minutes on two
-# CPU cores; --clips raises it (the intervals narrow with more clips).
-DEFAULT_CLIPS = 4
+# Clips probed by default: the fewest at which a probe that moves the label one way every time is decided (9:
+# 0 of 9 is [0%, 30%], a clear loss in line with listeners, or a sway against indifference), and one more for a
+# clip left undecided. Fewer can show only a judge swayed at every pair; the report then says "cannot tell
+# yet" and how many clips would decide. 10 clips x 14 probes make 140 copies: their blueprints take minutes.
+DEFAULT_CLIPS = 10
 FORMAT_VERSION = 1
 
 

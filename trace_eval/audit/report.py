@@ -3,12 +3,15 @@
 A label is scored from the copy's side: the copy's number is a win (1), the reference's a loss (0), a typed
 tie (both_good, both_bad) half; an undetermined label (null) is left out and counted. Intervals are Wilson
 score intervals with the clips as the sample size (a clip's two orders are not two independent draws), so
-a handful of clips never gives a zero-width interval. A probe is *uninformative*, not in line, when fewer
-than MIN_DECIDED_CLIPS clips have its label decided, when every decided pair is both_bad (no cue could move
-the label), or when the judge tied every pair of every probe (in line with indifference by default, not by
-judgement). Position bias: how often position 1 wins over both orders of every pair (ties half; 0.5 is none,
-since the copy sits first exactly as often as second), and how often the two orders agree once the swap is
-undone.
+a handful of clips never gives a zero-width interval. A probe is *in line* with listeners when its whole
+interval lies inside their band, *swayed* when it lies wholly outside, and *cannot tell yet* when it reaches
+both: then `clips_needed` says how many clips would decide it, were the rate to stay as observed. Each label
+shows its tie share (the typed ties among the decided pairs: a 50% of ties alone is no coin flip). A probe is
+*uninformative* when fewer than MIN_DECIDED_CLIPS clips have its label decided, when every decided pair is
+both_bad (no cue could move the label), or when the judge tied every pair of every probe (indifference by
+default, not by judgement). Position bias: how often position 1 wins over both orders of every pair (ties
+half; 0.5 is none, since the copy sits first exactly as often as second), read as the probes are, and how
+often the two orders agree once the swap is undone.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from trace_eval.evaluation.metrics import wilson_interval
 from .derive import ProbePair
 from .probes import PROBES, TOLERANCE
 
-__all__ = ["MIN_DECIDED_CLIPS", "OVERALL", "copy_score", "judge_report", "markdown", "write_figure"]
+__all__ = [
+    "CANNOT_TELL",
+    "MIN_DECIDED_CLIPS",
+    "OVERALL",
+    "clips_to_decide",
+    "copy_score",
+    "judge_report",
+    "markdown",
+    "write_figure",
+]
 
 OVERALL = "overall"
 TIES = ("both_good", "both_bad")
@@ -34,6 +46,52 @@ TIES = ("both_good", "both_bad")
 # interval of [51%, 100%], the least that can set a judge apart from indifference.
 MIN_DECIDED_CLIPS = 4
 UNINFORMATIVE = "uninformative"
+CANNOT_TELL = "cannot tell yet"
+MOST_CLIPS = 100_000  # beyond this, "no number of clips" (a rate on the band's very edge)
+NO_POSITION_BIAS = (0.5 - TOLERANCE, 0.5 + TOLERANCE)
+
+
+def _reading(interval: tuple[float, float] | list[float], band: tuple[float, float]) -> str:
+    """inside (the whole interval in the band), outside (none of it), or across (both)."""
+    low, high = interval
+    if band[0] <= low and high <= band[1]:
+        return "inside"
+    if high < band[0] or low > band[1]:
+        return "outside"
+    return "across"
+
+
+def clips_to_decide(rate: float, band: tuple[float, float]) -> int | None:
+    """The fewest clips whose Wilson interval around `rate` lies wholly inside `band` or wholly outside it; None
+    when no number would (a rate on the band's edge). The interval narrows as clips are added, so the first
+    such count is found by bisection."""
+
+    def decided(clips: int) -> bool:
+        interval = wilson_interval(rate * clips, clips)
+        return interval is not None and _reading(interval, band) != "across"
+
+    if not decided(MOST_CLIPS):
+        return None
+    low, high = 1, MOST_CLIPS
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decided(middle) else (middle + 1, high)
+    return low
+
+
+def _cannot_tell(slot: dict, band: tuple[float, float]) -> None:
+    """Turn an interval that reaches both the band and beyond it into "cannot tell yet", with the clips needed."""
+    if slot.get("ci95") is None or _reading(slot["ci95"], band) != "across":
+        return
+    needed = clips_to_decide(slot["rate"], band)
+    slot["verdict"] = CANNOT_TELL
+    slot["clips_needed"] = needed
+    reach = f"its interval {_pct(slot)} reaches both {band[0]:.0%}–{band[1]:.0%} and beyond"
+    slot["why"] = reach + (
+        f": about {needed} clips at this rate would decide it"
+        if needed
+        else ": at this rate, on the edge, no count of clips would decide it"
+    )
 
 
 def copy_score(label: Any, copy_position: int) -> float | None:
@@ -92,6 +150,7 @@ def judge_report(
         sums = {label: np.zeros(len(clips)) for label in labels}
         counts = {label: np.zeros(len(clips)) for label in labels}
         undetermined = dict.fromkeys(labels, 0)
+        ties = dict.fromkeys(labels, 0)
         ties_only = dict.fromkeys(labels, True)
         both_bad_only = dict.fromkeys(labels, True)
         first_sums, first_counts = np.zeros(len(clips)), np.zeros(len(clips))
@@ -113,6 +172,7 @@ def judge_report(
                     continue
                 sums[label][i] += score
                 counts[label][i] += 1
+                ties[label] += score == 0.5
                 ties_only[label] = ties_only[label] and score == 0.5
                 both_bad_only[label] = both_bad_only[label] and _label(record, label) == "both_bad"
             first = _first_score(_label(record, labels[-1]))
@@ -131,8 +191,10 @@ def judge_report(
         for label in labels:
             slot = _slot(sums[label], counts[label])
             expectation = probe.expect(label)
+            judged = int(counts[label].sum())
             slot.update(
-                judged=int(counts[label].sum()),
+                judged=judged,
+                ties=round(ties[label] / judged, 4) if judged else None,
                 undetermined=undetermined[label],
                 listeners=expectation.baseline,
                 band=list(expectation.band),
@@ -149,6 +211,8 @@ def judge_report(
                 # Neither side acceptable on every pair: no change of the cue could move the label.
                 slot["verdict"] = UNINFORMATIVE
                 slot["why"] = "every decided pair both_bad: neither the copy nor its reference is acceptable"
+            elif slot["verdict"] == "in line":  # reaching the band is not lying in it
+                _cannot_tell(slot, expectation.band)
             per_label[label] = slot
         probes.append(
             {
@@ -168,7 +232,8 @@ def judge_report(
     if all(p["labels"][p["headline"]].pop("ties_only") or p["labels"][p["headline"]]["judged"] == 0 for p in probes):
         for entry in probes:
             for slot in entry["labels"].values():
-                if slot.get("verdict") == "in line":
+                if slot.get("verdict") in ("in line", CANNOT_TELL):
+                    slot.pop("clips_needed", None)
                     slot["verdict"] = UNINFORMATIVE
                     slot["why"] = "the judge tied every pair of every probe: it heard no difference either way"
     for entry in probes:
@@ -213,12 +278,15 @@ def _pooled_position(by_id: dict, pairs: list[ProbePair], label: str, bootstrap:
         low, high = slot["ci95"]
         verdict = (
             "favours position 1"
-            if low > 0.5 + TOLERANCE
+            if low > NO_POSITION_BIAS[1]
             else "favours position 2"
-            if high < 0.5 - TOLERANCE
+            if high < NO_POSITION_BIAS[0]
             else "no position bias"
         )
-    return {**slot, "label": label, "judged": int(counts.sum()), "verdict": verdict}
+    position = {**slot, "label": label, "judged": int(counts.sum()), "verdict": verdict}
+    if verdict == "no position bias":
+        _cannot_tell(position, NO_POSITION_BIAS)
+    return position
 
 
 def _label(record: dict, label: str) -> Any:
@@ -248,12 +316,19 @@ def _expected(slot: dict) -> str:
 
 
 def _short_verdict(slot: dict) -> str:
+    if slot.get("verdict") == CANNOT_TELL:
+        needed = slot.get("clips_needed")
+        return f"cannot tell yet (~{needed} clips)" if needed else "cannot tell yet"
     return {
         "in line": "in line",
         "swayed towards": "**towards**",
         "swayed against": "**against**",
         UNINFORMATIVE: "uninformative",
     }.get(slot.get("verdict") or "", "—")
+
+
+def _ties(slot: dict) -> str:
+    return "—" if slot.get("ties") is None else f"{slot['ties']:.0%}"
 
 
 def _n(slot: dict) -> str:
@@ -274,8 +349,10 @@ def markdown(audit: dict) -> str:
         f"Benchmark `{audit['bench']}`: {audit['clips']} response clips, {len(audit['probes'])} probes, "
         f"each copy judged against its reference in both orders ({audit['pairs']} pairs per judge).",
         "Rate: how often the changed copy wins (ties half), with a 95% Wilson interval over the clips; n: the "
-        "pairs that decided the label (and their clips). Listeners: the published rate where there is one, then "
-        "the band counted as in line with them; the verdict compares the interval with that band. "
+        "pairs that decided the label (and their clips); ties: the share of those pairs that were typed ties. "
+        "Listeners: the published rate where there is one, then the band counted as in line with them. The "
+        "verdict compares the interval with that band: in line when it lies inside, swayed when it lies outside, "
+        "cannot tell yet when it reaches both (with about how many clips, at the rate seen, would decide it). "
         f"Uninformative: fewer than {MIN_DECIDED_CLIPS} clips decided, or a judge that tied every pair of every probe.",
         "",
     ]
@@ -284,7 +361,7 @@ def markdown(audit: dict) -> str:
         lines += [f"## {judge['judge']}", ""]
         for flag in judge.get("flags") or []:
             lines += [f"**Flagged:** {judge['judge']} {flag}.", ""]
-        header = ["probe", "label", "n", "copy wins", "listeners", "verdict"] + [_title(x) for x in labels]
+        header = ["probe", "label", "n", "copy wins", "ties", "listeners", "verdict"] + [_title(x) for x in labels]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for probe in judge["probes"]:
             slot = probe["labels"][probe["headline"]]
@@ -293,19 +370,20 @@ def markdown(audit: dict) -> str:
                 _title(probe["headline"]),
                 _n(slot),
                 _pct(slot),
+                _ties(slot),
                 _expected(slot),
                 _short_verdict(slot),
             ]
             for label in labels:
                 other = probe["labels"][label]
-                mark = "" if other.get("verdict") in ("in line", None) else f" {_short_verdict(other)}"
+                mark = "" if other.get("verdict") in ("in line", CANNOT_TELL, None) else f" {_short_verdict(other)}"
                 cells.append(_rate_only(other) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         pb = judge["position_bias"]
         lines += [
             "",
             f"Position 1 wins {_pct(pb)} of {pb['judged']} pairs on the {_title(pb['label'])} label: "
-            f"{pb['verdict'] or 'undetermined'}.",
+            f"{_short_verdict(pb) if pb['verdict'] == CANNOT_TELL else pb['verdict'] or 'undetermined'}.",
         ]
         undetermined = sum(p["labels"][p["headline"]]["undetermined"] for p in judge["probes"])
         if undetermined:
@@ -325,6 +403,7 @@ def markdown(audit: dict) -> str:
         )
         if why:
             lines.append(f"Uninformative probes: {'; '.join(why)}.")
+        lines += _undecided_lines(judge, audit["clips"])
         run = judge.get("run") or {}
         if run:
             lines.append(
@@ -366,6 +445,25 @@ def markdown(audit: dict) -> str:
     for failed in audit["copies"].get("failed", []):
         lines.append(f"Not probed: {failed['clip']}: {failed['reason']}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _undecided_lines(judge: dict, clips: int) -> list[str]:
+    """What the clips could not decide: the probes that cannot tell yet, and the clips that would decide them."""
+    headlines = [p["labels"][p["headline"]] for p in judge["probes"]]
+    open_ = [(p["probe"], s) for p, s in zip(judge["probes"], headlines) if s.get("verdict") == CANNOT_TELL]
+    if not open_:
+        return []
+    decided = sum(s.get("verdict") in ("in line", "swayed towards", "swayed against") for s in headlines)
+    needed = [s["clips_needed"] for _, s in open_ if s.get("clips_needed")]
+    line = (
+        f"Cannot tell yet: {len(open_)} of {len(headlines)} probes ({', '.join(name for name, _ in open_)}): "
+        "their intervals reach both the listeners' band and beyond it"
+    )
+    if needed:
+        line += f"; at the rates seen, {min(needed)} to {max(needed)} clips would decide them (`--clips N`)"
+    if not decided:
+        line += f". With {clips} clips this audit decided no probe"
+    return [line + "."]
 
 
 # -- the plot ----------------------------------------------------------------------------------------

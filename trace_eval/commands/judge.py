@@ -214,10 +214,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.bench import ManifestError
-    from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
-    from trace_eval.judge.runfolder import RunFolderInUse
-    from trace_eval.judge.runner import dry_run
+    from trace_eval.bench import benchmark_folder
 
     bench = args.bench or _bench_here()
     if bench is None:
@@ -229,6 +226,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     print(f"benchmark: {bench}" + (" (the current folder)" if args.bench is None else ""), file=sys.stderr)
+    try:
+        benchmark_folder(bench)  # before the judge's modules load: a wrong path is said at once
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     model = args.model or os.environ.get("TRACE_JUDGE_MODEL")
     if not model:
         model = "cues"
@@ -245,6 +247,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.swap and model == "cues":
         print(f"notice: --swap {SWAP_MEASURES_NOTHING}", file=sys.stderr)
+    _import_ahead([spec.partition("@")[0] for spec in args.cascade or [model]], args)
+
+    from trace_eval.bench import ManifestError
+    from trace_eval.judge import JudgeError, JudgeOptions, RetryPolicy, run_judge
+    from trace_eval.judge.runfolder import RunFolderInUse
+    from trace_eval.judge.runner import dry_run
+
     options = JudgeOptions(
         bench=bench,
         model=model,
@@ -294,6 +303,18 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print_summary(outcome)
     return 1 if outcome.stopped or _empty(outcome.summary) else 0
+
+
+def _import_ahead(models: list[str], args: argparse.Namespace) -> None:
+    """Start importing litellm when a judge will call through it, while the benchmark is read (`cues` never
+    imports it)."""
+    from trace_eval.judge.backbones import backbone_for
+
+    called = [m for m in models if backbone_for(m) == "litellm"]
+    if called:
+        from trace_eval.judge.litellm_backbone import start_importing_litellm
+
+        start_importing_litellm(called[0], args.api_base)
 
 
 def _bench_here() -> Path | None:

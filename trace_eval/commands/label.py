@@ -59,6 +59,12 @@ Labels are kept in BENCH/labels/<annotator>.jsonl; evaluate, calibrate, leaderbo
         action="store_true",
         help="halve the sample: calibration pairs for `calibrate`, evaluation pairs for `evaluate --calibration`",
     )
+    p.add_argument(
+        "--extend",
+        action="store_true",
+        help="with --sample: draw over the pairs the recorded sample could not have drawn (added since), at its "
+        "rate, keeping every pair and label already drawn",
+    )
     p.add_argument("--out", metavar="FILE", type=Path, help="export: the file (.csv or .json); agreement: a JSON file")
     p.add_argument("--resamples", type=int, default=1000, help="agreement: bootstrap resamples (default: %(default)s)")
 
@@ -182,22 +188,30 @@ def ceiling_lines(report: dict) -> list[str]:
 
 
 def _serve(bench, rubric, args: argparse.Namespace) -> int:
-    from trace_eval.labels.sample import draw
+    from trace_eval.labels.sample import coverage_lines, draw
     from trace_eval.labels.server import LabelSession, serve
 
     if not args.annotator:
         print("error: --annotator NAME is needed: labels are kept per annotator", file=sys.stderr)
         return 2
-    if args.split and args.sample is None:
-        print("error: --split halves a sample: give --sample N too", file=sys.stderr)
+    if (args.split or args.extend) and args.sample is None:
+        print(f"error: {'--split' if args.split else '--extend'} needs --sample N too", file=sys.stderr)
         return 2
     ids = None
     if args.sample is not None:
-        drawn = draw(bench, args.sample, args.seed, args.split)
+        drawn = draw(bench, args.sample, args.seed, args.split, extend=args.extend)
         ids = drawn["ids"]
+        if drawn["extended"]:
+            added = ", ".join(f"{name} {n}" for name, n in drawn["extended"]["drawn"].items())
+            print(f"sample extended over {drawn['extended']['pairs']} new pair(s): {added}", file=sys.stderr)
+        hint = "add --extend to draw over them at the sample's rate, keeping every label made"
+        for line in coverage_lines(drawn, hint):
+            print(f"warning: {line}", file=sys.stderr)
+        cover = drawn["coverage"]
         print(
             f"sample: {len(ids)} pair(s), seed {drawn['seed']}, stratified by system pair "
-            f"({len(drawn['strata'])} strata){'; split into calibration and evaluation halves' if args.split else ''}",
+            f"({len(cover['drawn_over'])} of {len(cover['strata'])} strata)"
+            f"{'; split into calibration and evaluation halves' if args.split else ''}",
             file=sys.stderr,
         )
     session = LabelSession(bench.root, args.annotator, rubric, ids, restart=_started_as())

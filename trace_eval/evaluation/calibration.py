@@ -87,6 +87,9 @@ class Calibration:
     trusted: int  # calibration verdicts at or above the threshold
     reason: str | None  # why there is no threshold
     tests: list[ThresholdTest] = field(default_factory=list)
+    # Verdicts (labelled pairs with a verdict and a confidence) the first test at this target and delta is made
+    # on: fewer can never pass it (first_count)
+    pairs_needed: int | None = None
 
     def as_dict(self) -> dict:
         doc = asdict(self)
@@ -113,8 +116,11 @@ def calibrate(confidences: Sequence[float], agree: Sequence[bool], target: float
     if np.isnan(conf).any():
         raise ValueError("a confidence is NaN; leave verdicts without a confidence out")
     n = int(conf.size)
+    needed = first_count(target, delta)
     if n == 0:
-        return Calibration(target, delta, 0, None, None, None, 0, "no calibration verdicts: label some pairs")
+        return Calibration(
+            target, delta, 0, None, None, None, 0, "no calibration verdicts: " + _how_many(0, target, delta), [], needed
+        )
     order = np.argsort(-conf, kind="stable")
     conf, hits = conf[order], hits[order]
     cumulative = np.cumsum(hits)
@@ -137,10 +143,27 @@ def calibrate(confidences: Sequence[float], agree: Sequence[bool], target: float
         reason = (
             f"no threshold meets {target:.0%} agreement at delta {delta:g}: even the {top.n} most confident "
             f"verdict(s) (confidence {top.threshold:.3g}) agree {top.agree} time(s) (p = {top.p_value:.3g} > "
-            f"{delta:g}); label more pairs, lower --agreement, raise --delta, or use a stronger judge"
+            f"{delta:g}); "
         )
-        return Calibration(target, delta, n, None, 0.0, None, 0, reason, tests)
-    return Calibration(target, delta, n, chosen.threshold, chosen.n / n, chosen.agree / chosen.n, chosen.n, None, tests)
+        if n < needed:  # too few to pass at all, however they agree: say how many would do
+            reason += _how_many(n, target, delta) + "; or lower --agreement, raise --delta"
+        else:
+            reason += "label more pairs, lower --agreement, raise --delta, or use a stronger judge"
+        return Calibration(target, delta, n, None, 0.0, None, 0, reason, tests, needed)
+    return Calibration(
+        target, delta, n, chosen.threshold, chosen.n / n, chosen.agree / chosen.n, chosen.n, None, tests, needed
+    )
+
+
+def _how_many(n: int, target: float, delta: float) -> str:
+    """How many labelled pairs a threshold at `target` and `delta` needs, against the `n` there are."""
+    fewest = math.ceil(math.log(delta) / math.log(target))
+    needed = first_count(target, delta)
+    return (
+        f"{n} verdict(s) with a confidence; a threshold at {target:.0%} with delta {delta:g} needs at least "
+        f"{fewest} verdicts at or above it, all agreeing with people, and the first test is made on {needed}: "
+        f"label at least {needed - n} more pairs (more where the judge or the people leave some without a verdict)"
+    )
 
 
 def coverage_at(confidences: Sequence[float | None], threshold: float | None) -> float | None:

@@ -152,9 +152,11 @@ def run_source(
     why: dict[str, list[str | None]] = {k: [] for k in keys}
     for item in games.ids:
         record = records.get(item)
-        # --trusted-only: a verdict below its judge's threshold, made undetermined by trust.keep_trusted
-        untrusted = bool((run.raws.get(item) or {}).get("not_trusted"))
+        # --trusted-only: the labels below their judge's threshold, made undetermined by trust.keep_trusted
+        # (a list of keys; True in pages written before it named them)
+        marked = (run.raws.get(item) or {}).get("not_trusted")
         for key in keys:
+            untrusted = marked is True or key in (marked or ())
             label, reason = None, None
             if record is None:
                 reason = "not_judged"
@@ -314,6 +316,14 @@ def _slot(
     return slot
 
 
+def _count(points: float, n: float, settings: BootstrapSettings, empty: str, **counts: Any) -> dict[str, Any]:
+    """{"value", "ci95"} of points out of n (a tie half a point) with its Wilson interval; a null with the reason."""
+    if not n:
+        return {"value": None, "ci95": None, "reason": empty, **counts}
+    interval = metrics.wilson_interval(float(points), float(n), settings.confidence)
+    return {"value": float(points / n), "ci95": list(interval) if interval else None, **counts}
+
+
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return numerator / denominator
@@ -402,7 +412,6 @@ def _table(
 
     counts = _outcome_counts(games, slots.codes)
     left_out = _left_out(games, source.why[key])
-    win_rate = _ratio(scored.sum(axis=2), played.sum(axis=2))
     rows_out = []
     for i, system in enumerate(games.systems):
         pairs = int(played[0, i].sum())
@@ -426,11 +435,15 @@ def _table(
             why = "no scored pair" if i not in present else fit_reason
             row["score"] = {"value": None, "ci95": None, "reason": why}
             row["rank"] = {"value": None, "ci95": None, "reason": why}
-        row["win_rate"] = _slot(win_rate[0, i], win_rate[1:, i], settings, "no scored pair")
+        # A win rate is a count (ties half): its interval is the Wilson interval every count gets.
+        row["win_rate"] = _count(scored[0, i].sum(), played[0, i].sum(), settings, "no scored pair")
         if baseline is not None and baseline != i:
-            against = _ratio(scored[:, i, baseline], played[:, i, baseline])
-            row["vs_baseline"] = _slot(
-                against[0], against[1:], settings, "never met the baseline", pairs=int(played[0, i, baseline])
+            row["vs_baseline"] = _count(
+                scored[0, i, baseline],
+                played[0, i, baseline],
+                settings,
+                "never met the baseline",
+                pairs=int(played[0, i, baseline]),
             )
         row["left_out"] = left_out[i]
         rows_out.append(row)
@@ -939,6 +952,15 @@ def _reasons(table: dict[str, Any]) -> str:
     return next((r["score"]["reason"] for r in table["systems"] if r["score"].get("reason")), "")
 
 
+def _without_interval(table: dict[str, Any]) -> list[tuple[str, str]]:
+    """(system, why) for each scored system whose score has no interval."""
+    return [
+        (r["system"], r["score"].get("reason") or "no reason recorded")
+        for r in table["systems"]
+        if r["score"]["value"] is not None and not r["score"].get("ci95")
+    ]
+
+
 def _left(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in counts.items() if n) or "—"
 
@@ -966,9 +988,9 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
         Heading(level, "Leaderboard"),
         Paragraph(
             f"{items['ranked']} of {items['in_benchmark']} items of `{board['labels_manifest']}` name two "
-            f"systems; {len(board['systems'])} systems.{unnamed}{same} Intervals: 95% percentile, "
-            f"{boot['resamples']} bootstrap resamples of the pairs (seed {boot['seed']}), the same pairs drawn "
-            "for every source and dimension."
+            f"systems; {len(board['systems'])} systems.{unnamed}{same} Intervals of scores and ranks: 95% "
+            f"percentile, {boot['resamples']} bootstrap resamples of the pairs (seed {boot['seed']}), the same pairs "
+            "drawn for every source and dimension; of win rates: 95% Wilson."
         ),
         Paragraph(
             "Score: Bradley-Terry, 400·log10(strength) + 1000 with the geometric mean of the strengths 1 "
@@ -1029,6 +1051,8 @@ def leaderboard_blocks(board: dict[str, Any], level: int = 1) -> list[Block]:
                 blocks.append(Paragraph(f"No scores: {table['fit']['reason']}."))
             elif not any(r["score"]["ci95"] for r in table["systems"]):
                 without_intervals.append((f"{_title(key).lower()}, {_source_title(source)}", _reasons(table)))
+            elif lacking := _without_interval(table):  # some have one: say why these do not, under their table
+                blocks.append(Paragraph(" ".join(f"No interval for {name}: {why}." for name, why in lacking)))
             if table["fit"].get("prior"):
                 blocks.append(Paragraph(f"Prior: {table['fit']['prior']}; ∞ marks an interval's open end."))
     if without_intervals:  # said once, not under every table
@@ -1166,6 +1190,8 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
             if tied := tied_at_top(table):
                 lines.append(f"  {_tie_sentence(tied)}")
             width = max(len(r["system"]) for r in table["systems"])
+            # Where every score lacks an interval the reason is said once above; else beside each that lacks one.
+            lacking = any(r["score"]["ci95"] for r in table["systems"])
             for r in table["systems"]:
                 score = r["score"]
                 interval = (
@@ -1174,11 +1200,11 @@ def leaderboard_lines(board: dict[str, Any], tables: bool = True) -> list[str]:
                     else " " * 18
                 )
                 value = f"{score['value']:7.1f}" if score["value"] is not None else "    n/a"
-                rate = f"{r['win_rate']['value']:6.1%}" if r["win_rate"]["value"] is not None else "   n/a"
                 lines.append(
                     f"  {r['rank']['value'] or '-':>3}  {r['system']:{width}}  {value} {interval}  "
                     f"{r['wins']:>4}W {r['ties']['both_good']:>3}G {r['ties']['both_bad']:>3}B "
-                    f"{r['losses']:>4}L  win rate {rate}"
+                    f"{r['losses']:>4}L  win rate {_rate(r['win_rate'])}"
+                    + (f"  (no interval: {score['reason']})" if lacking and score.get("reason") else "")
                 )
     for a in board["agreement"]:
         tau, rho = a["kendall_tau"], a["spearman_rho"]

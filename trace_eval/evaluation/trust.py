@@ -33,6 +33,10 @@ def _confidence(raw: dict[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
+def _label(raw: dict[str, Any], key: str) -> Any:
+    return raw.get(OVERALL) if key == OVERALL else (raw.get("verdicts") or {}).get(key)
+
+
 def trusted_ids(run: JudgeRun, calibration: dict[str, Any] | None) -> tuple[set[str] | None, str | None]:
     """(the ids of the run's trusted verdicts, how they were chosen); (None, why) when nothing says which."""
     cascade = run.config.get("cascade")
@@ -48,12 +52,15 @@ def trusted_ids(run: JudgeRun, calibration: dict[str, Any] | None) -> tuple[set[
     threshold = entry.get("threshold")
     if threshold is None:
         return set(), f"{key} has no threshold ({entry.get('reason')})"
+    on = str(calibration.get("label") or OVERALL)  # the label calibrated, and so the confidence it is read on
     ids = {
         i
         for i, raw in run.raws.items()
-        if raw.get("status") == "ok" and raw.get(OVERALL) is not None and (_confidence(raw) or -1.0) >= threshold
+        if raw.get("status") == "ok"
+        and _label(raw, on) is not None
+        and float((raw.get("confidence") or {}).get(on) or -1.0) >= threshold
     }
-    return ids, f"confidence >= {threshold:.4g} ({key}, calibration)"
+    return ids, f"confidence >= {threshold:.4g} ({key}, calibration{'' if on == OVERALL else f' of {on}'})"
 
 
 def _strongest_alone(run: JudgeRun) -> dict[str, Any] | None:
@@ -274,14 +281,18 @@ def keep_trusted(runs: list[JudgeRun], calibration: Path | None = None) -> list[
                 continue
             confidence = _confidence(raw)
             why = f"not trusted: {how}" + ("" if confidence is None else f", confidence {confidence:.2f}")
-            verdicts = {dim: None for dim in raw["verdicts"]}
+            # Labels the judge gave are made undetermined for want of trust; those it left undetermined keep
+            # their own reason, and are counted as the judge's, not as distrust.
+            given = [key for key in (*raw["verdicts"], OVERALL) if _label(raw, key) is not None]
+            withheld = raw.get("not_trusted")  # a cascade's own, for verdicts below every threshold
+            given += [key for key in withheld if key not in given] if isinstance(withheld, list) else []
             records[item_id] = {
                 **raw,
-                "verdicts": verdicts,
+                "verdicts": {dim: None for dim in raw["verdicts"]},
                 "fused": {policy: None for policy in raw.get("fused") or {}},
                 OVERALL: None,
-                "undetermined": {dim: why for dim in verdicts},
-                "not_trusted": True,  # counted apart from verdicts left undetermined by the judge
+                "undetermined": {**(raw.get("undetermined") or {}), **{dim: why for dim in given if dim != OVERALL}},
+                "not_trusted": given,  # the keys counted apart from verdicts left undetermined by the judge
             }
         kept.append(JudgeRun(run.name, replace(run.folder, records=records)))
     return kept

@@ -17,11 +17,37 @@ runfolder (files of a run), runner (cases, the run), cascade (judges from cheap 
 strong, escalating below calibrated thresholds).
 """
 
-from trace_eval.judge.caller import RetryPolicy
-from trace_eval.judge.parse import ParsedVerdict, parse_verdict
-from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt
-from trace_eval.judge.runfolder import RunFolderError, refuse
-from trace_eval.judge.runner import JudgeError, JudgeOptions, MissingBlueprintsError, RunOutcome, run_judge
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trace_eval.judge.caller import RetryPolicy
+    from trace_eval.judge.parse import ParsedVerdict, parse_verdict
+    from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, available_prompts, load_prompt
+    from trace_eval.judge.runfolder import RunFolderError, refuse
+    from trace_eval.judge.runner import JudgeError, JudgeOptions, MissingBlueprintsError, RunOutcome, run_judge
+
+# name -> the module that defines it, loaded on first use: `import trace_eval.judge.prompts` (the command
+# line's options) does not pay for the run's modules, nor the command for them before its arguments are checked.
+_LAZY = {
+    "RetryPolicy": "trace_eval.judge.caller",
+    "ParsedVerdict": "trace_eval.judge.parse",
+    "parse_verdict": "trace_eval.judge.parse",
+    "BLUEPRINT_GROUPS": "trace_eval.judge.prompts",
+    "Case": "trace_eval.judge.prompts",
+    "Prompt": "trace_eval.judge.prompts",
+    "available_prompts": "trace_eval.judge.prompts",
+    "load_prompt": "trace_eval.judge.prompts",
+    "RunFolderError": "trace_eval.judge.runfolder",
+    "refuse": "trace_eval.judge.runfolder",
+    "JudgeError": "trace_eval.judge.runner",
+    "JudgeOptions": "trace_eval.judge.runner",
+    "MissingBlueprintsError": "trace_eval.judge.runner",
+    "RunOutcome": "trace_eval.judge.runner",
+    "run_judge": "trace_eval.judge.runner",
+}
 
 __all__ = [
     "BLUEPRINT_GROUPS",
@@ -40,3 +66,15 @@ __all__ = [
     "refuse",
     "run_judge",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value  # once loaded, a plain attribute
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,6 +1,7 @@
 """A cascade of judges, from cheap to strong: each pair goes to the first judge; a verdict whose confidence is
 below that judge's calibrated threshold goes on to the next; what the last judge does not trust is recorded
-undetermined, with the reason ("confidence 0.61 below 0.78 for openai/gpt-4o-mini").
+undetermined, with the reason ("confidence 0.61 below 0.78 for openai/gpt-4o-mini"), keeping what it decided
+where it lacked the evidence for the rest.
 
     python -m trace_eval judge --cascade cues openai/gpt-4o-mini openai/gpt-4o-audio-preview@audio \\
         --calibration calibration.json --out runs/cascade
@@ -12,10 +13,14 @@ normal run over the pairs that reached it: its answers are cached as any run's a
 single-judge run share them, and re-running the same command resumes every judge where it stopped.
 
 RUNDIR/results.jsonl holds one line per pair: the deciding judge's record (verdicts, fused labels,
-confidence) with `cascade` = {decided_by, confidence, threshold, cost_usd (every judge asked), steps: one
-per judge asked (judge, status, label, confidence, threshold, trusted, cost_usd)}. A pair no judge trusts
-has null labels, every dimension `undetermined` with the reason, and `cascade.decided_by` null, so
-`evaluate` counts it against coverage and scores agreement on the trusted verdicts only.
+confidence) with `cascade` = {decided_by, confidence, reason, threshold, cost_usd (every judge asked),
+steps: one per judge asked (judge, status, label, confidence, threshold, trusted, cost_usd)}. A pair no
+judge trusts has `cascade.decided_by` null and `cascade.reason` saying why, so `evaluate` counts it against
+coverage and scores agreement on the trusted verdicts only. Where the last judge gave the label calibrated
+with too low a confidence, every dimension is null, `undetermined` with that reason and named in
+`not_trusted`; where it left that label undetermined for want of evidence, its record is kept as it is: the
+dimensions it decided keep their labels and confidences, and only those it could not decide are
+undetermined, with its own reasons.
 """
 
 from __future__ import annotations
@@ -128,6 +133,16 @@ def _why_not_trusted(judge: CascadeJudge, record: dict | None, label: Any, confi
     return f"confidence {confidence:.2f} below {judge.threshold:.2f} for {judge.key}"
 
 
+def _left_undetermined(record: dict | None, on: str) -> bool:
+    """Whether a judge's verdict lacks the label calibrated because the judge left a dimension undetermined."""
+    return bool(
+        record is not None
+        and record.get("status") == "ok"
+        and record.get("undetermined")
+        and _label_and_confidence(record, on)[0] is None
+    )
+
+
 def _undetermined(last: dict | None, pair_id: str, reason: str, rubric: Rubric, policy: str) -> dict:
     """The record of a pair no judge trusted: null labels, each dimension undetermined with the reason."""
     dims = list((last or {}).get("verdicts") or rubric.names)
@@ -146,6 +161,8 @@ def _undetermined(last: dict | None, pair_id: str, reason: str, rubric: Rubric, 
         "confidence_source": None,
         "confidence_reason": reason,
     }
+    if status == "ok":  # labels withheld for want of trust, counted apart from those a judge could not decide
+        record["not_trusted"] = [*dims, "overall"]
     return runfolder.set_overall(record, policy, rubric)
 
 
@@ -277,14 +294,19 @@ def _run_cascade(
         if pair.id in decided:
             record = dict(decided[pair.id])
             step = history[-1]
-            record["cascade"] = {"decided_by": step["judge"], "confidence": step["confidence"]}
+            record["cascade"] = {"decided_by": step["judge"], "confidence": step["confidence"], "reason": None}
         elif stopped and pair.id in pending and (len(history) < len(judges) or history[-1]["status"] == "not run"):
             record = _undetermined(None, pair.id, f"not finished: the cascade stopped ({stopped})", rubric, policy)
             record.update(status="skipped", reason=record["confidence_reason"], undetermined={})
-            record["cascade"] = {"decided_by": None, "confidence": None}
+            record.pop("not_trusted", None)  # never judged: nothing was withheld
+            record["cascade"] = {"decided_by": None, "confidence": None, "reason": record["reason"]}
+        elif _left_undetermined(last.get(pair.id), on):
+            # The judge lacked the evidence, which no threshold changes: what it did decide stays.
+            record = dict(last[pair.id])  # type: ignore[arg-type]
+            record["cascade"] = {"decided_by": None, "confidence": None, "reason": reasons[pair.id]}
         else:
             record = _undetermined(last.get(pair.id), pair.id, reasons[pair.id], rubric, policy)
-            record["cascade"] = {"decided_by": None, "confidence": None}
+            record["cascade"] = {"decided_by": None, "confidence": None, "reason": reasons[pair.id]}
         record["cascade"].update(
             threshold=history[-1]["threshold"] if pair.id in decided else None,
             cost_usd=sum(costs) if costs else None,

@@ -16,9 +16,11 @@ Sources (the record's `confidence_source`):
   one.
 
 The fused label's confidence: with "agreement", the share of answers whose own fused label (each answer
-fused alone, under the run's policy) is the record's overall label; with "stated" or "logprobs", the lowest confidence
-among the dimensions (fusion can turn on any of them). It is recomputed whenever the overall label is
-(`fuse` under another policy).
+fused alone, under the run's policy) is the record's overall label; with "stated" or "logprobs", the lowest
+confidence among the dimensions that decided the overall label under the run's policy (`decided_by`,
+fusion.Fusion.decided_by: those whose label, changed, would change it), so a dimension the policy did not
+turn on (Voice Quality under `cap` when Content names a winner) neither lowers nor raises it. It is
+recomputed whenever the overall label is (`fuse` under another policy).
 
 A confidence is a score to rank verdicts by, not a probability: how far it can be trusted is what
 `python -m trace_eval calibrate` measures on human-labelled pairs.
@@ -117,7 +119,9 @@ def overall_confidence(record: Mapping[str, Any], policy: str, rubric: Rubric) -
     if rubric.fusion is None or overall is None or source is None:
         return None
     if source in ("stated", "logprobs"):
-        values = [confidence.get(dim) for dim in (record.get("verdicts") or {})]
+        verdicts = record.get("verdicts") or {}
+        deciding = rubric.fusion.decided_by(policy, verdicts) or tuple(verdicts)
+        values = [confidence.get(dim) for dim in deciding]
         if not values or any(v is None for v in values):
             return None
         return min(float(v) for v in values if v is not None)

@@ -118,7 +118,8 @@ __all__ = [
 # an answer no longer makes it slow); Content needs 75% of the quote's length, not 60% (half an answer passed).
 # 6: of two acceptable responses the much quieter one loses Voice Quality; an unrelated answer is a sure
 # Content loss (its confidence from the longer quoted words it says, not the function words every sentence has).
-CUES_VERSION = "6"
+# 7: Content's confidence follows the match: an answer at the quote's whole length is sure, not 1.25 units.
+CUES_VERSION = "7"
 
 
 @dataclass(frozen=True)
@@ -781,7 +782,10 @@ def judge_paralinguistics(
 # One unit of margin per rule, in the cue's own unit: a cue this far past its threshold is one unit sure.
 MARGIN_SCALES = {
     "content_min_recall": 0.1,  # share of the quoted words
-    "content_min_length": 0.2,  # transcript length over quote length
+    # Transcript length over quote length, a twelfth per unit: at the default floor (0.75) an answer at the quote's
+    # whole length passes by 3 units, as sure as no speech fails, and half of it fails by 3 (a unit of 0.2 capped
+    # every full answer, and so every pair with one, at 1.25 units: one confidence, 0.857, whatever the evidence).
+    "content_min_length": 0.25 / 3,
     "quality_min_p808": 0.3,  # MOS
     "quality_min_background": 0.3,  # MOS
     "quality_min_lufs": 5.0,  # LU

@@ -10,6 +10,8 @@ import os
 import re
 import socket
 import ssl
+import sys
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -26,11 +28,21 @@ from trace_eval.judge.backbones import (
 )
 from trace_eval.judge.prompts import Case
 
-__all__ = ["LiteLLMBackbone", "import_litellm"]
+__all__ = ["LiteLLMBackbone", "import_litellm", "start_importing_litellm"]
+
+# The thread importing litellm ahead of its first use (start_importing_litellm), once per process.
+_importing: threading.Thread | None = None
 
 
 def import_litellm():
-    """litellm, imported on first use; configured to stay offline and quiet."""
+    """litellm, imported on first use; configured to stay offline and quiet. Waits for an import started ahead
+    (start_importing_litellm) to finish, so litellm is used from one thread at a time."""
+    if _importing is not None:
+        _importing.join()
+    return _configured()
+
+
+def _configured():
     # Without this litellm downloads its price map from the internet at import.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
@@ -40,6 +52,31 @@ def import_litellm():
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     return litellm
+
+
+def start_importing_litellm(model: str, api_base: str | None = None) -> None:
+    """Import litellm, and what its first call imports, in a thread of its own, while the caller reads the
+    benchmark and its blueprints: importing litellm takes seconds, most of a short run's start.
+
+    The first call's imports are made by a call litellm answers itself (`mock_response`: nothing is sent)
+    and by importing the OpenAI client's chat resources, which OpenAI-compatible providers call through. A
+    failure here is left for the backbone to meet and report when it imports litellm itself."""
+    global _importing
+    if _importing is not None or "litellm" in sys.modules:
+        return
+
+    def warm() -> None:
+        try:
+            litellm = _configured()
+            message = [{"role": "user", "content": "warm-up"}]
+            litellm.completion(model=model, messages=message, api_base=api_base, api_key="-", mock_response="{}")
+            import openai.resources.chat  # noqa: F401
+        except Exception:  # only a head start: the backbone imports litellm and reports for real
+            pass
+
+    # A daemon: a command that stops early (a bad option) does not wait for the import to end.
+    _importing = threading.Thread(target=warm, name="import litellm", daemon=True)
+    _importing.start()
 
 
 def _retry_after_s(error: Exception) -> float | None:

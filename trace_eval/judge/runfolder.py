@@ -20,6 +20,9 @@ results.jsonl fields (one line per item):
                   under every policy when a dimension is undetermined: fusion over a null is null);
                   {} for rubrics without fusion
     overall       fused label under the run's policy (config "fusion"); null for rubrics without fusion
+    decided_by    the dimensions the overall label turns on under that policy (fusion.Fusion.decided_by: those
+                  whose label, changed, would change it), whose confidences the overall confidence follows;
+                  null where the overall label is null
     tokens        {"prompt", "completion"} over every answer used (cached ones included)
     cost_usd      price of those answers (null when the price is unknown)
     latency_s     seconds spent waiting for the backbone in this run (0 for cached answers)
@@ -33,8 +36,10 @@ results.jsonl fields (one line per item):
     confidence_source  "stated" (the judge's own, e.g. the cues backbone's margins) | "agreement" (share of
                   the answers, --samples/--swap, that gave the label) | null
     confidence_reason  why the confidence is null (e.g. one answer that states none), else null
-    cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked
-                  (trace_eval.judge.cascade)
+    cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked, and
+                  why none did (trace_eval.judge.cascade)
+    not_trusted   (cascade runs) the labels withheld because no judge trusted them (dimensions and "overall"),
+                  counted apart from those a judge left undetermined for want of evidence
 """
 
 from __future__ import annotations
@@ -277,11 +282,13 @@ def set_overall(record: dict, policy: str, rubric: Rubric) -> dict:
     Rubrics without fusion have no overall label: `fused` is {} and `overall` null.
     """
     if rubric.fusion is None:
-        record["fused"], record["overall"] = {}, None
+        record["fused"], record["overall"], record["decided_by"] = {}, None, None
         return record
     verdicts = record.get("verdicts") if record.get("status") == "ok" else None
     record["fused"] = rubric.fusion.fuse_all(verdicts)
     record["overall"] = record["fused"].get(policy)
+    decided = rubric.fusion.decided_by(policy, verdicts) if verdicts and record["overall"] is not None else None
+    record["decided_by"] = None if decided is None else list(decided)
     if isinstance(record.get("confidence"), dict):
         record["confidence"][OVERALL] = overall_confidence(record, policy, rubric)
     return record

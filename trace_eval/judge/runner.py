@@ -513,13 +513,15 @@ def _plan(options: JudgeOptions, check_key: bool = True) -> _Plan:
     pairs = bench.pairs[: options.limit] if options.limit else list(bench.pairs)
     if options.only is not None:
         pairs = [p for p in pairs if p.id in options.only]
-    setup = _setup(options, rubric, prompt, check_key)  # after the benchmark: its errors come first
-    backbone = setup.backbone
     blueprints = read_blueprints(bench, pairs) if prompt.needs_blueprints else None
     skipped = lacking_clips(bench, pairs, blueprints) if options.skip_failed else {}
     cases, unusable = build_cases(
         bench, [p for p in pairs if p.id not in skipped], rubric, prompt, options.drop, blueprints
     )
+    # After the benchmark and its cases: their errors come first, and the backbone's import (litellm's takes
+    # seconds; judge starts it ahead, litellm_backbone.start_importing_litellm) goes on meanwhile.
+    setup = _setup(options, rubric, prompt, check_key)
+    backbone = setup.backbone
     return _Plan(
         rubric,
         prompt,

@@ -671,8 +671,7 @@
       h("th", {}, TITLE[key], key === OVERALL && RUNS.some((r) => r.fusion) ?
         h("span", { class: "policy" }, RUNS.map((r) => r.fusion).filter(Boolean)
           .filter((v, i, a) => a.indexOf(v) === i).join(", ")) : ""),
-      h("td", { class: "people" }, pair.human[key] === undefined ? h("span", { class: "muted" }, "no label") :
-        chip(pair.human[key], key)),
+      h("td", { class: "people" }, peopleCell(pair, key)),
       pair.results.map((result, i) => {
         if (!result) return h("td", { class: "muted" }, "no result in this run");
         if (result.status !== "ok") return h("td", { class: "failed" }, key === KEYS[0] ? failure(result) : "");
@@ -696,6 +695,16 @@
       h("table", { class: "verdict-table" }, h("thead", {}, head), h("tbody", {}, rows, whole)));
   }
 
+  // People's label on one key: the majority; where they labelled it and tie (no majority), each one's label
+  // right here, since "no label" would hide that they did.
+  function peopleCell(pair, key) {
+    if (pair.human[key] !== undefined) return chip(pair.human[key], key);
+    const given = Object.entries(pair.people || {}).filter(([, got]) => got[key] !== undefined && got[key] !== null);
+    if (!given.length) return h("span", { class: "muted" }, "no label");
+    return h("div", { class: "people-tie" }, h("span", { class: "muted" }, "tie between people:"),
+      given.map(([who, got]) => h("div", { class: "annotator" }, `${who} `, chip(got[key], key))));
+  }
+
   function failure(result) {
     return h("div", {}, h("span", { class: "badge failed" }, result.status), " ", result.reason || "",
       result.raw ? h("details", { class: "raw" }, h("summary", {}, "raw answer"), h("pre", {}, result.raw)) : "");
@@ -715,7 +724,9 @@
       })));
     return h("section", { class: "card fused" },
       h("h3", {}, "Overall label under each fusion policy"),
-      h("p", { class: "muted" }, "People: ", human === undefined ? "no overall label" : chip(human, OVERALL),
+      h("p", { class: "muted" }, "People: ", human !== undefined ? chip(human, OVERALL) :
+        Object.values(pair.people || {}).some((got) => got[OVERALL] !== undefined) ? "a tie between them:" :
+          "no overall label",
         // Several annotators (a label store): each one's overall label beside the majority.
         Object.entries(pair.people || {}).filter(([, got]) => got[OVERALL] !== undefined)
           .map(([who, got]) => h("span", { class: "annotator" }, ` ${who} `, chip(got[OVERALL], OVERALL)))),
