@@ -271,7 +271,7 @@ def test_runs_of_another_rubric_or_without_a_benchmark_are_refused_with_what_to_
     assert "names no bench; pass --bench BENCH" in capsys.readouterr().err
     assert main(["view", str(lost), "--bench", str(bench)]) == 0
     assert main(["view", str(tmp_path / "nowhere")]) == 2
-    assert "no results.jsonl" in capsys.readouterr().err
+    assert "nowhere: no such folder" in capsys.readouterr().err
 
 
 def within(shown, computed, path="board") -> None:
