@@ -206,7 +206,10 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     results.jsonl or its config.json is not JSON."""
     folder = Path(folder)
     if not folder.exists():
-        raise RunFolderError(f"{folder}: no such folder{close_match(folder)}")
+        raise RunFolderError(
+            f"{folder}: no such folder{close_match(folder)}; a run folder is one written by"
+            f" `python -m trace_eval judge` (with {RESULTS} and {CONFIG})"
+        )
     if not (folder / RESULTS).is_file():
         raise RunFolderError(f"{folder}: no {RESULTS}; expected a folder written by `python -m trace_eval judge`")
     config_path = folder / CONFIG
