@@ -55,7 +55,8 @@ def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
         assert words in system["content"]
     text = user["content"]
     # the manifest's instruction_text, exact, rather than the recogniser's transcript
-    assert 'User instruction (text; language: not recorded):\nSay "hello there" please.' in text and "say hello there slowly" not in text
+    assert 'User instruction (text; language: not recorded):\nSay "hello there" please.' in text
+    assert "say hello there slowly" not in text
     first, second = _blueprint_json(text, 1), _blueprint_json(text, 2)
     assert first["agent_response"] == "hello there" and second["agent_response"] == "hi"
     assert first["agent_audio_properties"]["Speech_Rate_WPM"] == 95.1  # three significant digits

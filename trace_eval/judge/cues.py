@@ -770,20 +770,20 @@ def _cues_in(manner: str, language: str, t: Thresholds) -> list[_Cue]:
     if names is None:
         why = languages.not_understood(language)
         return [_Cue(f"manner asked in {languages.name(language)}", lambda bp: (None, why))]
-    checks: dict[str, Callable[[], Callable[[dict | None], tuple[bool | None, str]]]] = {
-        "slow": lambda: _rate_check(True, t),
-        "fast": lambda: _rate_check(False, t),
-        "quiet": lambda: _loudness_check(True, t),
-        "loud": lambda: _loudness_check(False, t),
-        "high pitch": lambda: _pitch_check(True, t),
-        "low pitch": lambda: _pitch_check(False, t),
-        "speeding up": lambda: _pace_change_check(True, t),
-        "slow then fast": lambda: _pace_change_check(True, t),
-        "slowing down": lambda: _pace_change_check(False, t),
-        "fast then slow": lambda: _pace_change_check(False, t),
-        **{emotion: (lambda e=emotion: _emotion_check(e, t)) for emotion in set(EMOTION_WORDS.values())},
+    checks: dict[str, Callable[[dict | None], tuple[bool | None, str]]] = {
+        "slow": _rate_check(True, t),
+        "fast": _rate_check(False, t),
+        "quiet": _loudness_check(True, t),
+        "loud": _loudness_check(False, t),
+        "high pitch": _pitch_check(True, t),
+        "low pitch": _pitch_check(False, t),
+        "speeding up": _pace_change_check(True, t),
+        "slow then fast": _pace_change_check(True, t),
+        "slowing down": _pace_change_check(False, t),
+        "fast then slow": _pace_change_check(False, t),
+        **{emotion: _emotion_check(emotion, t) for emotion in set(EMOTION_WORDS.values())},
     }
-    return [_Cue(name, checks[name]() if name in checks else _not_measured) for name in names]
+    return [_Cue(name, checks.get(name, _not_measured)) for name in names]
 
 
 # Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.

@@ -95,7 +95,7 @@ class ClipLanguage:
         return self.source == "declared" or self.probability is None or self.probability >= min_probability
 
     def describe(self) -> str:
-        """"Spanish (es), detected with probability 0.93", "French (fr), declared", or why it is unknown."""
+        """ "Spanish (es), detected with probability 0.93", "French (fr), declared", or why it is unknown."""
         if self.code is None:
             return f"not known ({self.reason or 'no reason recorded'})"
         if self.source == "declared":

@@ -664,6 +664,16 @@ def _run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = Non
         if shown is not None
         else None
     )
+    if cues is not None and shown is not None:
+        heard = evidence.language_summary(
+            (cases[pair.id][0].instruction_language, shown[p])
+            for pair in pairs
+            if pair.id in cases
+            for p in (pair.audio1_path, pair.audio2_path, pair.audio_path)
+            if p
+        )
+        if heard:
+            cues["languages"] = heard
     summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason, records=records)
