@@ -67,6 +67,7 @@
         choices.append(button);
       });
       const reason = document.createElement('input');
+      reason.dir = 'auto';  // typed in any script, read in its own direction
       reason.className = 'reason';
       reason.type = 'text';
       reason.maxLength = 2000;
@@ -111,6 +112,7 @@
     $('pair').hidden = false;
     $('done').hidden = true;
     $('instruction-text').textContent = pair.instruction.text || '';
+    $('instruction-text').lang = pair.instruction.language || '';  // fonts follow the language
     $('instruction').hidden = !pair.instruction.audio;
     if (pair.instruction.audio) $('instruction').src = audioUrl(n, 'instruction');
     for (const role of ['a', 'b']) {
