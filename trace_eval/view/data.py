@@ -253,14 +253,14 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     else:
         quality = None
         why["transcript_quality"] = reasons(unmeasured_reason(blueprint, "transcript_quality", "asr"))
-    language = blueprint.get("language")
-    if isinstance(language, dict) and language.get("code"):
-        code = str(language["code"])
-        language = {k: language.get(k) for k in ("code", "probability", "source")} | {"name": language_name(code)}
-    else:
-        if "language" in blueprint:
-            why["language"] = reasons(unmeasured_reason(blueprint, "language", "asr"))
-        language = None
+    recorded = blueprint.get("language")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    code = str(recorded["code"]) if recorded.get("code") else None
+    language = None
+    if code is not None:
+        language = {k: recorded.get(k) for k in ("code", "probability", "source")} | {"name": language_name(code)}
+    elif "language" in blueprint:
+        why["language"] = reasons(unmeasured_reason(blueprint, "language", "asr"))
     return {
         "duration": _number(blueprint.get("duration_s"), 2),
         "words": words,
@@ -269,7 +269,7 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
         "transcript_quality": quality,
         "cues": cues if with_cues else None,
         "language": language,
-        "spaced": separates_words(language["code"]) if language else True,
+        "spaced": separates_words(code) if code else True,
         "why": why,
     }
 
