@@ -5,6 +5,8 @@ through `tokens`: NFKC (full-width forms, ligatures), case folding ("Straße" is
 where the language writes them as optional marks on a letter, and scripts written without spaces between
 words (Chinese, Japanese, Thai ...) split into characters, as jiwer's CER and Whisper's own normaliser
 (`split_letters`) do. So "¡Buenos días!" reads as ["buenos", "dias"] and "你好，世界" as ["你", "好", "世", "界"].
+Where words are matched rather than counted (`match_tokens`), characters of those scripts go in overlapping
+pairs.
 
 `error_rate` is the word error rate where words are separated by spaces and the character error rate
 where they are not (`unit` says which).
@@ -22,6 +24,7 @@ __all__ = [
     "ErrorRate",
     "error_rate",
     "fold",
+    "match_tokens",
     "spaced",
     "tokens",
     "units",
@@ -111,6 +114,29 @@ def tokens(text: str, language: str | None = None) -> list[str]:
             end()
     end()
     return [t for t in found if t]
+
+
+def match_tokens(text: str, language: str | None = None) -> list[str]:
+    """`tokens`, with each run of characters of a script without spaces read as its overlapping pairs
+    ("今天天气" -> 今天, 天天, 天气): a word there is most often two characters, and single characters that
+    every sentence has (的, ま, す) would otherwise read as the words said. A lone character stays itself."""
+    found: list[str] = []
+    run: list[str] = []
+
+    def end() -> None:
+        if len(run) == 1:
+            found.append(run[0])
+        found.extend(a + b for a, b in zip(run, run[1:]))
+        run.clear()
+
+    for token in tokens(text, language):
+        if len(token) == 1 and unspaced_char(token):
+            run.append(token)
+        else:
+            end()
+            found.append(token)
+    end()
+    return found
 
 
 def _distance(reference: list[str], hypothesis: list[str]) -> int:

@@ -84,7 +84,7 @@ Rules, per dimension:
   "say it solemnly").
 
 Languages (`trace_eval.judge.languages`): words are compared after NFKC, case and accent folding, and
-scripts without spaces character by character (`trace_eval.text.tokens`). An answer heard in another
+scripts without spaces by overlapping pairs of characters (`trace_eval.text.match_tokens`). An answer heard in another
 language than the one asked for (the instruction's, unless it asks for another in words) fails Content; when
 it asks for another language, its quoted words may be a text to translate, so not saying them is no
 failure. Manner requests are read with the table of the instruction's language; a language without one
@@ -109,7 +109,7 @@ from trace_eval.judge import languages
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
 from trace_eval.rubrics import Rubric, load_rubric
-from trace_eval.text import tokens
+from trace_eval.text import match_tokens
 
 __all__ = [
     "CUES_VERSION",
@@ -268,7 +268,7 @@ _NOT_A_MANNER = {
 
 
 def _words(text: str, language: str | None = None) -> list[str]:
-    return tokens(text, language)
+    return match_tokens(text, language)
 
 
 @dataclass(frozen=True)

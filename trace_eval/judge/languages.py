@@ -448,7 +448,8 @@ def manner_requests(text: str, language: str) -> list[str] | None:
     asked += [cue for cue in table.manners if cue in found and cue not in (*PACE, *LEVEL, *PITCH, *EMOTIONS)]
     for match in re.finditer(table.asked or r"(?!)", folded):
         word = next(g for g in match.groups() if g)
-        known = word in table.plain or any(re.search(p, word) for p in table.manners.values())
+        # Known when the phrase it stands in ("con voz grave") or the word itself is in the table.
+        known = word in table.plain or any(re.search(p, match.group(0)) for p in table.manners.values())
         if not known and f"{word} (a manner)" not in asked:
             asked.append(f"{word} (a manner)")
     return asked
