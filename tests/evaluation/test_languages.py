@@ -14,6 +14,8 @@ from test_leaderboard import HAND, write_manifest
 
 from trace_eval.cli import main
 
+G = "both_good"
+
 
 def _in(text: str, code: str, probability: float | None = 0.96) -> dict:
     values = blueprint(text)
@@ -47,7 +49,7 @@ def multilingual_bench(root: Path) -> Path:
                 instruction=_in(text.replace('"', ""), code),
                 response_1=answers[0],
                 response_2=answers[1],
-                label={"content": winner, "voice_quality": "both_good", "paralinguistics": "both_good", "overall": winner},
+                label={"content": winner, "voice_quality": G, "paralinguistics": G, "overall": winner},
             )
         )
     bench = write_benchmark(root, specs)

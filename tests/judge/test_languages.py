@@ -205,14 +205,16 @@ def test_a_language_without_a_table_leaves_the_manner_undetermined_never_guessed
     answer = verdict(asked, said("こんにちは", "ja"), said("さようなら", "ja"), detected("ja"))
     assert answer["content"] == "1"  # the quoted words are read in any script
     assert answer["paralinguistics"] is None
-    assert "manner requests in Japanese are not understood" in answer["undetermined"]["paralinguistics"]
+    why = "manner asked: not understood in Japanese: the cues rules have no table of Japanese manner words"
+    assert answer["undetermined"]["paralinguistics"] == f"{why} for both responses"
 
 
 def test_an_instruction_whose_language_could_not_be_told_leaves_the_manner_undetermined():
     unknown = ClipLanguage(None, None, None, "no speech detected")
     answer = verdict('Say "hello" slowly.', said("Hello.", "en"), said("Hello.", "en"), unknown)
     assert answer["paralinguistics"] is None
-    assert "language could not be told" in answer["undetermined"]["paralinguistics"]
+    why = "manner asked: not understood: the instruction's language could not be told for both responses"
+    assert answer["undetermined"]["paralinguistics"] == why
     # Never recorded at all (blueprints made before languages were): read as English, as it always was.
     assert (
         verdict('Say "hello" slowly.', blueprint("Hello.", wpm=100), blueprint("Hello.", wpm=240), None)[

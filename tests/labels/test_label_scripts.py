@@ -10,24 +10,10 @@ from pathlib import Path
 import pytest
 from label_benches import Server, prepare_pairs, tone, wait_for
 from test_label_browser import open_label_page
+from view_pages import GLYPHS_DRAWN
 
 MANDARIN = "请用开心的语气说「今天天气很好」。"
 ARABIC = "قل «صباح الخير» بصوت هادئ."
-
-# Whether a text is drawn with real glyphs: drawn in the element's own font on a canvas, it must differ from
-# the drawing of a code point no font has (U+0378 is unassigned), which is the missing-glyph box.
-GLYPHS_DRAWN = """
-const el = arguments[0], text = arguments[1];
-const style = getComputedStyle(el);
-const draw = (s) => {
-  const canvas = document.createElement('canvas'); canvas.width = 96; canvas.height = 64;
-  const context = canvas.getContext('2d');
-  context.font = `48px ${style.fontFamily}`; context.fillText(s, 8, 52);
-  return context.getImageData(0, 0, 96, 64).data.join(',');
-};
-const missing = draw('\\u0378');
-return Array.from(text).filter((c) => /\\S/.test(c)).every((c) => draw(c) !== missing);
-"""
 
 
 @pytest.fixture

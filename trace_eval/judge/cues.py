@@ -769,7 +769,7 @@ def _cues_in(manner: str, language: str, t: Thresholds) -> list[_Cue]:
     names = languages.manner_requests(manner, language)
     if names is None:
         why = languages.not_understood(language)
-        return [_Cue(f"manner asked in {languages.name(language)}", lambda bp: (None, why))]
+        return [_Cue("manner asked", lambda bp: (None, why))]
     checks: dict[str, Callable[[dict | None], tuple[bool | None, str]]] = {
         "slow": _rate_check(True, t),
         "fast": _rate_check(False, t),

@@ -423,8 +423,8 @@ TABLES: dict[str, Table] = {table.code: table for table in (ENGLISH, SPANISH, FR
 def not_understood(language: str) -> str:
     """Why the manner asked for in `language` is not read."""
     if language == ASKED_UNKNOWN:
-        return "the instruction's language could not be told, so the manner it asks for cannot be read"
-    return f"manner requests in {name(language)} are not understood: the cues judge has no table of {name(language)}"
+        return "not understood: the instruction's language could not be told"
+    return f"not understood in {name(language)}: the cues rules have no table of {name(language)} manner words"
 
 
 def manner_requests(text: str, language: str) -> list[str] | None:
