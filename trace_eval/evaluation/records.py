@@ -284,7 +284,7 @@ def item_languages(benchmark: Benchmark) -> dict[str, str | None]:
     """Item id -> its instruction's language code: declared by the manifest (`instruction_language`), else the
     one its blueprint records (detected, whatever the detector's probability: the grouping follows what Stage 1
     recorded; `trace_eval.judge.languages` decides what a judge trusts); None where neither says."""
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     store = BlueprintStore(benchmark.root)
     found: dict[str, str | None] = {}
