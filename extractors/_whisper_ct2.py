@@ -72,6 +72,14 @@ class FasterWhisper:
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
 
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.model.model.is_multilingual)
+
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
+        """Whisper's probability of every language it knows, for each window (its first 30 s)."""
+        return [dict(self.model.detect_language(audio=np.asarray(w, dtype=np.float32))[2]) for w in windows]
+
     def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
         # CTranslate2 batches inside one call only for chunks of one file; windows from
         # different clips go one at a time (on CPU, batching would not be faster anyway).

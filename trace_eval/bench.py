@@ -36,7 +36,16 @@ __all__ = [
 ]
 
 AUDIO_FIELDS = ("instruction_path", "audio1_path", "audio2_path", "audio_path")
-_KNOWN_FIELDS = {"index", "id", "instruction_text", "model_a", "model_b", "label", *AUDIO_FIELDS, *LANGUAGE_FIELDS.values()}
+_KNOWN_FIELDS = {
+    "index",
+    "id",
+    "instruction_text",
+    "model_a",
+    "model_b",
+    "label",
+    *AUDIO_FIELDS,
+    *LANGUAGE_FIELDS.values(),
+}
 # Free-form context the bundled rubrics' prompts show ($context, $dialogue_history, ...).
 CONTEXT_FIELDS = ("context", "dialogue_history", "character", "style_elements")
 # Fields the released SpeakBench / S2S-Arena annotation files carry beside the layout, kept as context.
@@ -159,7 +168,9 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
     if not items:
         raise ManifestError(path, ["no items: a benchmark needs at least one"])
     allowed_labels = label_keys(rubric)
-    problems: list[str] = [f"manifest {key}: {code_problem(code)}" for key, code in defaults.items() if code_problem(code)]
+    problems: list[str] = [
+        f"manifest {key}: {code_problem(code)}" for key, code in defaults.items() if code_problem(code)
+    ]
     declared: dict[str, tuple[str, str]] = {}  # audio path -> (language, the item that declared it first)
     misspelled = unknown_labels = missing_audio = False
     pairs: list[Pair] = []
@@ -198,7 +209,9 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
             if isinstance(rel, str) and key in languages:
                 first = declared.setdefault(rel, (languages[key], where))
                 if first[0] != languages[key]:
-                    problems.append(f"{where}: {key} {languages[key]!r} for {rel}, which {first[1]} declares {first[0]!r}")
+                    problems.append(
+                        f"{where}: {key} {languages[key]!r} for {rel}, which {first[1]} declares {first[0]!r}"
+                    )
         pairs.append(
             Pair(
                 id=pid,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 
-__all__ = ["LANGUAGES", "WITHOUT_SPACES", "code_problem", "language_name", "separates_words"]
+__all__ = ["LANGUAGES", "WITHOUT_SPACES", "characters", "code_problem", "language_name", "separates_words"]
 
 # Whisper's languages (openai/whisper tokenizer.py), in its order: code -> English name.
 LANGUAGES: dict[str, str] = {
@@ -129,6 +129,12 @@ _ALIASES = {"cmn": "zh", "zho": "zh", "chi": "zh", "mandarin": "zh", "jv": "jw",
 def separates_words(code: str) -> bool:
     """Whether the language's script puts spaces between words (so that words can be counted)."""
     return code not in WITHOUT_SPACES
+
+
+def characters(text: str) -> int:
+    """The characters of a text that are spoken: letters, ideographs, kana and digits (no spaces, no punctuation,
+    no combining marks, which belong to the letter before them)."""
+    return sum(c.isalnum() for c in text)
 
 
 def language_name(code: str | None) -> str:
