@@ -11,7 +11,7 @@ from llm_server import blueprint
 
 from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction
 from trace_eval.judge.evidence import language_summary, rows
-from trace_eval.judge.languages import ClipLanguage, asked_language, manner_requests
+from trace_eval.judge.languages import ClipLanguage, asked_language, instruction_language, manner_requests
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 from trace_eval.rubrics import load_rubric
@@ -147,6 +147,27 @@ def test_a_language_asked_for_is_the_one_expected_and_its_quote_may_be_to_transl
 )
 def test_requests_to_answer_in_a_language(instruction, language, asked):
     assert asked_language(read_instruction(instruction).manner, language) == asked
+
+
+def test_a_detection_the_written_instruction_contradicts_is_not_believed():
+    # Whisper base hears espeak-ng's Spanish as Thai: the text, in Latin letters, says it is not Thai.
+    heard = {"language": {"code": "th", "probability": 0.79, "source": "detected"}}
+    language = instruction_language({}, heard, 'Di "Su mensaje ha sido guardado."')
+    assert language is not None and language.code is None
+    assert (
+        language.reason == "detected as Thai (th), which is not written in the latin script of the instruction's text"
+    )
+    answer = verdict(
+        'Di "Su mensaje ha sido guardado."',
+        said("Su mensaje ha sido guardado.", "es"),
+        said("Votre message a été sauvegardé.", "fr"),
+        language,
+    )
+    assert answer["content"] == "1"  # on the quoted words alone: neither answer is held to Thai
+    assert "manner asked: not understood" in answer["undetermined"]["paralinguistics"]
+    # Where the text is in the detected language's script, or declared, the language stands.
+    assert instruction_language({}, heard, "พูดว่า สวัสดี").code == "th"
+    assert instruction_language({"instruction_language": "es"}, heard, "Di hola").code == "es"
 
 
 # -- manner requests per language ------------------------------------------------------------------------

@@ -293,6 +293,6 @@ def item_languages(benchmark: Benchmark) -> dict[str, str | None]:
         blueprint = None
         if not declared and pair.instruction_path and (benchmark.root / pair.instruction_path).is_file():
             blueprint = store.get_by_path(pair.instruction_path)
-        language = instruction_language(pair.languages, blueprint)
+        language = instruction_language(pair.languages, blueprint, pair.instruction_text)
         found[pair.id] = language.code if language else None
     return found

@@ -19,6 +19,8 @@ instruction with no declared language) is read as English, as it always was.
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,13 +116,71 @@ def _null_reason(blueprint: dict) -> str | None:
     return None
 
 
-def instruction_language(declared: dict[str, Any], blueprint: dict | None) -> ClipLanguage | None:
+# The scripts a language is written in, for the languages not written in Latin letters (unicodedata's first
+# word of a letter's name); every other language is written in Latin letters.
+SCRIPTS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("zh", "yue"), frozenset({"CJK"})),
+    "ja": frozenset({"CJK", "HIRAGANA", "KATAKANA"}),
+    "ko": frozenset({"HANGUL", "CJK"}),
+    **dict.fromkeys(("ru", "uk", "bg", "be", "mk", "kk", "mn", "tg", "tt", "ba"), frozenset({"CYRILLIC"})),
+    **dict.fromkeys(("sr", "uz"), frozenset({"CYRILLIC", "LATIN"})),
+    **dict.fromkeys(("ar", "fa", "ur", "ps", "sd"), frozenset({"ARABIC"})),
+    **dict.fromkeys(("he", "yi"), frozenset({"HEBREW"})),
+    "el": frozenset({"GREEK"}),
+    **dict.fromkeys(("hi", "mr", "ne", "sa"), frozenset({"DEVANAGARI"})),
+    **dict.fromkeys(("bn", "as"), frozenset({"BENGALI"})),
+    "ta": frozenset({"TAMIL"}),
+    "te": frozenset({"TELUGU"}),
+    "kn": frozenset({"KANNADA"}),
+    "ml": frozenset({"MALAYALAM"}),
+    "gu": frozenset({"GUJARATI"}),
+    "pa": frozenset({"GURMUKHI"}),
+    "si": frozenset({"SINHALA"}),
+    "th": frozenset({"THAI"}),
+    "lo": frozenset({"LAO"}),
+    "km": frozenset({"KHMER"}),
+    "my": frozenset({"MYANMAR"}),
+    "bo": frozenset({"TIBETAN"}),
+    "ka": frozenset({"GEORGIAN"}),
+    "hy": frozenset({"ARMENIAN"}),
+    "am": frozenset({"ETHIOPIC"}),
+}
+MIN_LETTERS = 3  # a text needs this many letters before its script says anything
+
+
+def script_of(text: str) -> str | None:
+    """The script most of the letters of `text` are in ("LATIN", "CJK", "ARABIC" ...); None for too few."""
+    found = Counter(
+        unicodedata.name(char, "?").split()[0] for char in text if unicodedata.category(char).startswith("L")
+    )
+    if sum(found.values()) < MIN_LETTERS:
+        return None
+    return found.most_common(1)[0][0]
+
+
+def instruction_language(
+    declared: dict[str, Any], blueprint: dict | None, text: str | None = None
+) -> ClipLanguage | None:
     """The instruction's language: declared by the manifest (`instruction_language`, the item's
-    `Pair.languages`), else its blueprint's; None when neither records one."""
+    `Pair.languages`), else its blueprint's; None when neither records one. A detection the written
+    instruction (`text`) contradicts, a language not written in the script of that text (synthetic Spanish
+    heard as Thai), is not known."""
     code = declared.get("instruction_language")
     if isinstance(code, str) and code:
         return ClipLanguage(code, None, "declared")
-    return ClipLanguage.of(blueprint)
+    language = ClipLanguage.of(blueprint)
+    script = script_of(text or "")
+    if language is None or language.code is None or script is None:
+        return language
+    if script not in SCRIPTS.get(language.code, frozenset({"LATIN"})):
+        return ClipLanguage(
+            None,
+            None,
+            None,
+            f"detected as {name(language.code)} ({language.code}), which is not written in the {script.lower()} "
+            "script of the instruction's text",
+        )
+    return language
 
 
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:

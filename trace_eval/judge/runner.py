@@ -335,7 +335,7 @@ def build_cases(
                 blueprint(p) for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path)
             )
         transcript = (instruction_bp or {}).get("agent_response")
-        language = instruction_language(pair.languages, instruction_bp)
+        language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
         views = (blueprint_view(bp1, prompt.blueprint_keys, drop), blueprint_view(bp2, prompt.blueprint_keys, drop))
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
@@ -391,7 +391,7 @@ def _pointwise_case(
     view = blueprint_view(answer_bp, prompt.blueprint_keys, drop)
     instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
     audio = (instruction_audio, bench.resolve(pair.audio_path), None)
-    language = instruction_language(pair.languages, instruction_bp)
+    language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
     return Case(
         pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables, language
     )
