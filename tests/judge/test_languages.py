@@ -236,6 +236,11 @@ def test_an_instruction_whose_language_could_not_be_told_leaves_the_manner_undet
     assert answer["paralinguistics"] is None
     why = "manner asked: not understood: the instruction's language could not be told for both responses"
     assert answer["undetermined"]["paralinguistics"] == why
+    # Not told by a recogniser that knows English only, which decoded it in English: read as English, as
+    # before languages were recorded, and no answer is held to a language.
+    english_only = ClipLanguage(None, None, None, "not detected: whisper-tiny.en-ct2 knows English only", "en")
+    told = verdict('Say "hello" slowly.', said("Hello.", "es", wpm=100), said("Hello.", "en", wpm=240), english_only)
+    assert (told["paralinguistics"], told["content"]) == ("1", "both_good")
     # Never recorded at all (blueprints made before languages were): read as English, as it always was.
     assert (
         verdict('Say "hello" slowly.', blueprint("Hello.", wpm=100), blueprint("Hello.", wpm=240), None)[

@@ -74,6 +74,9 @@ class ClipLanguage:
     probability: float | None  # the detector's probability; None when declared
     source: str | None  # "detected" or "declared"
     reason: str | None = None  # why `code` is None
+    # The language its transcript was decoded in (`asr.language`): English where the recogniser knows English
+    # only, or where a detection too unsure fell back to it.
+    decoded: str | None = None
 
     @classmethod
     def of(cls, blueprint: dict | None) -> ClipLanguage | None:
@@ -81,13 +84,17 @@ class ClipLanguage:
         if not isinstance(blueprint, dict) or "language" not in blueprint:
             return None
         value = blueprint["language"]
+        asr = blueprint.get("asr")
+        decoded = asr.get("language") if isinstance(asr, dict) and isinstance(asr.get("language"), str) else None
         if not isinstance(value, dict) or not value.get("code"):
-            return cls(None, None, None, _null_reason(blueprint))
+            return cls(None, None, None, _null_reason(blueprint), decoded)
         probability = value.get("probability")
         return cls(
             str(value["code"]),
             float(probability) if isinstance(probability, (int, float)) else None,
             str(value.get("source") or "detected"),
+            None,
+            decoded,
         )
 
     def trusted(self, min_probability: float) -> bool:
@@ -167,7 +174,7 @@ def instruction_language(
     heard as Thai), is not known."""
     code = declared.get("instruction_language")
     if isinstance(code, str) and code:
-        return ClipLanguage(code, None, "declared")
+        return ClipLanguage(code, None, "declared", None, code)
     language = ClipLanguage.of(blueprint)
     script = script_of(text or "")
     if language is None or language.code is None or script is None:
@@ -184,11 +191,15 @@ def instruction_language(
 
 
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:
-    """The language the judge reads an instruction in: its code when trusted, `ASKED_UNKNOWN` when it was
-    recorded but not told (or too unsure), None when it was never recorded (read as English, as before)."""
+    """The language the judge reads an instruction in: its code when known (declared, or detected at least
+    as surely as `min_probability`); None, read as English as before languages were recorded, when it was never
+    recorded or when Stage 1 could not tell it and decoded it in English (a recogniser that knows English
+    only); `ASKED_UNKNOWN` otherwise (no speech, a detection too unsure or contradicted by the text)."""
     if language is None:
         return None
-    return language.code if language.trusted(min_probability) and language.code else ASKED_UNKNOWN
+    if language.code and language.trusted(min_probability):
+        return language.code
+    return None if language.code is None and language.decoded == "en" else ASKED_UNKNOWN
 
 
 def reads_english(language: str | None) -> bool:
