@@ -20,7 +20,7 @@ are checked on every load, as those of every shipped file.
 When none works, ExtractorUnavailable names the settings that would fix it.
 
 A folder holding STANDIN_MARKER has random weights in the published layout
-(trace_eval/standins.py): `standin_note` says so, and the extractors record it in
+(trace_eval/stage1/standins.py): `standin_note` says so, and the extractors record it in
 provenance and in their fingerprint.
 """
 
@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trace_eval.resources import data_dir
+from trace_eval.resources import data_dir, user_cache_dir
 
 __all__ = [
     "ModelCard",
@@ -112,7 +112,7 @@ def shipped_weights(card: ModelCard) -> Path | None:
             return None
         verify_sha256(folder, card)
         return folder
-    target = _models_cache() / card.name
+    target = user_cache_dir("models") / card.name
     if is_complete(target, card):
         try:
             verify_sha256(target, card)
@@ -136,12 +136,6 @@ def _package_path(location: str) -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations))) / rest
-
-
-def _models_cache() -> Path:
-    if os.environ.get("TRACE_CACHE_DIR"):
-        return Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "models"
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "trace-eval" / "models"
 
 
 def _join(card: ModelCard, folder: Path, parts: dict[str, list], target: Path) -> None:
