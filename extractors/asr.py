@@ -94,6 +94,7 @@ from trace_eval.languages import characters, code_problem, separates_words
 __all__ = [
     "AsrConfig",
     "AsrExtractor",
+    "ClipLanguage",
     "Fallback",
     "Word",
     "WindowTranscript",

@@ -153,6 +153,7 @@ def _join(card: ModelCard, folder: Path, parts: dict[str, list], target: Path) -
                 for source in sources:
                     with open(source, "rb") as f:
                         shutil.copyfileobj(f, out, 1 << 20)
+            os.chmod(temporary, 0o644)  # as any file the user writes, not mkstemp's owner-only
             os.replace(temporary, target / name)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
