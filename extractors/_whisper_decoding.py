@@ -74,8 +74,8 @@ class WhisperBackend(Protocol):
     def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]: ...
 
     def transcribe(
-        self, windows: list[np.ndarray], language: str | None, seeds: list[int]
-    ) -> list[WindowTranscript]: ...
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+    ) -> list[WindowTranscript]: ...  # fallback=False: the first temperature only (beam search)
 
 
 @dataclass(frozen=True)

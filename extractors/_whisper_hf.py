@@ -136,8 +136,10 @@ class TransformersWhisper:
         return [{self.language_of_id[i]: float(p) for i, p in zip(ids, row)} for row in probabilities]
 
     # -- decoding ---------------------------------------------------------------------------
-    def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
-        """Transcribe one batch of windows of at most 30 s of 16 kHz audio."""
+    def transcribe(
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+    ) -> list[WindowTranscript]:
+        """Transcribe one batch of windows of at most 30 s of 16 kHz audio (beam search only: not `fallback`)."""
         torch = self.torch
         features = self.features(
             [np.asarray(w, dtype=np.float32) for w in windows], sampling_rate=SAMPLE_RATE, return_tensors="pt"
@@ -149,7 +151,7 @@ class TransformersWhisper:
             states = encoder_outputs.last_hidden_state
             results = self._decode_at(0.0, states, languages, encoder_frames)
             for k, result in enumerate(results):
-                if self.fallback.needs_retry(result):
+                if fallback and self.fallback.needs_retry(result):
                     results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k], seeds[k])
             return results
 

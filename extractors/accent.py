@@ -70,8 +70,7 @@ class AccentExtractor(Extractor):
     name = "accent"
     version = "2"
     description = (
-        "English accent cosine scores and probabilities (CommonAccent ECAPA-TDNN via speechbrain), "
-        "for clips in English"
+        "English accent cosine scores and probabilities (CommonAccent ECAPA-TDNN via speechbrain), for clips in English"
     )
     sample_rate = _RATE
     depends_on = ("asr",)  # the clip's language

@@ -12,13 +12,15 @@ Two backends run Whisper and give the same output:
 Every clip's language comes first (`language`): the one the manifest declares for it
 (Clip.language; else the run's `language` setting), else the one Whisper detects on its
 first window of speech (at most 30 s) with the multilingual `model`, recorded with its
-probability. A detection below `min_language_probability` is not taken: the language is
-null with Whisper's guesses, and the clip is decoded in `fallback_language` (English by
-default: Whisper base took noisy English for Vietnamese at 0.61). The whole clip is then
-decoded in that one language (`asr.language`), by `english_model` for English when one is
-set (the cpu profile: tiny.en, the transcripts the example's golden files hold), by
-`model` otherwise. A recogniser that knows English only detects nothing: it decodes in
-English, and the clip's language is null unless declared.
+probability. Whisper reads the language from one token; when that token is unsure (below
+`min_language_probability`), the window is also decoded, by beam search, in each of the
+`language_candidates` most probable languages, and the language of the most probable
+transcript that does not loop is taken (`asr.language_detection` says so): Whisper base
+took noisy English for Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36.
+The whole clip is then decoded in that one language (`asr.language`), by `english_model`
+for English when one is set (the cpu profile: tiny.en, the transcripts the example's
+golden files hold), by `model` otherwise. A recogniser that knows English only detects
+nothing: it decodes in English, and the clip's language is null unless declared.
 
 Whisper writes text for silence and noise ("Thank you.", "You"). So before any
 decoding a clip must pass two gates: its loudest 50 ms must reach
@@ -85,13 +87,14 @@ from extractors.base import (
     library_versions,
     register,
 )
-from extractors.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
+from extractors.models import ModelCard, load_card, resolve_model, standin_note
 from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
 from trace_eval.languages import characters, code_problem, separates_words
 
 __all__ = [
     "AsrConfig",
     "AsrExtractor",
+    "ClipLanguage",
     "Fallback",
     "Word",
     "WindowTranscript",
@@ -125,8 +128,8 @@ class AsrConfig:
     # Every clip is decoded in this language unless the manifest declares another for it (recorded as declared);
     # None: each clip's language is detected.
     language: str | None = None
-    min_language_probability: float = 0.7  # a detected language less probable than this is not taken ...
-    fallback_language: str | None = "en"  # ... and the clip is decoded in this one; None: in the most probable
+    min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
+    language_candidates: int = 2  # ... in this many of the most probable languages (1: Whisper's first guess)
     beam_size: int = 5
     compute_type: str | None = (
         None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
@@ -356,6 +359,7 @@ class ClipLanguage:
     language: dict | None  # the blueprint's `language`: code, probability, source; None when it cannot be told
     reason: str | None  # why `language` is None
     decode_in: str  # the language the transcript is decoded in
+    detection: str | None = None  # how an unsure detection was settled (asr.language_detection)
 
 
 # -- extractor ------------------------------------------------------------------------------------
@@ -388,7 +392,8 @@ class AsrExtractor(Extractor):
                 other = "transformers" if backend == "faster-whisper" else "faster-whisper"
                 raise ValueError(f"model {card.name} is not in the {backend} format; set asr.backend={other}")
         _check_language("asr.language", self.config.language)
-        _check_language("asr.fallback_language", self.config.fallback_language)
+        if self.config.language_candidates < 1:
+            raise ValueError(f"asr.language_candidates={self.config.language_candidates}; expected at least 1")
         if not 0 <= self.config.min_language_probability <= 1:
             raise ValueError(f"asr.min_language_probability={self.config.min_language_probability}; expected 0 to 1")
         # The options actually used, so that they enter the fingerprint and the record.
@@ -486,17 +491,15 @@ class AsrExtractor(Extractor):
             english = self._load_backend(self.english_card, directories[1])
             if not english.supports_language("en"):
                 raise ExtractorUnavailable(f"asr.english_model={self.english_card.name} cannot transcribe English")
-        for setting, language in (
-            ("asr.language", config.language),
-            ("asr.fallback_language", config.fallback_language),
+        language = config.language
+        if language is not None and not (english if language == "en" and english else backend).supports_language(
+            language
         ):
-            decoder = english if language == "en" and english is not None else backend
-            if language is not None and not decoder.supports_language(language):
-                raise ExtractorUnavailable(
-                    f"{self.card.name} cannot transcribe language {language!r} ({setting}); "
-                    f"pass --set {setting}=en, --set {setting}=null, "
-                    f"or a multilingual model (--set asr.model=whisper-base-ct2 or whisper-large-v3)"
-                )
+            raise ExtractorUnavailable(
+                f"{self.card.name} cannot transcribe language {language!r}; pass --set asr.language=en, "
+                "--set asr.language=null to detect it, or a multilingual model "
+                "(--set asr.model=whisper-base-ct2 or whisper-large-v3)"
+            )
         if config.vad:
             try:
                 from faster_whisper.vad import get_vad_model
@@ -589,8 +592,12 @@ class AsrExtractor(Extractor):
                 for i, _, _ in batch:
                     results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
                 continue
-            for (i, _, _), probabilities in zip(batch, found, strict=True):
-                settled[i] = self._detected(probabilities)
+            for (i, _, _), probabilities, samples in zip(batch, found, audio, strict=True):
+                seed = window_seed(self.config.seed, clips[i].sha256, 0, len(samples))
+                try:
+                    settled[i] = self._detected(probabilities, samples, seed)
+                except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
+                    results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
         for i, language in list(settled.items()):
             decoder, card = self._decoder(language.decode_in)
             if not decoder.supports_language(language.decode_in):
@@ -601,19 +608,37 @@ class AsrExtractor(Extractor):
                 del settled[i]
         return settled
 
-    def _detected(self, probabilities: dict[str, float]) -> ClipLanguage:
-        """The language Whisper finds most probable, when it is probable enough; else none, decoded in the fallback."""
+    def _detected(self, probabilities: dict[str, float], samples: np.ndarray, seed: int) -> ClipLanguage:
+        """The language Whisper finds most probable; when its probability is below min_language_probability, the
+        language of the most probable transcript, among the most probable languages, that does not loop."""
         cfg = self.config
         ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
         code, probability = ranked[0]
-        if probability >= cfg.min_language_probability or cfg.fallback_language is None:
-            return ClipLanguage({"code": code, "probability": round(probability, 3), "source": "detected"}, None, code)
-        guesses = ", ".join(f"{c} {p:.2f}" for c, p in ranked[:3])
-        why = (
-            f"not told with confidence: Whisper gives {guesses}, none at {cfg.min_language_probability:g} "
-            f"(asr.min_language_probability); decoded in {cfg.fallback_language} (asr.fallback_language)"
-        )
-        return ClipLanguage(None, why, cfg.fallback_language)
+        detection = None
+        candidates = [c for c, _ in ranked[: cfg.language_candidates]]
+        if probability < cfg.min_language_probability and len(candidates) > 1:
+            tried = {c: self._loaded.transcribe([samples], c, [seed], fallback=False)[0] for c in candidates}
+            sound = [c for c in candidates if self._sound(tried[c], c)]
+            if sound:
+                code = max(sound, key=lambda c: tried[c].avg_logprob)  # the first guess on a tie
+                probability = probabilities[code]
+            said = ", ".join(
+                f"{c} {probabilities[c]:.2f}: {tried[c].avg_logprob:.2f}" + ("" if c in sound else " (loops)")
+                for c in candidates
+            )
+            detection = (
+                f"Whisper's language token was unsure (below asr.min_language_probability "
+                f"{cfg.min_language_probability:g}); the first 30 s decoded in each of its first guesses "
+                f"(probability: average log-probability of the transcript) {said}: {code} kept"
+            )
+        language = {"code": code, "probability": round(probability, 3), "source": "detected"}
+        return ClipLanguage(language, None, code, detection)
+
+    def _sound(self, t: WindowTranscript, language: str) -> bool:
+        """Whether a beam-search transcript holds words that do not loop."""
+        cfg = self.config
+        repeats = longest_repeat(t.text, language=language)[1]
+        return bool(t.text) and t.compression_ratio <= cfg.compression_ratio_threshold and repeats <= cfg.max_repeats
 
     def _decode(
         self,
@@ -754,6 +779,8 @@ class AsrExtractor(Extractor):
             "model": card.hub_id or card.name,
         }
         asr["input_gain_db"] = gain_db  # the recogniser heard the clip this much louder (negative: quieter)
+        if language.detection:
+            asr["language_detection"] = language.detection
         if reason:
             asr["reason"] = reason
         values = {

@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trace_eval.resources import data_dir
+from trace_eval.resources import data_dir, user_cache_dir
 
 __all__ = [
     "ModelCard",
@@ -112,7 +112,7 @@ def shipped_weights(card: ModelCard) -> Path | None:
             return None
         verify_sha256(folder, card)
         return folder
-    target = _models_cache() / card.name
+    target = user_cache_dir("models") / card.name
     if is_complete(target, card):
         try:
             verify_sha256(target, card)
@@ -138,12 +138,6 @@ def _package_path(location: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / rest
 
 
-def _models_cache() -> Path:
-    if os.environ.get("TRACE_CACHE_DIR"):
-        return Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "models"
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "trace-eval" / "models"
-
-
 def _join(card: ModelCard, folder: Path, parts: dict[str, list], target: Path) -> None:
     """Write the card's files into `target`: joined files from their parts, the others copied; each file appears
     whole under its name or not at all (temporary file, then rename), so processes joining at once agree."""
@@ -159,6 +153,7 @@ def _join(card: ModelCard, folder: Path, parts: dict[str, list], target: Path) -
                 for source in sources:
                     with open(source, "rb") as f:
                         shutil.copyfileobj(f, out, 1 << 20)
+            os.chmod(temporary, 0o644)  # as any file the user writes, not mkstemp's owner-only
             os.replace(temporary, target / name)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
