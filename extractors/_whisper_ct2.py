@@ -72,18 +72,29 @@ class FasterWhisper:
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
 
-    def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.model.model.is_multilingual)
+
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
+        """Whisper's probability of every language it knows, for each window (its first 30 s)."""
+        return [dict(self.model.detect_language(audio=np.asarray(w, dtype=np.float32))[2]) for w in windows]
+
+    def transcribe(
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+    ) -> list[WindowTranscript]:
         # CTranslate2 batches inside one call only for chunks of one file; windows from
         # different clips go one at a time (on CPU, batching would not be faster anyway).
         return [
-            self._transcribe_one(np.asarray(w, dtype=np.float32), language, seed) for w, seed in zip(windows, seeds)
+            self._transcribe_one(np.asarray(w, dtype=np.float32), language, seed, fallback)
+            for w, seed in zip(windows, seeds)
         ]
 
-    def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
+    def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int, fallback: bool) -> WindowTranscript:
         attempts = []
         sampler = None
         encoded = _EncoderMemo()
-        for temperature in self.fallback.temperatures:
+        for temperature in self.fallback.temperatures if fallback else self.fallback.temperatures[:1]:
             if temperature > 0 and sampler is None:
                 ctranslate2.set_random_seed(seed)
                 sampler = self._load()  # new worker threads: their generator starts from this window's seed

@@ -66,11 +66,16 @@ def window_seed(seed: int, audio_sha256: str, start_sample: int, end_sample: int
 class WhisperBackend(Protocol):
     """What `asr` asks of a backend (CTranslate2 in _whisper_ct2, transformers in _whisper_hf)."""
 
+    @property
+    def multilingual(self) -> bool: ...  # whether it knows other languages than English (and can tell them apart)
+
     def supports_language(self, language: str | None) -> bool: ...
 
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]: ...
+
     def transcribe(
-        self, windows: list[np.ndarray], language: str | None, seeds: list[int]
-    ) -> list[WindowTranscript]: ...
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+    ) -> list[WindowTranscript]: ...  # fallback=False: the first temperature only (beam search)
 
 
 @dataclass(frozen=True)

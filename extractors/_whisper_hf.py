@@ -39,6 +39,8 @@ PREPEND_PUNCTUATION = "\"'“¿([{-"
 APPEND_PUNCTUATION = "\"'.。,，!！?？:：”)]}、"
 SENTENCE_END = ".。!！?？"
 BEST_OF = 5  # samples per fallback temperature, as in Whisper
+# Languages whose word timings Whisper gives per character (its tokenizer's split_to_word_tokens).
+UNSPACED = frozenset({"zh", "ja", "th", "lo", "my", "yue"})
 
 _DTYPES = {
     "float16": "float16",
@@ -117,9 +119,27 @@ class TransformersWhisper:
             return language == "en"
         return language in self.id_of_language
 
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
+        """Whisper's probability of every language it knows, for each window: the language tokens' share of the
+        first token after start-of-transcript (as OpenAI's detect_language)."""
+        torch = self.torch
+        features = self.features(
+            [np.asarray(w, dtype=np.float32) for w in windows], sampling_rate=SAMPLE_RATE, return_tensors="pt"
+        ).input_features.to(self.device, self.dtype)
+        ids = sorted(self.language_of_id)
+        with torch.inference_mode():
+            states = self.model.get_encoder()(features).last_hidden_state
+            start = torch.full((len(windows), 1), self.sot, device=self.device)
+            hidden = self.model.get_decoder()(input_ids=start, encoder_hidden_states=states, use_cache=False)
+            logits = self.model.get_output_embeddings()(hidden.last_hidden_state[:, -1]).float()
+            probabilities = torch.softmax(logits[:, ids], dim=-1).cpu().numpy()
+        return [{self.language_of_id[i]: float(p) for i, p in zip(ids, row)} for row in probabilities]
+
     # -- decoding ---------------------------------------------------------------------------
-    def transcribe(self, windows: list[np.ndarray], language: str | None, seeds: list[int]) -> list[WindowTranscript]:
-        """Transcribe one batch of windows of at most 30 s of 16 kHz audio."""
+    def transcribe(
+        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+    ) -> list[WindowTranscript]:
+        """Transcribe one batch of windows of at most 30 s of 16 kHz audio (beam search only: not `fallback`)."""
         torch = self.torch
         features = self.features(
             [np.asarray(w, dtype=np.float32) for w in windows], sampling_rate=SAMPLE_RATE, return_tensors="pt"
@@ -131,7 +151,7 @@ class TransformersWhisper:
             states = encoder_outputs.last_hidden_state
             results = self._decode_at(0.0, states, languages, encoder_frames)
             for k, result in enumerate(results):
-                if self.fallback.needs_retry(result):
+                if fallback and self.fallback.needs_retry(result):
                     results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k], seeds[k])
             return results
 
@@ -280,7 +300,7 @@ class TransformersWhisper:
         jumps = np.pad(np.diff(text_indices), (1, 0), constant_values=1).astype(bool)
         jump_times = time_indices[jumps] / FRAMES_PER_SECOND
 
-        words, word_tokens = split_words(self._decode, d.text_tokens)
+        words, word_tokens = split_words(self._decode, d.text_tokens, d.language)
         bounds = np.pad(np.cumsum([len(t) for t in word_tokens]), (1, 0))
         timed = [
             Word(
@@ -299,8 +319,10 @@ class TransformersWhisper:
 
 
 # -- word building (pure functions) --------------------------------------------------------------
-def split_words(decode, tokens: list[int]) -> tuple[list[str], list[list[int]]]:
-    """Group text tokens into words: a word starts at a token with a leading space or at punctuation.
+def split_words(decode, tokens: list[int], language: str | None = None) -> tuple[list[str], list[list[int]]]:
+    """Group text tokens into words: a word starts at a token with a leading space or at punctuation; in the
+    languages Whisper writes without spaces (UNSPACED), every whole character (or run of characters one token
+    holds) is a word of its own, as Whisper's and faster-whisper's tokenizers split them.
 
     Tokens are first grouped into whole unicode characters (a character can span
     several byte-level tokens), as whisper's tokenizer does.
@@ -319,6 +341,8 @@ def split_words(decode, tokens: list[int]) -> tuple[list[str], list[list[int]]]:
         pieces.append(decode(current))
         piece_tokens.append(current)
 
+    if language in UNSPACED:
+        return pieces, piece_tokens
     words: list[str] = []
     word_tokens: list[list[int]] = []
     for piece, toks in zip(pieces, piece_tokens):

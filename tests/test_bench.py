@@ -215,3 +215,46 @@ def test_every_kind_of_problem_is_reported_at_once_with_its_item_id(folder):
     with pytest.raises(ManifestError) as err:
         load_benchmark(folder)
     assert [p.split(":")[0] for p in err.value.problems] == ["item a", "item b", "item c", "item a"]
+
+
+def test_languages_are_declared_per_clip_or_for_the_whole_benchmark(folder):
+    _wav(folder / "audio" / "c.wav")
+    items = [
+        hcot_item(0, audio2_language="fr"),
+        {**hcot_item(1, instruction_language="de"), "instruction_path": "audio/c.wav"},
+        {"id": "written", "instruction_text": "Di hola.", "audio_path": "audio/a.wav"},
+    ]
+    (folder / "manifest.json").write_text(json.dumps({"instruction_language": "es", "items": items}))
+    bench = load_benchmark(folder)
+    by_id = {pair.id: pair for pair in bench}
+    # the benchmark's default for the instruction, an item's own field over it; answers only where declared
+    assert by_id["0"].languages == {"instruction_language": "es", "audio2_language": "fr"}
+    assert by_id["1"].languages == {"instruction_language": "de"}
+    assert by_id["written"].languages == {"instruction_language": "es"}  # of instruction_text
+    assert bench.declared_languages() == {"audio/q.wav": "es", "audio/b.wav": "fr", "audio/c.wav": "de"}
+    assert "instruction_language" not in by_id["0"].extra
+
+
+def test_a_language_code_whisper_does_not_know_is_refused_with_the_one_meant(folder):
+    items = [hcot_item(0, instruction_language="es-ES"), hcot_item(1, audio1_language="cmn", audio2_language="xx")]
+    (folder / "manifest.json").write_text(json.dumps({"audio1_language": "Spanish", "items": items}))
+    with pytest.raises(ManifestError) as raised:
+        load_benchmark(folder)
+    message = str(raised.value)
+    assert "manifest audio1_language: 'Spanish' is not a language code Whisper knows" in message
+    assert "did you mean 'es' (Spanish)?" in message
+    assert "item 0: instruction_language 'es-ES' is not a language code" in message
+    assert (
+        "item 1: audio1_language 'cmn' is not a language code Whisper knows (ISO 639-1, e.g. en, es, fr, zh); "
+        "did you mean 'zh' (Chinese)?" in message
+    )
+    assert "item 1: audio2_language 'xx'" in message
+
+
+def test_one_clip_declared_in_two_languages_is_refused(folder):
+    items = [hcot_item(0, instruction_language="es"), hcot_item(1, instruction_language="pt")]
+    (folder / "manifest.json").write_text(json.dumps(items))
+    with pytest.raises(
+        ManifestError, match="item 1: instruction_language 'pt' for audio/q.wav, which item 0 declares 'es'"
+    ):
+        load_benchmark(folder)

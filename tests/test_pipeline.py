@@ -69,15 +69,42 @@ class PeakDb(Extractor):
         return out
 
 
+class Spoken(Extractor):
+    """Says which language a clip is declared in, as asr decodes in it."""
+
+    name = "test_spoken"
+    version = "1"
+    depends_on = ("test_peak",)
+    reads_declared_language = True
+    outputs = ("test.spoken",)
+
+    def extract_one(self, clip):
+        return Section({"test": {"spoken": clip.language}})
+
+
+class SpokenLouder(Extractor):
+    """A dependant of the language-reading extractor (as accent and rate are of asr)."""
+
+    name = "test_spoken_louder"
+    version = "1"
+    sample_rate = None
+    depends_on = ("test_spoken",)
+    outputs = ("test.spoken_louder",)
+
+    def extract_one(self, clip):
+        return Section({"test": {"spoken_louder": (clip.blueprint["test"]["spoken"] or "").upper()}})
+
+
 ONLY = ["test_peak", "test_peak_db"]
+LANGUAGE = ["test_peak", "test_spoken", "test_spoken_louder"]
 
 
 @pytest.fixture(autouse=True)
 def test_extractors():
-    register(Peak)
-    register(PeakDb)
+    for cls in (Peak, PeakDb, Spoken, SpokenLouder):
+        register(cls)
     yield
-    for name in ONLY + ["test_broken", "test_unloadable"]:
+    for name in ONLY + LANGUAGE + ["test_broken", "test_unloadable"]:
         REGISTRY.pop(name, None)
     Peak.fail = False
 
@@ -513,3 +540,40 @@ def test_the_ray_engine_without_ray_says_what_to_install(tmp_path, monkeypatch, 
     root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.6), "b.wav": tone(0.7)})
     assert cli(["blueprints", str(root), "--engine", "ray", "--quiet"]) == 2
     assert "pip install 'trace-eval[ray]'" in capsys.readouterr().err
+
+
+def test_a_declared_language_keys_the_sections_that_read_it_and_their_dependants(tmp_path):
+    """One store, two benchmarks with the same audio: declared in one, detected in the other. The sections that
+    read the declaration (and those after them) are made for each in turn; the others are made once."""
+    files = {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9)}
+    detected = bench(tmp_path / "detected", files)
+    declared = bench(tmp_path / "declared", files)
+    items = json.loads((declared / "manifest.json").read_text())
+    (declared / "manifest.json").write_text(json.dumps({"instruction_language": "es", "items": items}))
+
+    first = run_blueprints(detected, opts(only=LANGUAGE))
+    assert first.computed == 3
+    store = BlueprintStore(declared)
+    second = run_blueprints(declared, opts(only=LANGUAGE))
+    assert second.sections["test_spoken"]["ok"] == 1 and second.sections["test_spoken"]["cached"] == 2
+    assert second.sections["test_spoken_louder"]["ok"] == 1 and second.sections["test_peak"].get("ok", 0) == 0
+    instruction = store.get_by_path("audio/q.wav")
+    assert instruction["test"] == {"peak": pytest.approx(0.26, abs=0.01), "spoken": "es", "spoken_louder": "ES"}
+    assert store.get_by_path("audio/a.wav")["test"]["spoken"] is None
+    assert run_blueprints(declared, opts(only=LANGUAGE)).computed == 0  # made with the declaration: current
+    assert run_blueprints(detected, opts(only=LANGUAGE)).computed == 1  # the instruction detected again
+    assert BlueprintStore(detected).get_by_path("audio/q.wav")["test"]["spoken"] is None
+
+
+def test_the_same_audio_declared_in_two_languages_is_refused(tmp_path):
+    same = tone(0.6)
+    root = bench(tmp_path, {"q.wav": same, "a.wav": same, "b.wav": tone(0.9)})
+    items = json.loads((root / "manifest.json").read_text())
+    items[0].update(instruction_language="fr", audio1_language="de")
+    (root / "manifest.json").write_text(json.dumps(items))
+    with pytest.raises(ValueError, match=r"audio/q.wav \(fr\) and audio/a.wav \(de\) are the same audio"):
+        run_blueprints(root, opts(only=LANGUAGE))
+    items[0]["audio1_language"] = "fr"  # the same declaration twice, or one path left undeclared, is fine
+    (root / "manifest.json").write_text(json.dumps(items))
+    assert run_blueprints(root, opts(only=LANGUAGE)).unique_audio == 2
+    assert BlueprintStore(root).get_by_path("audio/a.wav")["test"]["spoken"] == "fr"

@@ -47,6 +47,22 @@ def browser_problem() -> str | None:
     return None
 
 
+# Whether a text is drawn with real glyphs: drawn in the element's own font on a canvas, it must differ from
+# the drawing of a code point no font has (U+0378 is unassigned), which is the missing-glyph box.
+GLYPHS_DRAWN = """
+const el = arguments[0], text = arguments[1];
+const style = getComputedStyle(el);
+const draw = (s) => {
+  const canvas = document.createElement('canvas'); canvas.width = 96; canvas.height = 64;
+  const context = canvas.getContext('2d');
+  context.font = `48px ${style.fontFamily}`; context.fillText(s, 8, 52);
+  return context.getImageData(0, 0, 96, 64).data.join(',');
+};
+const missing = draw('\\u0378');
+return Array.from(text).filter((c) => /\\S/.test(c)).every((c) => draw(c) !== missing);
+"""
+
+
 def start_chromium(profile: Path, window: tuple[int, int] = (1440, 1000)):
     """Headless Chromium through the system's chromedriver, logging the console and the network."""
     from selenium import webdriver

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trace_eval.items import Pair
+from trace_eval.items import LANGUAGE_FIELDS, Pair
+from trace_eval.languages import code_problem
 from trace_eval.schemas import load_schema, validator
 
 if TYPE_CHECKING:
@@ -30,11 +31,21 @@ __all__ = [
     "load_benchmark",
     "label_keys",
     "CONTEXT_FIELDS",
+    "LANGUAGE_FIELDS",
     "RELEASE_FIELDS",
 ]
 
 AUDIO_FIELDS = ("instruction_path", "audio1_path", "audio2_path", "audio_path")
-_KNOWN_FIELDS = {"index", "id", "instruction_text", "model_a", "model_b", "label", *AUDIO_FIELDS}
+_KNOWN_FIELDS = {
+    "index",
+    "id",
+    "instruction_text",
+    "model_a",
+    "model_b",
+    "label",
+    *AUDIO_FIELDS,
+    *LANGUAGE_FIELDS.values(),
+}
 # Free-form context the bundled rubrics' prompts show ($context, $dialogue_history, ...).
 CONTEXT_FIELDS = ("context", "dialogue_history", "character", "style_elements")
 # Fields the released SpeakBench / S2S-Arena annotation files carry beside the layout, kept as context.
@@ -76,6 +87,11 @@ class Benchmark:
                 seen.setdefault(p, None)
         return list(seen)
 
+    def declared_languages(self) -> dict[str, str]:
+        """Relative audio path -> the language the manifest declares for it (load_benchmark has refused a path
+        declared in two languages); clips not listed have their language detected."""
+        return {path: code for pair in self.pairs for path, code in pair.declared_languages().items()}
+
     def resolve(self, relative: str) -> Path:
         return self.root / relative
 
@@ -101,7 +117,8 @@ def find_manifest(root: Path) -> Path:
     raise FileNotFoundError(f"{root}: no manifest.json or manifest.jsonl (see docs/benchmark.md)")
 
 
-def _read_items(path: Path) -> list[Any]:
+def _read_items(path: Path) -> tuple[list[Any], dict[str, Any]]:
+    """The items, and the benchmark's defaults (the language fields of a manifest.json written as an object)."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         items = []
@@ -111,16 +128,18 @@ def _read_items(path: Path) -> list[Any]:
                     items.append(json.loads(line))
                 except json.JSONDecodeError as e:
                     raise ManifestError(path, [f"line {n}: not JSON ({e.msg})"]) from e
-        return items
+        return items, {}
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ManifestError(path, [f"not JSON: {e.msg} at line {e.lineno}"]) from e
-    if isinstance(data, dict):  # tolerate {"items": [...]} / {"data": [...]}
+    defaults: dict[str, Any] = {}
+    if isinstance(data, dict):  # {"items": [...]} (or "data", "pairs"), with the benchmark's defaults beside them
+        defaults = {k: v for k, v in data.items() if k in LANGUAGE_FIELDS.values()}
         data = next((v for k, v in data.items() if k in ("items", "data", "pairs") and isinstance(v, list)), data)
     if not isinstance(data, list):
         raise ManifestError(path, ["expected a JSON list of items"])
-    return data
+    return data, defaults
 
 
 def label_keys(rubric: Rubric | None = None) -> dict[str, tuple[str, LabelSpace]]:
@@ -151,11 +170,14 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
     with, any other key is refused; without one (Stage 1 has none), only near misses of those are.
     """
     root, path = benchmark_folder(root)
-    items = _read_items(path)
+    items, defaults = _read_items(path)
     if not items:
         raise ManifestError(path, ["no items: a benchmark needs at least one"])
     allowed_labels = label_keys(rubric)
-    problems: list[str] = []
+    problems: list[str] = [
+        f"manifest {key}: {code_problem(code)}" for key, code in defaults.items() if code_problem(code)
+    ]
+    declared: dict[str, tuple[str, str]] = {}  # audio path -> (language, the item that declared it first)
     misspelled = unknown_labels = missing_audio = False
     pairs: list[Pair] = []
     seen: set[str] = set()
@@ -186,6 +208,16 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
                 if isinstance(rel, str) and not (root / rel).is_file():
                     problems.append(f"{where}: {fld} {rel} does not exist")
                     missing_audio = True
+        languages = _declared(item, defaults)
+        problems += [f"{where}: {key} {code_problem(code)}" for key, code in languages.items() if code_problem(code)]
+        for path_field, key in LANGUAGE_FIELDS.items():
+            rel = item.get(path_field)
+            if isinstance(rel, str) and key in languages:
+                first = declared.setdefault(rel, (languages[key], where))
+                if first[0] != languages[key]:
+                    problems.append(
+                        f"{where}: {key} {languages[key]!r} for {rel}, which {first[1]} declares {first[0]!r}"
+                    )
         pairs.append(
             Pair(
                 id=pid,
@@ -198,11 +230,24 @@ def load_benchmark(root: str | Path, check_audio: bool = True, rubric: Rubric | 
                 label=labels,
                 extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS},
                 audio_path=item.get("audio_path"),
+                languages=languages,
             )
         )
     if problems:
         raise ManifestError(path, problems, _hint(misspelled, unknown_labels, missing_audio, allowed_labels))
     return Benchmark(root=root, manifest_path=path, pairs=pairs)
+
+
+def _declared(item: dict, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The item's declared languages: its own fields, else the manifest's defaults for the clips it has (the
+    instruction's language also for a written instruction)."""
+    languages = {}
+    for path_field, key in LANGUAGE_FIELDS.items():
+        has_clip = item.get(path_field) is not None or (key == "instruction_language" and "instruction_text" in item)
+        value = item.get(key, defaults.get(key) if has_clip else None)
+        if value is not None:
+            languages[key] = value
+    return languages
 
 
 def _schema_message(err: Any) -> str:

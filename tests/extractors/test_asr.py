@@ -1,6 +1,7 @@
 """ASR extractor: real transcription with the shipped Whisper tiny.en (faster-whisper) on
 espeak-ng speech; the transformers path end to end on a tiny random Whisper, and on the
-same tiny.en rewritten in the transformers layout, against faster-whisper.
+same tiny.en rewritten in the transformers layout, against faster-whisper. Other languages,
+and the multilingual Whisper base that detects them: tests/extractors/test_languages.py.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from extractors._whisper_hf import dynamic_time_warping, split_words
 from extractors.asr import (
     AsrConfig,
     AsrExtractor,
+    ClipLanguage,
     WindowTranscript,
     Word,
     choose_backend,
@@ -47,6 +49,7 @@ SENTENCES = [
 ]
 
 NO_FALLBACK = (0.0,)  # temperature 0 only: Whisper's fallback off
+TINY_EN = {"model": "whisper-tiny.en-ct2", "language": "en"}  # tiny.en alone, as these tests are about it
 
 
 def normalise(text: str) -> str:
@@ -70,7 +73,7 @@ def check_asr_section(section: Section, clip: Clip, backend: str) -> None:
     """The keys and types every consumer of the blueprint relies on."""
     assert isinstance(section, Section), section
     values = section.values
-    assert set(values) == {"agent_response", "words", "asr", "transcript_quality"}
+    assert set(values) == {"agent_response", "language", "words", "asr", "transcript_quality"}
     quality = values["transcript_quality"]
     assert set(quality) == {"avg_logprob", "compression_ratio", "no_speech_prob", "temperature", "reliable", "reason"}
     assert isinstance(quality["reliable"], bool) and (quality["reason"] is None) == quality["reliable"]
@@ -108,18 +111,35 @@ def speech(tmp_path_factory) -> dict[str, Path]:
 # -- faster-whisper with the shipped tiny.en ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_en() -> AsrExtractor:
-    extractor = AsrExtractor(AsrConfig(num_threads=1), device="cpu")
+    extractor = AsrExtractor(AsrConfig(num_threads=1, **TINY_EN), device="cpu")
     extractor.load()
     return extractor
 
 
-def test_default_on_cpu_is_the_shipped_tiny_en(tiny_en):
+def test_the_shipped_tiny_en(tiny_en):
     assert REGISTRY["asr"] is AsrExtractor
     assert tiny_en.config.backend == "faster-whisper"
     assert tiny_en.config.compute_type == "float32"  # int8 transcripts change with the CPU's instruction set
     model = tiny_en.model()
     assert model.id == "Systran/faster-whisper-tiny.en" and len(model.revision) == 40
     assert Path(model.source, "model.bin").is_file()
+
+
+def test_default_on_cpu_is_base_for_every_language_and_tiny_en_for_english():
+    """Both ship on PyPI; base is joined from its two packages into the user's cache, digests checked."""
+    default = AsrExtractor(device="cpu")
+    assert (default.config.model, default.config.english_model) == ("whisper-base-ct2", "whisper-tiny.en-ct2")
+    assert default.model().id == "Systran/faster-whisper-base + Systran/faster-whisper-tiny.en"
+    assert default.model().revision == (
+        "ebe41f70d5b6dfa9166e2c581c45c9c0cfc57b66 + 0d3d19a32d3338f10357c0889762bd8d64bbdeba"
+    )
+    default.load()
+    base, tiny = default.model().source.split(" + ")
+    assert Path(base, "model.bin").stat().st_size == 145_217_532 and Path(tiny, "model.bin").is_file()
+    assert default._loaded.multilingual and not default._english.multilingual
+    alone = AsrExtractor(AsrConfig(english_model="whisper-base-ct2"))  # base decodes English too
+    assert alone.english_card is None and alone.model().id == "Systran/faster-whisper-base"
+    assert alone.fingerprint() != default.fingerprint()
 
 
 def test_transcribes_plain_sentences(tiny_en, speech):
@@ -239,7 +259,8 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
     script = (
         "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
         "from trace_eval.audio import load_audio; "
-        "(s,) = AsrExtractor(AsrConfig(num_threads=1, vad=False)).extract([Clip('x' * 64, load_audio(sys.argv[1]))]); "
+        "(s,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, model='whisper-tiny.en-ct2', language='en'))"
+        ".extract([Clip('x' * 64, load_audio(sys.argv[1]))]); "
         "print(json.dumps([s.values['agent_response'], s.values['transcript_quality'], s.values['words']]))"
     )
     root = Path(__file__).resolve().parents[2]
@@ -260,10 +281,11 @@ def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it(tmp_path
     # CTranslate2 seeds a worker thread's sampler once; the sampled temperatures of each window run on a
     # model loaded for it, after its own seed is set, so order and repetition change nothing.
     from extractors._whisper_ct2 import FasterWhisper
-    from extractors.asr import _packaged_weights, card_for
+    from extractors.asr import card_for
+    from extractors.models import resolve_model
 
     sampled_only = Fallback((0.6,), 2.4, -1.0, seed=0)
-    backend = FasterWhisper(_packaged_weights(card_for("whisper-tiny.en-ct2")), sampled_only, num_threads=1)
+    backend = FasterWhisper(resolve_model(card_for("whisper-tiny.en-ct2")), sampled_only, num_threads=1)
     a = clip_of(speak(FOX, tmp_path / "a.wav", Voice(wpm=330))).samples(RATE)
     b = clip_of(speak(GATHER, tmp_path / "b.wav", Voice(wpm=300, voice="en+whisper"))).samples(RATE)
     first = backend.transcribe([a, b, a], "en", [11, 22, 11])
@@ -295,7 +317,7 @@ def test_a_looping_clip_goes_to_the_fallback_and_a_loop_that_survives_it_is_flag
 
     def decoded(**config) -> tuple[dict, dict]:
         config = {"input_loudness_lufs": None, **config}  # as recorded: brought to -23 LUFS, every attempt loops
-        (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
+        (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **TINY_EN, **config)).extract([clip])
         blueprint = {"duration_s": clip.duration_s, **section.values}
         return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
             "agent_audio_properties"
@@ -332,9 +354,10 @@ def _window(text: str, no_speech_prob: float = 0.1, avg_logprob: float = -0.3, t
     )
 
 
-def _assessed(tiny_en, window, seconds: float) -> dict:
+def _assessed(tiny_en, window, seconds: float, language: str = "en") -> dict:
     clip = Clip("x", Audio(np.zeros(int(seconds * RATE), dtype=np.float32), RATE))
-    return tiny_en._assemble(clip, [((0, 0.0, seconds), window)]).values
+    declared = ClipLanguage({"code": language, "probability": None, "source": "declared"}, None, language)
+    return tiny_en._assemble(clip, [((0, 0.0, seconds), window)], 0.0, declared).values
 
 
 def test_speech_whisper_takes_for_silence_is_kept_and_marked_unreliable(tiny_en):
@@ -367,6 +390,19 @@ def test_repeats_and_compression_measure_loops_not_speech():
     assert compression_ratio(GATHER) < 1.5 < 2.4 < compression_ratio(" ".join(["kill it"] * 30))
 
 
+def test_loops_and_speed_are_counted_in_characters_where_words_are_not_separated(tiny_en):
+    assert longest_repeat("谢谢谢谢谢谢", language="zh") == ("谢", 6)
+    assert longest_repeat("我们，我们，我们，我们，我们好", language="zh") == ("我们", 5)
+    assert longest_repeat("我们明天去北京看长城。", language="zh") == ("", 1)
+    assert longest_repeat("谢谢谢谢谢谢") == ("", 1)  # as words: one word said once
+    # 80 characters in 2 s of speech: beyond any speaker, though only one "word" by spaces
+    values = _assessed(tiny_en, _window("我们明天去北京看长城" * 8), 2.0, language="zh")
+    reason = values["transcript_quality"]["reason"]
+    assert "more characters than the speech allows: 40.0 per second of speech, above 25" in reason
+    assert values["agent_response"] == "我们明天去北京看长城" * 8 and values["language"]["code"] == "zh"
+    assert _assessed(tiny_en, _window("我们明天去北京看长城。"), 2.0, language="zh")["transcript_quality"]["reliable"]
+
+
 def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
     source = Path(tiny_en.model().source)
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
@@ -374,14 +410,14 @@ def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
     (tmp_path / "model.bin").symlink_to(source / "model.bin")
     with open(tmp_path / "vocabulary.txt", "a") as f:
         f.write("extra\n")
-    extractor = AsrExtractor(AsrConfig(model_path=str(tmp_path)))
+    extractor = AsrExtractor(AsrConfig(model_path=str(tmp_path), model="whisper-tiny.en-ct2"))
     with pytest.raises(ExtractorUnavailable, match="sha256"):
         extractor.load()
 
 
 def test_english_only_model_refuses_another_language():
     with pytest.raises(ExtractorUnavailable, match="asr.language"):
-        AsrExtractor(AsrConfig(language="fr")).load()
+        AsrExtractor(AsrConfig(model="whisper-tiny.en-ct2", language="fr")).load()
 
 
 def test_missing_weights_name_the_setting_that_fixes_it(monkeypatch, tmp_path):
@@ -412,7 +448,12 @@ def test_fingerprint_records_the_model_actually_used():
     assert on_gpu.config.backend == "transformers" and on_gpu.config.compute_type == "float16"
     assert on_cpu.fingerprint() != on_gpu.fingerprint()
     moved = AsrExtractor(
-        AsrConfig(model_path="/elsewhere/whisper", backend="faster-whisper", model="whisper-tiny.en-ct2")
+        AsrConfig(
+            model_path="/elsewhere/whisper",
+            backend="faster-whisper",
+            model="whisper-base-ct2",
+            english_model="whisper-tiny.en-ct2",
+        )
     )
     assert moved.fingerprint() == on_cpu.fingerprint()  # where the weights live changes nothing
 

@@ -59,15 +59,24 @@ def speech(tmp_path_factory) -> dict[str, Audio]:
     }
 
 
+def spoken_in(code: str | None, decoded: str | None = None) -> dict:
+    """What accent reads of a clip's blueprint: its language as asr settled it, and the one it was decoded in."""
+    language = {"code": code, "probability": 0.9, "source": "detected"} if code else None
+    return {"language": language, "asr": {"language": decoded or code}}
+
+
+ENGLISH = spoken_in("en")
+
+
 @pytest.fixture(scope="module")
 def clips(speech) -> list[Clip]:
-    return [Clip(f"sha-{name}", audio) for name, audio in speech.items()]
+    return [Clip(f"sha-{name}", audio, ENGLISH) for name, audio in speech.items()]
 
 
 def tiny_clips(speech) -> list[Clip]:
     """0.02 s (the shortest clip load_audio accepts), 0.05 s and 0.3 s of speech."""
     voiced = speech["long"].samples[RATE // 2 :]
-    return [Clip(f"sha-{ms}ms", Audio(voiced[: RATE * ms // 1000].copy(), RATE)) for ms in (20, 50, 300)]
+    return [Clip(f"sha-{ms}ms", Audio(voiced[: RATE * ms // 1000].copy(), RATE), ENGLISH) for ms in (20, 50, 300)]
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +239,35 @@ def test_accent_very_short_clips(accent, speech):
     for result in values(accent.extract(tiny_clips(speech))):
         assert list(result["agent_accent"]) == list(ACCENT_LABELS)
         assert all(math.isfinite(c) for c in result["agent_accent"].values())
+
+
+def test_accent_is_null_with_the_reason_where_the_clip_is_not_english(accent, speech):
+    """The model knows English accents only: French speech, or speech whose language cannot be told, gets no
+    scores; English decoded by a recogniser unsure of the language (or English-only) does."""
+    audio = speech["long"]
+    blueprints = {
+        "fr": spoken_in("fr"),
+        "zh": spoken_in("zh"),
+        "silent": {"language": None, "asr": {"language": None, "reason": "no speech detected: digital silence"}},
+        "english-only recogniser": spoken_in(None, "en"),
+        "en": ENGLISH,
+    }
+    results = accent.extract([Clip(name, audio, bp) for name, bp in blueprints.items()])
+    by_name = dict(zip(blueprints, results))
+    for name in ("fr", "zh", "silent"):
+        assert by_name[name].values == {"agent_accent": None, "accent_probabilities": None}
+    assert by_name["fr"].null_reasons == {
+        "agent_accent": "the accent model knows English accents only; this clip is fr",
+        "accent_probabilities": "the accent model knows English accents only; this clip is fr",
+    }
+    assert by_name["silent"].null_reasons["agent_accent"] == (
+        "the accent model knows English accents only; this clip's language is not known "
+        "(no speech detected: digital silence)"
+    )
+    for name in ("english-only recogniser", "en"):
+        assert list(by_name[name].values["agent_accent"]) == list(ACCENT_LABELS)
+    assert by_name["en"].values == by_name["english-only recogniser"].values
+    assert AccentExtractor.depends_on == ("asr",)
 
 
 def test_accent_missing_folder_names_the_setting(tmp_path):

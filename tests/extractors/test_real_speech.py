@@ -10,13 +10,8 @@ human speaking rates and pitch, and score DNSMOS exactly as the reference does.
 
 from __future__ import annotations
 
-import gzip
-import re
-from dataclasses import dataclass
-from pathlib import Path
-
-import jiwer
 import pytest
+from recorded_speech import MissingSpeech, Recording, asterisk, error_rate, fold, librivox
 
 from extractors import Clip
 from extractors.asr import AsrConfig, AsrExtractor
@@ -25,79 +20,21 @@ from extractors.dnsmos import Config as DnsmosConfig
 from extractors.dnsmos import DnsmosExtractor
 from extractors.pitch import PitchExtractor
 from extractors.rate import RateExtractor
-from trace_eval.audio import load_audio
 
-LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
-ASTERISK = Path("/usr/share/asterisk/sounds/en")
-ASTERISK_TRANSCRIPTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
-INSTALL = "apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav asterisk-core-sounds-en"
-# Prompts of a few seconds with plain words (no digits, no tones), fixed so the figures are comparable.
-ASTERISK_PROMPTS = (
-    "agent-incorrect",
-    "agent-newlocation",
-    "agent-pass",
-    "auth-incorrect",
-    "cannot-complete-as-dialed",
-    "check-number-dial-again",
-    "conf-getpin",
-    "conf-invalid",
-    "conf-kicked",
-    "conf-leaderhasleft",
-    "conf-now-recording",
-    "conf-onlyperson",
-    "conf-placeintoconf",
-    "dir-nomatch",
-    "feature-not-avail-line",
-)
 # Measured word error rates of the CPU profile (scripts/real_speech_wer.py): 4.2% LibriVox, 3.3% Asterisk.
 MAX_WER = {"librivox": 0.10, "asterisk": 0.10}
 
 
-@dataclass(frozen=True)
-class Recording:
-    corpus: str
-    name: str
-    reference: str
-    clip: Clip
-
-
 def normalise(text: str) -> str:
-    words = re.sub(r"[^a-z0-9' ]", " ", text.lower().replace("-", " ")).split()
-    return " ".join("mister" if w == "mr" else w for w in words)  # the LibriVox transcripts spell titles out
-
-
-def _require(path: Path) -> Path:
-    if not path.exists():
-        pytest.fail(f"{path} is missing: real speech for these tests comes from Debian packages: {INSTALL}")
-    return path
-
-
-def _librivox() -> list[Recording]:
-    recordings = []
-    for line in _require(LIBRIVOX / "transcription").read_text().splitlines():
-        match = re.fullmatch(r"<s>(.*)</s> \((\S+)\)", line.strip())
-        if match:
-            text, name = match.groups()
-            path = _require(LIBRIVOX / f"{name}.wav")
-            recordings.append(Recording("librivox", name, text, Clip(name, load_audio(path))))
-    return recordings
-
-
-def _asterisk() -> list[Recording]:
-    transcripts = {}
-    for line in gzip.open(_require(ASTERISK_TRANSCRIPTS), "rt", encoding="utf-8"):
-        name, sep, text = line.partition(":")
-        if sep and not line.startswith(";"):
-            transcripts[name.strip()] = text.strip()
-    return [
-        Recording("asterisk", name, transcripts[name], Clip(name, load_audio(_require(ASTERISK / f"{name}.wav"))))
-        for name in ASTERISK_PROMPTS
-    ]
+    return fold(text, "en")
 
 
 @pytest.fixture(scope="module")
 def recordings() -> list[Recording]:
-    found = _librivox() + _asterisk()
+    try:
+        found = librivox() + asterisk()
+    except MissingSpeech as e:
+        pytest.fail(str(e))
     assert len([r for r in found if r.corpus == "librivox"]) == 5
     return found
 
@@ -111,11 +48,10 @@ def transcribed(recordings) -> list[tuple[Recording, dict]]:
 
 
 def word_error_rates(transcribed) -> dict[str, float]:
-    rates = {}
-    for corpus in MAX_WER:
-        pairs = [(normalise(r.reference), normalise(b["agent_response"])) for r, b in transcribed if r.corpus == corpus]
-        rates[corpus] = jiwer.wer([ref for ref, _ in pairs], [hyp for _, hyp in pairs])
-    return rates
+    return {
+        corpus: error_rate([(r.reference, b["agent_response"]) for r, b in transcribed if r.corpus == corpus], "en")
+        for corpus in MAX_WER
+    }
 
 
 def test_the_asterisk_prompts_are_8_khz_telephone_audio(recordings):

@@ -77,7 +77,8 @@ def clips() -> list[Clip]:
     if librivox:
         read = load_audio(librivox[0])
         speech[2] = Audio(read.samples[: int(3.3 * read.sample_rate)].copy(), read.sample_rate)
-    return [Clip(f"{i:064x}", audio) for i, audio in enumerate(speech)]
+    english = {"language": {"code": "en", "probability": None, "source": "declared"}, "asr": {"language": "en"}}
+    return [Clip(f"{i:064x}", audio, english) for i, audio in enumerate(speech)]  # accent scores English only
 
 
 def _alone_and_in_batches(extractor, clips: list[Clip], rotate: bool = True) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ def _bench(tmp_path: Path, **spec) -> tuple:
 
 
 def _blueprint_json(user_text: str, n: int) -> dict:
-    block = user_text.split(f"Response {n} blueprint:\n", 1)[1].split("\n\n", 1)[0]
+    block = re.split(rf"Response {n} blueprint \(language: [^\n]*\):\n", user_text, maxsplit=1)[1].split("\n\n", 1)[0]
     return json.loads(block)
 
 
@@ -54,7 +55,8 @@ def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
         assert words in system["content"]
     text = user["content"]
     # the manifest's instruction_text, exact, rather than the recogniser's transcript
-    assert 'User instruction (text):\nSay "hello there" please.' in text and "say hello there slowly" not in text
+    assert 'User instruction (text; language: not recorded):\nSay "hello there" please.' in text
+    assert "say hello there slowly" not in text
     first, second = _blueprint_json(text, 1), _blueprint_json(text, 2)
     assert first["agent_response"] == "hello there" and second["agent_response"] == "hi"
     assert first["agent_audio_properties"]["Speech_Rate_WPM"] == 95.1  # three significant digits

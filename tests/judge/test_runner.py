@@ -101,7 +101,7 @@ def test_valid_fenced_prose_and_release_key_answers(bench, server, tmp_path):
     # litellm does not know this model, but a server of --api-base is asked for structured output (auto)
     assert body["response_format"]["type"] == "json_schema"
     config = json.loads((outcome.out / "config.json").read_text())
-    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v3"
+    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v4"
     assert "dummy" not in (outcome.out / "config.json").read_text()  # no API key in the run folder
     summary = json.loads((outcome.out / "summary.json").read_text())
     assert summary["status"]["ok"] == 4 and summary["tokens"] == {"prompt": 400, "completion": 80}
@@ -354,7 +354,7 @@ def test_samples_majority_is_over_the_usable_answers(tmp_path, server):
 def test_drop_hides_blueprint_groups_from_the_request(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
     judge(bench, server, tmp_path, drop=("emotion", "quality"))
-    text = prompt_text(server.requests[0]).split("Response 1 blueprint:")[1]
+    text = prompt_text(server.requests[0]).split("Response 1 blueprint (language: not recorded):")[1]
     assert "agent_emotion" not in text and "agent_audio_quality" not in text
     assert "agent_accent" in text and "agent_audio_properties" in text
 

@@ -306,3 +306,65 @@ def test_a_model_that_cannot_load_takes_its_dependants_along_as_locally(tmp_path
         a = BlueprintStore(tmp_path / "local").get_by_path(f"audio/c{i}.wav")
         b = BlueprintStore(tmp_path / "ray").get_by_path(f"audio/c{i}.wav")
         assert comparable(a) == comparable(b)
+
+
+class Heard(Extractor):
+    """A batched model that reads the language a clip is declared in (as asr does)."""
+
+    name = "test_heard"
+    version = "1"
+    batched = True
+    uses_gpu = True
+    reads_declared_language = True
+    outputs = ("test.heard",)
+
+    def extract(self, clips):
+        return [
+            Section({"test": {"heard": clip.language or f"peak {np.abs(clip.samples(SR)).max():.3f}"}})
+            for clip in clips
+        ]
+
+
+class HeardAfter(Extractor):
+    """A batched model that depends on another one (as accent depends on asr) and reads what it gave."""
+
+    name = "test_heard_after"
+    version = "1"
+    batched = True
+    uses_gpu = True
+    depends_on = ("test_heard",)
+    outputs = ("test.after",)
+
+    def extract(self, clips):
+        return [Section({"test": {"after": f"{clip.blueprint['test']['heard']} ({clip.language})"}}) for clip in clips]
+
+
+def test_a_model_after_another_reads_its_values_and_the_declared_language_as_locally(tmp_path):
+    """Both engines hand a dependant model what its dependency gave in this run, or what is stored, and every
+    model the language the manifest declares for the clip."""
+    register(Heard)
+    register(HeardAfter)
+    try:
+        for engine in ("local", "ray"):
+            root = tone_bench(tmp_path / engine, 3)
+            items = json.loads((root / "manifest.json").read_text())
+            (root / "manifest.json").write_text(json.dumps({"audio1_language": "fr", "items": items[:1]}))
+            only = ["test_heard", "test_heard_after"]
+            common = dict(only=only, device="cpu", store="bench", progress=False)
+            assert run_blueprints(root, BlueprintOptions(engine=engine, **common)).ok
+            HeardAfter.version = "2"  # the dependant alone is stale: it reads the stored value
+            try:
+                again = run_blueprints(root, BlueprintOptions(engine=engine, **common))
+            finally:
+                HeardAfter.version = "1"
+            assert again.sections["test_heard"] == {"cached": 3} and again.sections["test_heard_after"] == {"ok": 3}
+        for i in range(3):
+            local = comparable(BlueprintStore(tmp_path / "local").get_by_path(f"audio/c{i}.wav"))
+            on_ray = comparable(BlueprintStore(tmp_path / "ray").get_by_path(f"audio/c{i}.wav"))
+            assert local == on_ray
+        heard = {i: BlueprintStore(tmp_path / "ray").get_by_path(f"audio/c{i}.wav")["test"] for i in range(3)}
+        assert heard[1] == {"heard": "fr", "after": "fr (fr)"}  # audio1 of the one item: declared French
+        assert heard[0]["heard"].startswith("peak") and heard[0]["after"] == f"{heard[0]['heard']} (None)"
+    finally:
+        REGISTRY.pop(Heard.name, None)
+        REGISTRY.pop(HeardAfter.name, None)

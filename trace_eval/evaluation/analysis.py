@@ -20,7 +20,7 @@ import numpy as np
 from fusion import LABELS, WINNERS, get_policy
 from trace_eval.rubrics import Rubric
 
-from . import metrics, positions, probes, scores
+from . import languages, metrics, positions, probes, scores
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
 from .engine import Estimates, compare
 from .records import OVERALL, UNSCORED, EvaluationError, HumanLabels, JudgeRun
@@ -68,6 +68,9 @@ DEFINITIONS = {
     "of always answering that position",
     "undetermined": "items the judge answered but left one or more dimensions null because a deciding cue was "
     "missing (unmeasured, dropped, or from an unreliable transcript), with the reason per dimension",
+    "by_language": "where the items are in more than one language (an item's language is its instruction's: "
+    "declared in the manifest, else detected in its blueprint), each language's items, coverage, 4-way agreement "
+    "and per-dimension agreement; null when the benchmark is in one language",
 }
 
 
@@ -137,6 +140,7 @@ def _run_metrics(
     policy: str,
     ids: list[str],
     human: dict[str, dict[str, str]],
+    item_languages: dict[str, str | None] | None = None,
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     """The run's block of metrics.json, and its item-wise (4-way correct, scored) masks for comparisons."""
     run_records = run.records(rubric)
@@ -284,6 +288,16 @@ def _run_metrics(
             {"id": run_id, "dimensions": dict(r.undetermined)} for run_id, r in run_records.items() if r.undetermined
         ],
         "cues": run.summary.get("cues"),
+        "by_language": languages.by_language(
+            pending,
+            (*key, "by-language"),
+            ids,
+            item_languages or {},
+            predicted,
+            human_overall,
+            {d: [v[d] if v else None for v in answered] for d in rubric.names},
+            {d: [human[i].get(d) for i in ids] for d in rubric.names},
+        ),
         "problems": list(run.problems)
         + (
             [
@@ -304,10 +318,12 @@ def evaluate_runs(
     human: dict[str, dict[str, str]],
     policy: str | None = None,
     settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    item_languages: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """Metrics of every run against the human labels, as a JSON-ready dictionary.
 
-    `policy` fuses every run's verdicts with one policy; None uses each run's own.
+    `policy` fuses every run's verdicts with one policy; None uses each run's own. `item_languages` (item id ->
+    its instruction's language) adds each run's agreement per language where there is more than one.
     Items are the benchmark ids judged by at least one run, in manifest order.
     """
     if not runs:
@@ -323,7 +339,7 @@ def evaluate_runs(
     pending = Estimates(ids)
     blocks, correctness = [], []
     for index, (run, name) in enumerate(zip(runs, policies)):
-        block, correct = _run_metrics(pending, index, run, rubric, name, ids, human)
+        block, correct = _run_metrics(pending, index, run, rubric, name, ids, human, item_languages)
         blocks.append(block)
         correctness.append(correct)
     comparisons = [
@@ -358,7 +374,10 @@ class TraceReport:
     def evaluate(
         self, runs: list[JudgeRun], rubric: Rubric, human: HumanLabels, policy: str | None, settings: BootstrapSettings
     ) -> dict[str, Any]:
-        return {"fusion_override": policy, **evaluate_runs(runs, rubric, human.labels, policy, settings)}
+        return {
+            "fusion_override": policy,
+            **evaluate_runs(runs, rubric, human.labels, policy, settings, human.languages),
+        }
 
     def figures(self, metrics: dict[str, Any], out: Path) -> dict[str, Path]:
         from . import figures  # matplotlib only when a report is written
@@ -476,6 +495,7 @@ def build_blocks(metrics: dict[str, Any]) -> list[Block]:
             ],
         ),
     ]
+    blocks += languages.blocks(runs)
     blocks += positions.blocks(metrics["positions"]["human"], runs, metrics["positions"]["warnings"])
     blocks += cue_blocks(runs)
     if metrics["comparisons"]:

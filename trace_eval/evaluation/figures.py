@@ -3,9 +3,12 @@ so nothing depends on a display or on global figure state)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
@@ -13,6 +16,47 @@ from matplotlib.ticker import PercentFormatter
 from fusion import LABELS
 
 DPI = 110
+
+# Names in any script (a system called 通义 or Ῥόδος): matplotlib takes each glyph from the first family on the
+# list that has it. DejaVu Sans (matplotlib's own) covers Latin, Greek, Cyrillic and Arabic letters; the others
+# are what systems have for Chinese, Japanese, Korean and Indic scripts. Only installed families are named, so a
+# missing one costs no warning. Matplotlib lays text out left to right without shaping: Arabic and Hebrew names
+# are drawn unjoined and reversed (the tables of the reports show them right).
+_FALLBACK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "Hiragino Sans GB",
+    "Malgun Gothic",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+)
+_Maker = TypeVar("_Maker", bound=Callable[..., Any])
+
+
+@cache
+def font_families() -> list[str]:
+    """DejaVu Sans, then the fallback families installed here."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *[family for family in _FALLBACK_FONTS if family in installed]]
+
+
+def _any_script(make: _Maker) -> _Maker:
+    """Draw with the fonts of every script installed."""
+
+    @wraps(make)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        with matplotlib.rc_context({"font.family": font_families()}):
+            return make(*args, **kwargs)
+
+    return drawn  # type: ignore[return-value]
 
 
 def _dimensions(metrics: dict[str, Any]) -> list[str]:
@@ -158,6 +202,7 @@ def fusion_figure(metrics: dict[str, Any], path: Path) -> Path:
     return _save(figure, path)
 
 
+@_any_script
 def write_figures(metrics: dict[str, Any], out: Path) -> dict[str, Path]:
     """Every picture of the report, by file name."""
     makers = {
@@ -278,6 +323,7 @@ def win_matrix_figure(board: dict[str, Any], path: Path) -> Path:
     return _save(figure, path)
 
 
+@_any_script
 def write_leaderboard_figures(board: dict[str, Any], out: Path) -> dict[str, Path]:
     """The pictures of a leaderboard, by file name."""
     return {

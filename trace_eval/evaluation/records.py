@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusion import LABELS, get_policy
+from trace_eval.judge.languages import instruction_language
 from trace_eval.judge.runfolder import RunFolder, read_run_folder
 from trace_eval.rubrics import Rubric
 from trace_eval.rubrics.labels import label_space
+
+if TYPE_CHECKING:
+    from trace_eval.bench import Benchmark
 
 OVERALL = "overall"  # the fused label of rubrics with fusion
 # Why an item a run holds is not scored, in the words `evaluate` uses (a call that failed is status "error").
@@ -222,6 +226,8 @@ class HumanLabels:
     # and the items and dimensions where people disagree; `labels` then holds the majority (labels/store.py).
     annotators: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     disagreements: list[dict[str, Any]] = field(default_factory=list)
+    # id -> the language of its instruction (declared, else its blueprint's), None where not known
+    languages: dict[str, str | None] = field(default_factory=dict)
 
 
 def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
@@ -259,8 +265,9 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
     from trace_eval.labels.store import combine
 
     people = combine(benchmark, rubric, labels)
+    languages = item_languages(benchmark)
     if people is None:
-        return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems)
+        return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems, languages=languages)
     return HumanLabels(
         people.labels,
         systems,
@@ -269,4 +276,23 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
         pair_systems,
         people.annotators,
         people.disagreements,
+        languages,
     )
+
+
+def item_languages(benchmark: Benchmark) -> dict[str, str | None]:
+    """Item id -> its instruction's language code: declared by the manifest (`instruction_language`), else the
+    one its blueprint records (detected, whatever the detector's probability: the grouping follows what Stage 1
+    recorded; `trace_eval.judge.languages` decides what a judge trusts); None where neither says."""
+    from trace_eval.stage1.store import BlueprintStore
+
+    store = BlueprintStore(benchmark.root)
+    found: dict[str, str | None] = {}
+    for pair in benchmark.pairs:
+        declared = pair.languages.get("instruction_language")
+        blueprint = None
+        if not declared and pair.instruction_path and (benchmark.root / pair.instruction_path).is_file():
+            blueprint = store.get_by_path(pair.instruction_path)
+        language = instruction_language(pair.languages, blueprint, pair.instruction_text)
+        found[pair.id] = language.code if language else None
+    return found

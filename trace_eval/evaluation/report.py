@@ -190,7 +190,10 @@ def _inline_html(text: str) -> str:
 
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font-family: system-ui, "Noto Sans", "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei",
+  "WenQuanYi Micro Hei", "Noto Sans Arabic", sans-serif;
+  max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+td, th { unicode-bidi: plaintext; }
 table { border-collapse: collapse; margin: 0.5rem 0 1.2rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; }
 th { background: #f2f2f2; }

@@ -83,6 +83,13 @@ Rules, per dimension:
   these rules do not know: "in a <word> tone", or an adverb on a speaking verb,
   "say it solemnly").
 
+Languages (`trace_eval.judge.languages`): words are compared after NFKC, case and accent folding, and
+scripts without spaces by overlapping pairs of characters (`trace_eval.text.match_tokens`). An answer heard in another
+language than the one asked for (the instruction's, unless it asks for another in words) fails Content; when
+it asks for another language, its quoted words may be a text to translate, so not saying them is no
+failure. Manner requests are read with the table of the instruction's language; a language without one
+leaves Paralinguistics undetermined.
+
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.
 """
@@ -98,9 +105,11 @@ from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 
 import fusion
+from trace_eval.judge import languages
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
 from trace_eval.rubrics import Rubric, load_rubric
+from trace_eval.text import match_tokens
 
 __all__ = [
     "CUES_VERSION",
@@ -119,7 +128,9 @@ __all__ = [
 # 6: of two acceptable responses the much quieter one loses Voice Quality; an unrelated answer is a sure
 # Content loss (its confidence from the longer quoted words it says, not the function words every sentence has).
 # 7: Content's confidence follows the match: an answer at the quote's whole length is sure, not 1.25 units.
-CUES_VERSION = "7"
+# 8: every language: words folded (NFKC, case, accents; characters for CJK), quotes of every language, an answer
+# in another language than asked fails Content, manner requests read per language.
+CUES_VERSION = "8"
 
 
 @dataclass(frozen=True)
@@ -150,15 +161,19 @@ class Thresholds:
     low_max_hz: float = 90.0
     emotion_min_score: float = 0.3  # or the top-scoring class
     pace_change_min_ratio: float = 1.8  # later over earlier speaking rate (or its inverse)
+    language_min_probability: float = 0.5  # a detected language less sure than this is not held against an answer
 
 
 DEFAULT_THRESHOLDS = Thresholds()
 
 # Words to say: "...", “...”, ‘...’, or '...' where the marks stand outside words (so "don't" and "the
-# speaker's" are not quotes, while 'I don't know' is one).
-_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|‘(.+?)’(?!\w)|(?<![\w\'’])\'(?=\S)(.+?)(?<=\S)\'(?!\w)')
+# speaker's" are not quotes, while 'I don't know' is one); and other languages' marks: „...“, «...», »...«,
+# ‹...›, ‚...‘, 「...」, 『...』.
+_QUOTED = re.compile(
+    r'"([^"]+)"|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|»\s*([^«]+?)\s*«|‹\s*([^›]+?)\s*›|‚([^‘’]+)[‘’]'
+    r"|「([^」]+)」|『([^』]+)』|‘(.+?)’(?!\w)|(?<![\w\'’])\'(?=\S)(.+?)(?<=\S)\'(?!\w)"
+)
 _DIRECTIVE = re.compile(r"\[([^\[\]]+)\]")
-_WORD = re.compile(r"[a-z0-9']+")
 
 SLOW_WORDS = {"slow", "slowly", "slower", "leisurely", "unhurried"}
 FAST_WORDS = {"fast", "quick", "quickly", "faster", "rapid", "rapidly", "hurried", "hurriedly"}
@@ -253,8 +268,8 @@ _NOT_A_MANNER = {
 }
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace("’", "'"))
+def _words(text: str, language: str | None = None) -> list[str]:
+    return match_tokens(text, language)
 
 
 @dataclass(frozen=True)
@@ -370,8 +385,11 @@ def judge_content(
     bp2: dict | None,
     t: Thresholds,
     doubts: tuple[str | None, str | None] = (None, None),
+    language: str | None = None,
 ) -> Judgement:
-    quoted_words = _words(read_instruction(instruction).quoted)
+    read = read_instruction(instruction)
+    quoted_words = _words(read.quoted, language)
+    asked = languages.expected(read.manner, language)
     oks: list[bool | None] = []
     notes, missing = [], []
     for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
@@ -385,21 +403,32 @@ def judge_content(
             oks.append(False)
             notes.append(f"response {n} has no recognised speech")
         elif quoted_words:
-            said = _words(transcript)
+            said = _words(transcript, language)
             recall = _recall(quoted_words, said, t)
             length = len(_letters(said)) / max(1, len(_letters(quoted_words)))
-            oks.append(recall >= t.content_min_recall and length >= t.content_min_length)
+            says_them = recall >= t.content_min_recall and length >= t.content_min_length
+            # Asked in another language, the quoted words may be a text to translate: not saying them is no failure.
+            oks.append(None if asked.translating and not says_them else says_them)
             notes.append(f"response {n} says {recall:.0%} of the quoted words and is {length:.0%} as long")
+            if oks[-1] is None:
+                missing.append(f"the quoted words may be to translate into {languages.name(asked.language)}")
         else:
             oks.append(None)
             notes.append(f"response {n} has speech")
             missing.append("no quoted words in the instruction: nothing to check what is said against")
+        in_language, heard = languages.heard_in(asked, bp, t.language_min_probability)
+        if in_language is False:
+            oks[-1] = False  # an answer in another language than asked fails whatever it says
+        if heard:
+            notes.append(f"response {n} {heard}")
     rule = "no quoted words: only speech presence is evidence"
     if quoted_words:
         rule = (
             f"quoted words: {t.content_min_recall:.0%} of the words (by letters) and "
             f"{t.content_min_length:.0%} of the length needed"
         )
+    if asked.language:
+        rule += f"; {asked.describe()}"
     label, why = decide(oks, missing)
     return label, f"{rule}; " + ", ".join(notes), why
 
@@ -499,9 +528,9 @@ def no_speech(bp: dict | None, doubt: str | None = None) -> bool:
     return not doubt and isinstance(transcript, str) and not transcript.strip()
 
 
-def asks_for_level(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> bool:
+def asks_for_level(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS, language: str | None = None) -> bool:
     """The instruction asks for a loudness (quietly, loudly): then the level is Paralinguistics' business."""
-    return any(cue.name in ("quiet", "loud") for cue in paralinguistic_cues(instruction, t))
+    return any(cue.name in ("quiet", "loud") for cue in paralinguistic_cues(instruction, t, language))
 
 
 def much_quieter(bp1: dict | None, bp2: dict | None, t: Thresholds) -> tuple[str | None, str]:
@@ -530,6 +559,7 @@ def judge_voice_quality(
     t: Thresholds,
     doubts: tuple[str | None, str | None] = (None, None),
     instruction: str = "",
+    language: str | None = None,
 ) -> Judgement:
     oks: list[bool | None] = []
     notes, missing = [], []
@@ -545,7 +575,7 @@ def judge_voice_quality(
             missing.append(f"response {n} {' and '.join(unmeasured)} unmeasured")
     label, why = decide(oks, missing)
     if label == "both_good":
-        louder, reading = (None, "") if asks_for_level(instruction, t) else much_quieter(bp1, bp2, t)
+        louder, reading = (None, "") if asks_for_level(instruction, t, language) else much_quieter(bp1, bp2, t)
         if louder:
             label = louder
             notes.append(reading)
@@ -673,8 +703,13 @@ def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None],
     return check
 
 
-def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> list[_Cue]:
-    """The cues an instruction asks for, read from its words outside the quoted text (directives included)."""
+def paralinguistic_cues(
+    instruction: str, t: Thresholds = DEFAULT_THRESHOLDS, language: str | None = None
+) -> list[_Cue]:
+    """The cues an instruction asks for, read from its words outside the quoted text (directives included):
+    with the lists below in English (or a language never recorded), else with its language's table."""
+    if not languages.reads_english(language):
+        return _cues_in(read_instruction(instruction).manner, language or "", t)
     text = read_instruction(instruction).manner.lower()
     words = _words(text)
     cues: list[_Cue] = []
@@ -729,6 +764,29 @@ def _not_measured(bp: dict | None) -> tuple[bool | None, str]:
     return None, "not measured by these rules"
 
 
+def _cues_in(manner: str, language: str, t: Thresholds) -> list[_Cue]:
+    """The cues asked for in a language other than English, named by its table (trace_eval.judge.languages);
+    one cue nothing can meet where the language has no table."""
+    names = languages.manner_requests(manner, language)
+    if names is None:
+        why = languages.not_understood(language)
+        return [_Cue("manner asked", lambda bp: (None, why))]
+    checks: dict[str, Callable[[dict | None], tuple[bool | None, str]]] = {
+        "slow": _rate_check(True, t),
+        "fast": _rate_check(False, t),
+        "quiet": _loudness_check(True, t),
+        "loud": _loudness_check(False, t),
+        "high pitch": _pitch_check(True, t),
+        "low pitch": _pitch_check(False, t),
+        "speeding up": _pace_change_check(True, t),
+        "slow then fast": _pace_change_check(True, t),
+        "slowing down": _pace_change_check(False, t),
+        "fast then slow": _pace_change_check(False, t),
+        **{emotion: _emotion_check(emotion, t) for emotion in set(EMOTION_WORDS.values())},
+    }
+    return [_Cue(name, checks.get(name, _not_measured)) for name in names]
+
+
 # Cues computed from the transcript's words and times: missing evidence when the transcript is doubted.
 TRANSCRIPT_DERIVED = ("Speech_Rate_WPM", "Articulation_Rate_WPM", "Pace_Contour_WPM")
 
@@ -748,8 +806,9 @@ def judge_paralinguistics(
     bp2: dict | None,
     t: Thresholds,
     doubts: tuple[str | None, str | None] = (None, None),
+    language: str | None = None,
 ) -> Judgement:
-    cues = paralinguistic_cues(instruction, t)
+    cues = paralinguistic_cues(instruction, t, language)
     if not cues:
         return "both_good", "no paralinguistic cue words in the instruction", None
     bps = [_without_transcript_cues(bp) if doubt else bp for bp, doubt in zip((bp1, bp2), doubts, strict=True)]
@@ -804,6 +863,7 @@ MARGIN_SCALES = {
     "low_max_hz": 15.0,
     "emotion_min_score": 0.15,
     "pace_change_min_ratio": 0.3,
+    "language_min_probability": 0.15,  # the detector's probability of the language heard
 }
 SURE_MARGIN = 3.0  # a response with no speech at all: no threshold decides it
 DEFAULT_MARGIN = 1.0  # Paralinguistics with no cue word: both acceptable by default, not by measurement
@@ -836,22 +896,42 @@ def _pair_margin(margins: list[Margin]) -> Margin:
     return None if None in margins else min(m for m in margins if m is not None)
 
 
+def _language_check(asked: languages.Asked, bp: dict | None, t: Thresholds) -> list[tuple[bool, float]]:
+    """The answer's language against the one expected, as far from the probability floor as its detection
+    (a declared language: sure); nothing where it cannot be told."""
+    heard = languages.heard_in(asked, bp, t.language_min_probability)[0]
+    if heard is None:
+        return []
+    found = languages.ClipLanguage.of(bp)
+    probability = found.probability if found else None
+    return [(heard, SURE_MARGIN if probability is None else _distance(probability, "language_min_probability", t))]
+
+
 def content_margin(
-    instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None]
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None],
+    language: str | None = None,
 ) -> Margin:
-    """Content: the quoted-word recall and the length ratio against their floors; no speech is sure."""
-    quoted = _words(read_instruction(instruction).quoted)
+    """Content: the quoted-word recall and the length ratio against their floors, and the answer's language
+    against the one asked for; no speech is sure."""
+    read = read_instruction(instruction)
+    quoted = _words(read.quoted, language)
+    asked = languages.expected(read.manner, language)
     margins: list[Margin] = []
     for bp, doubt in zip((bp1, bp2), doubts, strict=True):
         transcript = (bp or {}).get("agent_response")
-        if transcript is None or doubt:
-            margins.append(None)
-        elif not transcript.strip():
+        spoken = _language_check(asked, bp, t)
+        if transcript is not None and not transcript.strip():
             margins.append(SURE_MARGIN)
-        elif not quoted:
+        elif spoken and not spoken[0][0]:
+            margins.append(spoken[0][1])  # in another language than asked: as sure as that detection
+        elif transcript is None or doubt or not quoted:
             margins.append(None)
         else:
-            said = _words(transcript)
+            said = _words(transcript, language)
             recall = _recall(quoted, said, t)
             length = len(_letters(said)) / max(1, len(_letters(quoted)))
             below = _distance(recall, "content_min_recall", t)
@@ -866,7 +946,10 @@ def content_margin(
                 (recall >= t.content_min_recall, below),
                 (length >= t.content_min_length, _distance(length, "content_min_length", t)),
             ]
-            margins.append(_response_margin(checks, False))
+            if asked.translating and not all(ok for ok, _ in checks):
+                margins.append(None)  # the quoted words may be to translate: not saying them decides nothing
+                continue
+            margins.append(_response_margin(checks + spoken, False))
     return _pair_margin(margins)
 
 
@@ -877,6 +960,7 @@ def quality_margin(
     doubts: tuple[str | None, str | None],
     label: str | None,
     instruction: str = "",
+    language: str | None = None,
 ) -> Margin:
     """Voice Quality: each cue against its floor; of two acceptable responses, the P.808 and BAK leads
     against the margins that make a winner (the pace and voice gates are not measured as margins)."""
@@ -900,7 +984,7 @@ def quality_margin(
     # not decide, the smaller lead when it did.
     level: Margin = None
     l1, l2 = (_get(bp, "agent_audio_properties", "Integrated_Loudness_LUFS") for bp in (bp1, bp2))
-    if l1 is not None and l2 is not None and not asks_for_level(instruction, t):
+    if l1 is not None and l2 is not None and not asks_for_level(instruction, t, language):
         parts = [
             (abs(l1 - l2) >= t.quality_quieter_lu, _distance(abs(l1 - l2), "quality_quieter_lu", t)),
             (min(l1, l2) < t.quality_comfortable_lufs, _distance(min(l1, l2), "quality_comfortable_lufs", t)),
@@ -963,10 +1047,15 @@ def _cue_margin(name: str, bp: dict | None, t: Thresholds) -> Margin:
 
 
 def paralinguistics_margin(
-    instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None]
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None],
+    language: str | None = None,
 ) -> Margin:
     """Paralinguistics: every cue asked for against its threshold; no cue word is a default, not a reading."""
-    cues = paralinguistic_cues(instruction, t)
+    cues = paralinguistic_cues(instruction, t, language)
     if not cues:
         return DEFAULT_MARGIN
     margins: list[Margin] = []
@@ -996,12 +1085,13 @@ def cue_confidence(
     t: Thresholds,
     doubts: tuple[str | None, str | None],
     labels: dict[str, str | None],
+    language: str | None = None,
 ) -> dict[str, float]:
     """{dimension: confidence} of each determined label, from the margin of its deciding cues."""
     margins = {
-        "content": content_margin(instruction, bp1, bp2, t, doubts),
-        "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality"), instruction),
-        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts),
+        "content": content_margin(instruction, bp1, bp2, t, doubts, language),
+        "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality"), instruction, language),
+        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts, language),
     }
     return {dim: confidence_of(m) for dim, m in margins.items() if labels.get(dim) is not None and m is not None}
 
@@ -1015,14 +1105,22 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     instruction = (case.instruction_text or "").strip() or (case.instruction_transcript or "").strip()
     # Word timings go with the speaking-rate cues: only where agent_audio_properties is shown.
     timed = any(view and "agent_audio_properties" in view for view in case.blueprints)
+    # Each answer's language (and the provenance that says why it is null) goes with it, whatever is shown.
     bp1, bp2 = (
-        None if view is None else {**view, "words": (stored or {}).get("words") if timed else None}
+        None
+        if view is None
+        else {
+            **{key: (stored or {})[key] for key in ("language", "provenance") if key in (stored or {})},
+            **view,
+            "words": (stored or {}).get("words") if timed else None,
+        }
         for view, stored in zip(case.blueprints, case.stored, strict=True)
     )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
-    content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts)
-    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction)
-    para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
+    language = languages.reading_language(case.instruction_language, thresholds.language_min_probability)
+    content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts, language)
+    quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction, language)
+    para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts, language)
     reasoning = (
         f"Content: {why_c} -> {content or 'undetermined'}. "
         f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
@@ -1037,7 +1135,7 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     if undetermined:
         verdict["undetermined"] = undetermined
     labels = {"content": content, "voice_quality": quality, "paralinguistics": para}
-    verdict["confidence"] = cue_confidence(instruction, bp1, bp2, thresholds, doubts, labels)
+    verdict["confidence"] = cue_confidence(instruction, bp1, bp2, thresholds, doubts, labels, language)
     return verdict
 
 

@@ -13,6 +13,12 @@ found"), a transcript marked unreliable, or the --drop that hid the group.
 A group is `used` when the prompt shows it and it is not dropped; a used group
 missing for more than `WARN_ABOVE` of the clips is warned about, and so is one
 made with stand-in weights for any clip (`standin`: how many).
+
+Where the blueprints record languages, `languages` counts the response clips by language and those heard in
+another language than their instruction (`language_summary`):
+
+    {"responses": {"es": 12, "fr": 11, "not known": 1}, "instructions": {"es": 12, "fr": 12},
+     "differ": 3, "of": 24}
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trace_eval.judge.cues import transcript_doubt
+from trace_eval.judge.languages import ClipLanguage
 
 __all__ = [
     "CUE_GROUPS",
@@ -30,6 +37,7 @@ __all__ = [
     "WARN_ABOVE",
     "cue_availability",
     "describe",
+    "language_summary",
     "rows",
     "summary_lines",
     "unmeasured_reason",
@@ -133,6 +141,34 @@ def cue_availability(
     return {"clips": len(clips), "groups": groups, "warnings": warnings}
 
 
+def _code(language: ClipLanguage | None) -> str:
+    if language is None:
+        return "not recorded"
+    return language.code or "not known"
+
+
+def language_summary(clips: Iterable[tuple[ClipLanguage | None, dict | None]]) -> dict[str, Any] | None:
+    """Over (instruction's language, response blueprint) per response judged: the responses and instructions
+    counted by language, and the responses heard in another language than their instruction. None when no
+    clip records a language (blueprints made before languages were)."""
+    responses: Counter[str] = Counter()
+    instructions: Counter[str] = Counter()
+    differ = 0
+    for instruction, blueprint in clips:
+        heard = ClipLanguage.of(blueprint)
+        responses[_code(heard)] += 1
+        instructions[_code(instruction)] += 1
+        differ += bool(instruction and heard and instruction.code and heard.code and instruction.code != heard.code)
+    if not responses or set(responses) | set(instructions) == {"not recorded"}:
+        return None
+    return {
+        "responses": dict(responses.most_common()),
+        "instructions": dict(instructions.most_common()),
+        "differ": differ,
+        "of": sum(responses.values()),
+    }
+
+
 def _short(reason: str) -> str:
     """The first clause of a reason: what happened, without the long fix that follows it."""
     return reason.split(";")[0].split(". To fix")[0].strip()
@@ -150,6 +186,16 @@ def rows(cues: dict[str, Any]) -> list[tuple[str, str]]:
         if not group.get("used"):
             text += " (not shown to this judge)"
         found.append((name, text))
+    languages = cues.get("languages")
+    if languages:
+        heard = ", ".join(f"{code} {n}" for code, n in languages["responses"].items())
+        found.append(
+            (
+                "language",
+                f"responses {heard}; {languages['differ']} of {languages['of']} in another language than their "
+                "instruction's",
+            )
+        )
     return found
 
 

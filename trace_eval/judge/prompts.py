@@ -7,8 +7,10 @@ escaping. What a backbone sees about one item is a `Case`; `Prompt.render(case)`
 turns it into the OpenAI-style message list every litellm backbone accepts.
 
 Variables: $instruction, $instruction_source ("text" or "transcript of the spoken
-instruction"); pairwise $blueprint_1, $blueprint_2, $transcript_1,
-$transcript_2; pointwise $blueprint, $transcript; and whatever the rubric adds
+instruction"), $instruction_language ("Spanish (es), detected with probability 0.93");
+pairwise $blueprint_1, $blueprint_2, $transcript_1, $transcript_2, $language_1,
+$language_2 (each response's language, and whether it differs from the
+instruction's); pointwise $blueprint, $transcript, $language; and whatever the rubric adds
 to the case (`Case.variables`): the item's own fields ($character,
 $dialogue_history, $style_elements, ...), $dimensions and $answer_format.
 """
@@ -25,6 +27,8 @@ from string import Template
 from typing import Any
 
 import yaml
+
+from trace_eval.judge.languages import ClipLanguage, describe_clip
 
 __all__ = [
     "BLUEPRINT_GROUPS",
@@ -94,6 +98,8 @@ class Case:
     dimensions: tuple[str, ...] = ()
     # Text the rubric adds to the template variables: item fields, $dimensions, $answer_format.
     variables: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # The instruction's language (declared, or its blueprint's); None when neither records one.
+    instruction_language: ClipLanguage | None = None
 
     @property
     def instruction(self) -> str | None:
@@ -198,16 +204,20 @@ class Prompt:
         spoken_instruction = self.needs_audio and case.audio[0] is not None
         if case.instruction is None and not spoken_instruction:
             raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
+        instruction_language = case.instruction_language
         variables = {
             **case.variables,
             "instruction": case.instruction or "",
             "instruction_source": case.instruction_source,
+            "instruction_language": instruction_language.describe() if instruction_language else "not recorded",
         }
-        for n, blueprint in enumerate(case.blueprints, start=1):
+        for n, (blueprint, stored) in enumerate(zip(case.blueprints, case.stored), start=1):
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
             variables[f"transcript_{n}"] = transcript_shown(blueprint)
+            variables[f"language_{n}"] = describe_clip(stored or blueprint, instruction_language)
         if len(case.blueprints) == 1:  # pointwise
             variables["blueprint"], variables["transcript"] = variables["blueprint_1"], variables["transcript_1"]
+            variables["language"] = variables["language_1"]
         return variables
 
     def _substitute(self, template: str, variables: dict[str, str], case: Case) -> str:

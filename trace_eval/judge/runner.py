@@ -32,6 +32,7 @@ from trace_eval.judge.backbones import Backbone, BackboneSettings, FatalBackbone
 from trace_eval.judge.cache import AnswerCache, default_cache_dir
 from trace_eval.judge.caller import Caller, without_credentials
 from trace_eval.judge.judging import Judging, StructuredOutput, Unit, response_format, token_budget, unusable_record
+from trace_eval.judge.languages import instruction_language
 from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
@@ -334,6 +335,7 @@ def build_cases(
                 blueprint(p) for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path)
             )
         transcript = (instruction_bp or {}).get("agent_response")
+        language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
         views = (blueprint_view(bp1, prompt.blueprint_keys, drop), blueprint_view(bp2, prompt.blueprint_keys, drop))
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
@@ -347,6 +349,7 @@ def build_cases(
             (bp1, bp2),
             dimensions,
             variables,
+            language,
         )
         swapped = Case(
             pair.id,
@@ -358,6 +361,7 @@ def build_cases(
             (bp2, bp1),
             dimensions,
             variables,
+            language,
         )
         cases[pair.id] = (original, swapped)
     if missing:
@@ -387,7 +391,10 @@ def _pointwise_case(
     view = blueprint_view(answer_bp, prompt.blueprint_keys, drop)
     instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
     audio = (instruction_audio, bench.resolve(pair.audio_path), None)
-    return Case(pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables)
+    language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
+    return Case(
+        pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables, language
+    )
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -659,6 +666,16 @@ def _run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = Non
         if shown is not None
         else None
     )
+    if cues is not None and shown is not None:
+        heard = evidence.language_summary(
+            (cases[pair.id][0].instruction_language, shown[p])
+            for pair in pairs
+            if pair.id in cases
+            for p in (pair.audio1_path, pair.audio2_path, pair.audio_path)
+            if p
+        )
+        if heard:
+            cues["languages"] = heard
     summary = runfolder.summarize(records, config, run_info, rubric, cues)
     write_json(out / runfolder.SUMMARY, summary)
     return RunOutcome(out=out, summary=summary, stopped=caller.stop_reason, records=records)

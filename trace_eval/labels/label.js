@@ -94,6 +94,7 @@
         choices.append(button);
       });
       const reason = document.createElement('input');
+      reason.dir = 'auto';  // typed in any script, read in its own direction
       reason.className = 'reason';
       reason.type = 'text';
       reason.maxLength = 2000;
@@ -140,6 +141,7 @@
     $('done').hidden = true;
     $('actions').hidden = false;
     $('instruction-text').textContent = pair.instruction.text || '';
+    $('instruction-text').lang = pair.instruction.language || '';  // fonts follow the language
     $('instruction').hidden = !pair.instruction.audio;
     if (pair.instruction.audio) $('instruction').src = audioUrl(n, 'instruction');
     for (const role of ['a', 'b']) {

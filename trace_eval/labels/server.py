@@ -166,7 +166,11 @@ class LabelSession:
         roles = ["a"] if item.pointwise else ["a", "b"]
         doc: dict[str, Any] = {  # no id either: ids often name the systems ("q00:alpha-vs-bravo")
             "n": n,
-            "instruction": {"audio": bool(item.instruction_path), "text": item.instruction_text},
+            "instruction": {
+                "audio": bool(item.instruction_path),
+                "text": item.instruction_text,
+                "language": item.languages.get("instruction_language"),  # declared in the manifest, for fonts
+            },
             "responses": roles,
             "fields": self.applicable(n),
             "labels": None,

@@ -16,7 +16,6 @@ With nothing stale a run answers at once: no model is loaded and no model librar
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,7 +26,7 @@ from typing import Any
 from extractors import REGISTRY, Extractor
 from trace_eval.bench import load_benchmark
 from trace_eval.stage1.local import runs_in_workers
-from trace_eval.stage1.plan import make_plan
+from trace_eval.stage1.plan import fingerprints, make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
 from trace_eval.stage1.shelf import is_url
@@ -150,15 +149,6 @@ def build_extractors(options: BlueprintOptions, device: str) -> tuple[list[Extra
     return built, profile
 
 
-def fingerprints(extractors: list[Extractor]) -> dict[str, str]:
-    """Each extractor's own fingerprint combined with those of its dependencies."""
-    result: dict[str, str] = {}
-    for ext in extractors:  # dependencies come first
-        parts = [ext.fingerprint()] + [result[d] for d in ext.depends_on]
-        result[ext.name] = parts[0] if len(parts) == 1 else hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
-    return result
-
-
 # ---------------------------------------------------------------------------------------
 # The run
 
@@ -245,7 +235,8 @@ def run_one_model_at_a_time(bench_dir: str | Path, options: BlueprintOptions) ->
     extractors, _ = build_extractors(options, device)
     gpu = [e.name for e in extractors if e.uses_gpu]
     others = [e.name for e in extractors if not e.uses_gpu and not set(e.depends_on) & set(gpu)]
-    passes = [others] + [[g] + [e.name for e in extractors if g in e.depends_on] for g in gpu]
+    # A GPU model's pass takes its CPU dependants along; a GPU dependant (accent after asr) has its own pass.
+    passes = [others] + [[g] + [e.name for e in extractors if g in e.depends_on and not e.uses_gpu] for g in gpu]
     summaries = []
     for names in passes:
         if names:

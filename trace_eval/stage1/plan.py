@@ -23,7 +23,7 @@ from extractors import Extractor
 from trace_eval.bench import Benchmark
 from trace_eval.stage1.store import BlueprintStore
 
-__all__ = ["Job", "Plan", "RecordedFailure", "installed_packages", "make_plan", "resolved_from"]
+__all__ = ["Job", "Plan", "RecordedFailure", "fingerprints", "installed_packages", "make_plan", "resolved_from"]
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Job:
     needed: list[str]  # extractor names to compute, in dependency order
     # provenance.extractors as the plan read them: what another process wrote since differs from this
     stored_sections: dict = field(default_factory=dict)
+    language: str | None = None  # the language the manifest declares for this audio; None: detected
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Plan:
     kept_unavailable: dict[str, str] = field(default_factory=dict)  # extractor -> recorded reason
     kept_failures: list[RecordedFailure] = field(default_factory=list)  # not tried again
     packages: str = ""  # installed_packages(), recorded with a decode failure
+    _declared: dict[str, dict[str, str]] = field(default_factory=dict)  # declared language -> its fingerprints
 
     @property
     def undecodable(self) -> list[RecordedFailure]:
@@ -79,6 +81,15 @@ class Plan:
     @property
     def by_name(self) -> dict[str, Extractor]:
         return {e.name: e for e in self.extractors}
+
+    def fingerprints_of(self, job: Job) -> dict[str, str]:
+        """The fingerprints a job's sections are made with: those of the run, and for a clip whose manifest
+        declares its language, those of the extractors that read it (and of their dependants) with it."""
+        if job.language is None:
+            return self.fingerprints
+        if job.language not in self._declared:
+            self._declared[job.language] = fingerprints(self.extractors, job.language)
+        return self._declared[job.language]
 
     def todo(self) -> list[Job]:
         """Jobs with work to do, shortest audio first (clips of similar length share a batch)."""
@@ -113,7 +124,7 @@ class Plan:
         stored = (job.blueprint or {}).get("provenance", {}).get("extractors", {}).get(name, {})
         return stored.get("status") == "ok" or (
             stored.get("status") == "unavailable"
-            and stored.get("fingerprint") == self.fingerprints[name]
+            and stored.get("fingerprint") == self.fingerprints_of(job)[name]
             and stored.get("resolved_from") == self.sources[name]
         )
 
@@ -140,6 +151,8 @@ def make_plan(
         packages=installed_packages(),
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
+    declared = bench.declared_languages()
+    conflicts: list[str] = []
     undecodable: set[str] = set()
     for rel in bench.audio_files():
         path = bench.resolve(rel)
@@ -147,8 +160,18 @@ def make_plan(
             plan.missing.append(Missing(rel, f"{path}: file not found"))
             continue
         sha = store.hash_of(rel)
-        if sha in plan.jobs or sha in undecodable:
-            continue  # identical audio under several paths is processed once
+        if sha in plan.jobs:  # identical audio under several paths is processed once, in the language declared
+            job = plan.jobs[sha]
+            if declared.get(rel) not in (None, job.language):
+                if job.language is not None:
+                    conflicts.append(f"{job.path} ({job.language}) and {rel} ({declared[rel]}) are the same audio")
+                    continue
+                job.language = declared[rel]
+                plan.kept_failures = [f for f in plan.kept_failures if f.sha != sha]
+                job.needed = _stale(plan, job, force, retry_unavailable)
+            continue
+        if sha in undecodable:
+            continue
         blueprint = store.get(sha)
         failure = recorded_undecodable.get(rel, {})
         if blueprint is None and failure.get("sha256") == sha and failure.get("packages") == plan.packages:
@@ -156,31 +179,56 @@ def make_plan(
             undecodable.add(sha)
             continue
         current = (blueprint or {}).get("provenance", {}).get("extractors", {})
-        needed: list[str] = []
-        for e in extractors:  # dependencies come first, so a redone one takes its dependants along
-            entry = current.get(e.name, {})
-            fresh = entry.get("fingerprint") == fingerprints[e.name]
-            # A section that could not be made is not tried again while what it resolves from is unchanged.
-            recorded = (
-                fresh
-                and entry.get("status") in ("unavailable", "failed")
-                and entry.get("resolved_from") == sources[e.name]
-                and not (retry_unavailable and entry.get("status") == "unavailable")
-            )
-            if (
-                force
-                or not fresh
-                or any(d in needed for d in e.depends_on)
-                or (entry.get("status") != "ok" and not recorded)
-            ):
-                needed.append(e.name)
-            elif recorded and entry["status"] == "unavailable":
-                plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"
-            elif recorded:
-                plan.kept_failures.append(RecordedFailure(rel, sha, e.name, entry.get("reason") or "failed"))
-        plan.jobs[sha] = Job(rel, sha, blueprint, needed, copy.deepcopy(current))
+        job = Job(rel, sha, blueprint, [], copy.deepcopy(current), declared.get(rel))
+        job.needed = _stale(plan, job, force, retry_unavailable)
+        plan.jobs[sha] = job
     store.save_index()
+    if conflicts:
+        raise ValueError(
+            f"{bench.manifest_path}: audio declared in two languages: {'; '.join(conflicts)}. "
+            "One blueprint serves both paths: declare one language for them, or none"
+        )
     return plan
+
+
+def _stale(plan: Plan, job: Job, force: bool, retry_unavailable: bool) -> list[str]:
+    """The extractors whose sections of this job are to be made (dependencies first); records the failures and
+    unavailable sections kept as they were."""
+    current = job.stored_sections
+    fingerprints = plan.fingerprints_of(job)
+    needed: list[str] = []
+    for e in plan.extractors:  # dependencies come first, so a redone one takes its dependants along
+        entry = current.get(e.name, {})
+        fresh = entry.get("fingerprint") == fingerprints[e.name]
+        # A section that could not be made is not tried again while what it resolves from is unchanged.
+        recorded = (
+            fresh
+            and entry.get("status") in ("unavailable", "failed")
+            and entry.get("resolved_from") == plan.sources[e.name]
+            and not (retry_unavailable and entry.get("status") == "unavailable")
+        )
+        if (
+            force
+            or not fresh
+            or any(d in needed for d in e.depends_on)
+            or (entry.get("status") != "ok" and not recorded)
+        ):
+            needed.append(e.name)
+        elif recorded and entry["status"] == "unavailable":
+            plan.kept_unavailable[e.name] = entry.get("reason") or "unavailable"
+        elif recorded:
+            plan.kept_failures.append(RecordedFailure(job.path, job.sha, e.name, entry.get("reason") or "failed"))
+    return needed
+
+
+def fingerprints(extractors: list[Extractor], declared_language: str | None = None) -> dict[str, str]:
+    """Each extractor's own fingerprint combined with those of its dependencies (for a clip declared to be in
+    `declared_language`, None for one whose language is detected)."""
+    result: dict[str, str] = {}
+    for ext in extractors:  # dependencies come first
+        parts = [ext.fingerprint(declared_language)] + [result[d] for d in ext.depends_on]
+        result[ext.name] = parts[0] if len(parts) == 1 else hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+    return result
 
 
 def resolved_from(ext: Extractor) -> str:

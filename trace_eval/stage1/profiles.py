@@ -2,8 +2,10 @@
 
 - paper: the models of the TRACE paper (Whisper large-v3 through transformers,
   emotion2vec_plus_large, CommonAccent ECAPA, DNSMOS); the default with CUDA.
-- cpu: the same cues with a small recogniser (faster-whisper, Whisper tiny.en
-  shipped on PyPI); the default without CUDA.
+  large-v3 detects each clip's language and transcribes every language.
+- cpu: the same cues with small recognisers shipped on PyPI (faster-whisper): the
+  multilingual Whisper base detects each clip's language and transcribes the clips
+  not in English, Whisper tiny.en transcribes English; the default without CUDA.
 
 Any setting can still be overridden with --set NAME.FIELD=VALUE.
 """
@@ -14,7 +16,7 @@ import copy
 
 PROFILES: dict[str, dict[str, dict]] = {
     "paper": {"asr": {"backend": "transformers", "model": "whisper-large-v3"}},
-    "cpu": {"asr": {"backend": "faster-whisper", "model": "whisper-tiny.en-ct2"}},
+    "cpu": {"asr": {"backend": "faster-whisper", "model": "whisper-base-ct2", "english_model": "whisper-tiny.en-ct2"}},
 }
 
 

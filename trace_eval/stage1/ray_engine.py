@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from extractors import Clip, Extractor, ExtractorUnavailable
+from extractors import Clip, Extractor, ExtractorUnavailable, Section
 from extractors.base import Pool
 from trace_eval.audio import Audio
 from trace_eval.stage1.local import Decoded, decode_and_extract, load_per_clip, run_batched, runs_in_workers
@@ -36,6 +36,7 @@ from trace_eval.stage1.record import AudioInfo, Recorder
 from trace_eval.stage1.remote import local_copy
 from trace_eval.stage1.settings import coerce
 from trace_eval.stage1.shelf import display_location
+from trace_eval.stage1.store import apply_section
 
 __all__ = ["EngineUnavailable", "connect", "execute", "resolve_device", "start_local"]
 
@@ -142,6 +143,8 @@ def _decode(row: dict, per_clip: list[tuple[type[Extractor], Any, str]], rates: 
         dec = Decoded(None, f"{shown}: cannot fetch: {type(e).__name__}: {e}", {})
     out = {
         "sha": row["sha"],
+        "language": row["language"],
+        "blueprint": row["blueprint"],
         "models": row["models"],
         "error": dec.error or "",
         "info": "",
@@ -169,11 +172,23 @@ class ShippedAudio(Audio):
 
 
 class ModelActor:
-    """One actor of a model's pool: loads the model once, then extracts batch after batch."""
+    """One actor of a model's pool: loads the model once, then extracts batch after batch.
 
-    def __init__(self, cls: type[Extractor], config: Any, device: str, rates: list[int]):
+    A model that depends on another (accent reads the language asr found) sees each clip's stored blueprint
+    with what its dependencies gave in this run, as on the local engine.
+    """
+
+    def __init__(
+        self,
+        cls: type[Extractor],
+        config: Any,
+        device: str,
+        rates: list[int],
+        dependencies: dict[str, tuple[str, ...]] | None = None,  # dependency -> the blueprint keys it owns
+    ):
         self.ext = cls(config, device)
         self.rates = rates
+        self.dependencies = dependencies or {}
         self.unavailable: str | None = None
         try:
             self.ext.load()
@@ -192,11 +207,26 @@ class ModelActor:
             for i in chosen:
                 duration_s, _, channels = json.loads(batch["info"][i])
                 by_rate = {r: np.frombuffer(batch[f"audio_{r}"][i], dtype=np.float32) for r in self.rates}
-                clips.append(Clip(str(batch["sha"][i]), ShippedAudio(by_rate, duration_s, channels)))
+                audio = ShippedAudio(by_rate, duration_s, channels)
+                blueprint = self._blueprint(batch["blueprint"][i], results[i])
+                clips.append(Clip(str(batch["sha"][i]), audio, blueprint, str(batch["language"][i]) or None))
             for i, (_, result, seconds) in zip(chosen, run_batched(self.ext, clips)):
                 results[i][name] = (result, seconds)
         batch["results"] = np.array([pickle.dumps(r) for r in results], dtype=object)
         return batch
+
+    def _blueprint(self, stored: str, results: dict[str, tuple[Any, float | None]]) -> dict:
+        """The stored blueprint with this run's results of the dependencies (the keys of one that failed removed)."""
+        if not self.dependencies:
+            return {}
+        blueprint = {**json.loads(stored or "{}"), "provenance": {"extractors": {}}}
+        for name, outputs in self.dependencies.items():
+            if name in results:
+                result = results[name][0]
+                apply_section(
+                    blueprint, outputs, {"name": name}, result.values if isinstance(result, Section) else None
+                )
+        return blueprint
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,9 +269,13 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     for job in audio_free:
         _finish(plan, recorder, job, recorder.blueprint(job, None), {}, in_driver)
         progress.update(1)
+    dependants = {e.name for e in models if e.depends_on}
     rows = [
         {
             "sha": j.sha,
+            "language": j.language or "",
+            # what a model that depends on others reads of the stored blueprint (accent: the language)
+            "blueprint": json.dumps(j.blueprint or {}) if dependants & set(j.needed) else "",
             "path": plan.bench.source(j.path),
             "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
             "models": json.dumps([e.name for e in models if e.name in j.needed]),
@@ -277,7 +311,13 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
         pool = pools[ext.name]
         ds = ds.map_batches(
             ModelActor,
-            fn_constructor_args=(type(ext), ext.config, ext.device, rates),
+            fn_constructor_args=(
+                type(ext),
+                ext.config,
+                ext.device,
+                rates,
+                {d: by_name[d].outputs for d in ext.depends_on},
+            ),
             batch_size=pool.batch_clips,
             compute=ray.data.ActorPoolStrategy(size=pool.actors),
             num_cpus=pool.num_cpus * cpu_scale,
@@ -347,7 +387,7 @@ def _finish(
                 reason = recorder.unavailable.get(ext.name) or f"depends on {', '.join(missing)}, which is unavailable"
                 result, seconds = ExtractorUnavailable(reason), None
             else:
-                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp)])
+                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp, job.language)])
         else:
             continue
         changed |= recorder.apply(bp, job, ext, result, seconds)

@@ -107,7 +107,7 @@ class Recorder:
                 return False
         if seconds:
             self.seconds[ext.name] += seconds
-        fingerprint = self.plan.fingerprints[ext.name]
+        fingerprint = self.plan.fingerprints_of(job)[ext.name]
         if isinstance(result, Section):
             try:
                 result = Section(_plain(result.values), result.null_reasons, result.numerics)

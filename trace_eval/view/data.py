@@ -36,6 +36,7 @@ from trace_eval.evaluation.bootstrap import DEFAULT_BOOTSTRAP
 from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_section
 from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
 from trace_eval.judge.evidence import unmeasured_reason
+from trace_eval.languages import language_name, separates_words
 from trace_eval.rubrics import Rubric
 from trace_eval.stage1.store import BlueprintStore, get_dotted
 
@@ -212,6 +213,8 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     times        their times (see `word_times`)
     transcript   the text when there are no word times (else the words say it), null when not transcribed
     transcript_quality  {reliable, reason, avg_logprob, compression_ratio, no_speech_prob, temperature} or null
+    language     {code, name, probability, source} or null (not recorded, or not told: `why` says why)
+    spaced       whether the language separates words with spaces (else the words are joined without them)
     cues         {cue key: value} (see CUES): numbers rounded, contours downsampled, scores the top 3;
                  null without `with_cues`
     why          {key: index into `reasons`} for every null cue, and for `words` and `transcript_quality`
@@ -250,6 +253,14 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     else:
         quality = None
         why["transcript_quality"] = reasons(unmeasured_reason(blueprint, "transcript_quality", "asr"))
+    recorded = blueprint.get("language")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    code = str(recorded["code"]) if recorded.get("code") else None
+    language = None
+    if code is not None:
+        language = {k: recorded.get(k) for k in ("code", "probability", "source")} | {"name": language_name(code)}
+    elif "language" in blueprint:
+        why["language"] = reasons(unmeasured_reason(blueprint, "language", "asr"))
     return {
         "duration": _number(blueprint.get("duration_s"), 2),
         "words": words,
@@ -257,6 +268,8 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
         "transcript": None if words else blueprint.get("agent_response"),
         "transcript_quality": quality,
         "cues": cues if with_cues else None,
+        "language": language,
+        "spaced": separates_words(code) if code else True,
         "why": why,
     }
 
@@ -524,7 +537,11 @@ def page_data(
     pairs = []
     for pair in bench.pairs:
         labels = human.labels.get(pair.id, {})
-        instruction: dict[str, Any] = {"text": pair.instruction_text}
+        # A written instruction's language is the one the manifest declares (else its clip's, on the page).
+        instruction: dict[str, Any] = {
+            "text": pair.instruction_text,
+            "lang": pair.languages.get("instruction_language"),
+        }
         instruction.update(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {})
         results = [run_result(run.raws[pair.id], run, rubric, labels) if pair.id in run.raws else None for run in runs]
         answers = [pair.audio_path] if pair.pointwise else [pair.audio1_path, pair.audio2_path]

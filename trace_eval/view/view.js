@@ -418,18 +418,44 @@
     return { el: audio, audio };
   }
 
+  // Text in any script: its direction from its own letters (dir="auto"), its language (lang) for the fonts.
+  const langOf = (clip) => (clip && clip.language ? clip.language.code : null);
+
   function transcriptOf(clip) {
+    const text = { class: "transcript", dir: "auto", lang: langOf(clip) };
     if (clip.words) {
       const els = clip.words.map((word) => h("span", { class: "w" }, word));
       const spaced = [];
-      els.forEach((el, i) => { if (i) spaced.push(" "); spaced.push(el); });
-      return { el: h("p", { class: "transcript" }, spaced), wordEls: els };
+      // Chinese, Japanese, Thai ... put no spaces between words.
+      els.forEach((el, i) => { if (i && clip.spaced !== false) spaced.push(" "); spaced.push(el); });
+      return { el: h("p", text, spaced), wordEls: els };
     }
-    const text = clip.transcript;
-    const el = text === null || text === undefined ?
-      h("p", { class: "transcript" }, why(reason(clip.why.words), "no transcript: ")) :
-      h("p", { class: "transcript" }, text === "" ? h("em", {}, "no speech recognised") : text);
+    const said = clip.transcript;
+    const el = said === null || said === undefined ?
+      h("p", text, why(reason(clip.why.words), "no transcript: ")) :
+      h("p", text, said === "" ? h("em", {}, "no speech recognised") : said);
     return { el, wordEls: [] };
+  }
+
+  // "es 0.93", "fr declared"; marked where a response is not in its instruction's language.
+  function languageTag(clip, instructionCode) {
+    if (!clip) return "";
+    const found = clip.language;
+    if (!found) {
+      return clip.why.language !== undefined ?
+        h("span", { class: "language", title: `language not known: ${reason(clip.why.language)}` }, "language ?") : "";
+    }
+    const sure = found.source === "declared" ? "declared" :
+      found.probability !== null && found.probability !== undefined ? found.probability.toFixed(2) : "detected";
+    const differs = instructionCode && found.code !== instructionCode;
+    const title = `${found.name}, ${found.source === "declared" ? "declared in the manifest" :
+      `detected with probability ${sure}`}${differs ? `; not the instruction's language (${instructionCode})` : ""}`;
+    return h("span", { class: "language" + (differs ? " differs" : ""), title }, `${found.code} ${sure}`);
+  }
+
+  function instructionCode(pair) {
+    const clip = clipOf(pair.instruction);
+    return (pair.instruction && pair.instruction.lang) || langOf(clip);
   }
 
   function reliability(clip) {
@@ -599,9 +625,10 @@
     if (audio) follow(audio, clip, spoken ? spoken.wordEls : []);
     const said = spoken ? h("div", { class: "heard" }, h("span", { class: "tag" }, "heard"), spoken.el) :
       slot && slot.why !== undefined ? why(reason(slot.why), "no cues: ") : "";
+    const code = instructionCode(pair);
     return h("section", { class: "card instruction" },
-      h("h3", {}, "Instruction"),
-      slot && slot.text ? h("p", { class: "instruction-text" }, slot.text) : "",
+      h("h3", {}, "Instruction", languageTag(clip, null)),
+      slot && slot.text ? h("p", { class: "instruction-text", dir: "auto", lang: code }, slot.text) : "",
       el, said);
   }
 
@@ -620,7 +647,8 @@
       ] : [why(reason(slot.why), "no cues: ")];
       return h("section", { class: `card response r${number || 1}` },
         h("h3", {}, number ? `Response ${number}` : "Response",
-          pair.systems[i] ? h("span", { class: "system" }, pair.systems[i]) : "",
+          pair.systems[i] ? h("span", { class: "system", dir: "auto" }, pair.systems[i]) : "",
+          languageTag(clip, instructionCode(pair)),
           clip && clip.duration ? h("span", { class: "duration" }, `${clip.duration} s`) : ""),
         el, body);
     }));
@@ -655,10 +683,10 @@
 
   function reasoningBlock(reasoning) {
     if (reasoning === null || reasoning === undefined) return h("em", {}, "no reasoning given");
-    if (typeof reasoning === "string") return h("p", { class: "reasoning" }, reasoning);
+    if (typeof reasoning === "string") return h("p", { class: "reasoning", dir: "auto" }, reasoning);
     if (Array.isArray(reasoning)) {
       return h("ul", { class: "reasoning" },
-        reasoning.map((r) => h("li", {}, typeof r === "string" ? r : JSON.stringify(r))));
+        reasoning.map((r) => h("li", { dir: "auto" }, typeof r === "string" ? r : JSON.stringify(r))));
     }
     return h("pre", { class: "reasoning" }, JSON.stringify(reasoning, null, 2));
   }
@@ -684,7 +712,7 @@
           const because = key === OVERALL ? "a dimension is undetermined" : result.undetermined[key];
           cell.push(h("div", { class: "undetermined" }, "missing: ", because || "no reason recorded"));
         }
-        if (parts[i] && parts[i][key]) cell.push(h("p", { class: "reasoning part" }, parts[i][key]));
+        if (parts[i] && parts[i][key]) cell.push(h("p", { class: "reasoning part", dir: "auto" }, parts[i][key]));
         return h("td", { class: disagree ? "disagree" : "" }, cell);
       })));
     const whole = pair.results.some((r, i) => r && r.status === "ok" && !parts[i]) ? h("tr", { class: "whole" },

@@ -1,0 +1,291 @@
+"""The judges in every language (trace_eval/judge/languages.py and its hooks in cues, prompts and evidence):
+quoted words in any script and quotation marks, an answer in another language than asked failing Content,
+manner requests read with each language's table, and a language without one left undetermined."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llm_server import blueprint
+
+from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction
+from trace_eval.judge.evidence import language_summary, rows
+from trace_eval.judge.languages import ClipLanguage, asked_language, instruction_language, manner_requests
+from trace_eval.judge.parse import parse_verdict
+from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+from trace_eval.rubrics import load_rubric
+
+TRACE = load_rubric("trace")
+KEYS = load_prompt("trace").blueprint_keys
+
+
+def spoken(code: str | None, probability: float | None = 0.95, source: str = "detected") -> dict:
+    return {"code": code, "probability": probability, "source": source} if code else None
+
+
+def said(transcript: str, language: str | None, probability: float | None = 0.95, **values) -> dict:
+    """A response's blueprint values, in `language` (detected with `probability`)."""
+    bp = blueprint(transcript, **values)
+    bp["language"] = spoken(language, probability)
+    return bp
+
+
+def verdict(instruction: str, bp1: dict, bp2: dict, language: ClipLanguage | None) -> dict:
+    views = (blueprint_view(bp1, KEYS), blueprint_view(bp2, KEYS))
+    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2), instruction_language=language))
+    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
+    assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
+    return answer
+
+
+def detected(code: str, probability: float = 0.95) -> ClipLanguage:
+    return ClipLanguage(code, probability, "detected")
+
+
+# -- quoted words in any script --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, quoted",
+    [
+        ("Dis « Bonjour à tous » lentement.", "Bonjour à tous"),
+        ("Dis\u00a0«\u202fça va\u202f» doucement.", "ça va"),  # French spacing inside the marks
+        ("Sag „Guten Morgen“ bitte.", "Guten Morgen"),
+        ("Sag »Gute Nacht« leise.", "Gute Nacht"),
+        ("Sag ‚Tschüss‘ fröhlich.", "Tschüss"),
+        ("Di ‹hola› despacio.", "hola"),
+        ("请说「今天天气很好」。", "今天天气很好"),
+        ("请说『早上好』", "早上好"),
+        ("请大声说“你好”", "你好"),
+    ],
+)
+def test_quotation_marks_of_every_language(text, quoted):
+    assert read_instruction(text).quoted == quoted
+
+
+@pytest.mark.parametrize(
+    "instruction, language, right, wrong",
+    [
+        ("Di «Buenos días, señor» por favor.", "es", "Buenos dias senor.", "Hasta mañana a todos."),
+        ("Dis « Ça va très bien » s’il te plaît.", "fr", "ca va tres bien", "Je ne sais pas du tout."),
+        ("Sag „Grüße aus München“.", "de", "Grüsse aus Munchen.", "Hallo Welt, wie geht es?"),
+        ("请说「今天天气很好」。", "zh", "今天天气很好。", "我不知道你在说什么。"),
+        ("「ありがとうございます」と言ってください。", "ja", "ありがとうございます", "すみません、わかりません"),
+    ],
+)
+def test_quoted_words_match_with_accents_case_and_characters_folded(instruction, language, right, wrong):
+    answer = verdict(instruction, said(right, language), said(wrong, language), detected(language))
+    assert answer["content"] == "1", answer["reasoning"]
+    assert "says 100% of the quoted words" in answer["reasoning"]
+
+
+# -- the language an answer is in ---------------------------------------------------------------------
+
+
+def test_the_same_sentence_in_another_language_than_asked_fails_content():
+    asked = 'Repite "hola, buenos días".'
+    answer = verdict(asked, said("Hola, buenos días.", "es"), said("Hola, buenos días.", "pt", 0.81), detected("es"))
+    assert answer["content"] == "1"
+    assert "response 2 in Portuguese, not Spanish expected (the instruction's language)" in answer["reasoning"]
+    assert answer["confidence"]["content"] > 0.5
+
+
+def test_an_answer_in_another_language_fails_even_a_free_form_question():
+    question = "¿Cuál es la capital de Francia?"
+    answer = verdict(
+        question, said("La capital de Francia es París.", "es"), said("The capital is Paris.", "en"), detected("es")
+    )
+    assert answer["content"] is None  # response 1: whether it answers well is beyond the rules
+    assert "no quoted words" in answer["undetermined"]["content"]
+    assert "response 2 in English, not Spanish expected" in answer["reasoning"]
+    both_english = verdict(question, said("Paris.", "en"), said("The capital is Paris.", "en"), detected("es"))
+    assert both_english["content"] == "both_bad"
+
+
+def test_a_detection_too_unsure_is_not_held_against_an_answer():
+    asked = 'Repite "hola, buenos días".'
+    answer = verdict(asked, said("Hola, buenos días.", "es"), said("Hola, buenos días.", "gl", 0.3), detected("es"))
+    assert answer["content"] == "both_good"
+    assert "heard as Galician only with probability 0.30" in answer["reasoning"]
+
+
+def test_a_language_asked_for_is_the_one_expected_and_its_quote_may_be_to_translate():
+    # The answer is asked in Spanish: saying the quoted words in English is no longer right ...
+    answer = verdict(
+        'Say "hasta luego" in Spanish.', said("Hasta luego.", "es"), said("Hasta luego.", "en"), detected("en")
+    )
+    assert answer["content"] == "1"
+    assert "response 2 in English, not Spanish expected (asked for in the instruction)" in answer["reasoning"]
+    # ... and a translation of the quoted words is not a failure to say them: undetermined, never failed.
+    translated = verdict(
+        'Say "good morning" in Spanish.', said("Buenos días.", "es"), said("Good morning.", "en"), detected("en")
+    )
+    assert translated["content"] is None
+    assert "may be to translate into Spanish" in translated["undetermined"]["content"]
+
+
+@pytest.mark.parametrize(
+    "instruction, language, asked",
+    [
+        ("Answer in French, please.", "en", "fr"),
+        ("Translate 'good night' into German.", "en", "de"),
+        ("Tell me a story in Mandarin.", "en", "zh"),
+        ("How do you say 'thank you' in Japanese?", "en", None),  # a question about a word, not its answer's language
+        ("Responde en inglés.", "es", "en"),
+        ("Tradúcelo al francés.", "es", "fr"),
+        ("¿Cómo se dice 'gato' en inglés?", "es", None),
+        ("Réponds en espagnol, s'il te plaît.", "fr", "es"),
+        ("Comment dit-on « chat » en allemand ?", "fr", None),
+        ("Antworte bitte auf Deutsch.", "de", "de"),
+        ("Übersetze das ins Englische.", "de", "en"),
+        ("请用中文回答。", "zh", "zh"),
+        ("用英语说一遍。", "zh", "en"),
+        ("“猫”用英语怎么说？", "zh", None),
+        ("Réponds en anglais.", None, "en"),  # language unknown: every table is read
+    ],
+)
+def test_requests_to_answer_in_a_language(instruction, language, asked):
+    assert asked_language(read_instruction(instruction).manner, language) == asked
+
+
+def test_a_detection_the_written_instruction_contradicts_is_not_believed():
+    # Whisper base hears espeak-ng's Spanish as Thai: the text, in Latin letters, says it is not Thai.
+    heard = {"language": {"code": "th", "probability": 0.79, "source": "detected"}}
+    language = instruction_language({}, heard, 'Di "Su mensaje ha sido guardado."')
+    assert language is not None and language.code is None
+    assert (
+        language.reason == "detected as Thai (th), which is not written in the latin script of the instruction's text"
+    )
+    answer = verdict(
+        'Di "Su mensaje ha sido guardado."',
+        said("Su mensaje ha sido guardado.", "es"),
+        said("Votre message a été sauvegardé.", "fr"),
+        language,
+    )
+    assert answer["content"] == "1"  # on the quoted words alone: neither answer is held to Thai
+    assert "manner asked: not understood" in answer["undetermined"]["paralinguistics"]
+    # Where the text is in the detected language's script, or declared, the language stands.
+    assert instruction_language({}, heard, "พูดว่า สวัสดี").code == "th"
+    assert instruction_language({"instruction_language": "es"}, heard, "Di hola").code == "es"
+
+
+# -- manner requests per language ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, language, cues",
+    [
+        ("Dilo despacio y en voz baja.", "es", ["slow", "quiet"]),
+        ("Dilo con alegría y más fuerte.", "es", ["loud", "happy"]),
+        ("Habla cada vez más rápido.", "es", ["speeding up"]),
+        ("Dilo con voz grave y triste.", "es", ["low pitch", "sad"]),
+        ("Dímelo con un tono solemne.", "es", ["solemne (a manner)"]),
+        ("Dis-le lentement, d'une voix triste.", "fr", ["slow", "sad"]),
+        ("Chuchote « bonne nuit ».", "fr", ["quiet"]),
+        ("Parle plus fort, d'une voix aiguë.", "fr", ["loud", "high pitch"]),
+        ("Chante « joyeux anniversaire » en colère.", "fr", ["angry", "singing"]),
+        ("Sag es leise und traurig.", "de", ["quiet", "sad"]),
+        ("Sprich immer schneller.", "de", ["speeding up"]),
+        ("Sag es wütend mit tiefer Stimme.", "de", ["low pitch", "angry"]),
+        ("Sag „Hallo“ fröhlich und langsam.", "de", ["slow", "happy"]),
+        ("请慢慢地、小声地说。", "zh", ["slow", "quiet"]),
+        ("用开心的语气大声说。", "zh", ["loud", "happy"]),
+        ("先慢后快地说这句话。", "zh", ["slow then fast"]),
+        ("用低沉的声音生气地说。", "zh", ["low pitch", "angry"]),
+        ("请用快乐的语气说「生日快乐」。", "zh", ["happy"]),  # 快乐 is happy, not fast; the quote is not read
+        ("请用温柔的语气说。", "zh", ["warmth"]),
+        ("Dilo, por favor.", "es", []),
+    ],
+)
+def test_manner_requests_in_spanish_french_german_and_mandarin(text, language, cues):
+    assert [c.name for c in paralinguistic_cues(text, language=language)] == cues
+    assert manner_requests(read_instruction(text).manner, language) == cues
+
+
+def test_a_manner_asked_in_spanish_is_measured():
+    asked = 'Di "hola" en voz baja.'
+    answer = verdict(asked, said("Hola.", "es", lufs=-36.0), said("Hola.", "es", lufs=-20.0), detected("es"))
+    assert answer["paralinguistics"] == "1"
+    assert "quiet: -36.0 LUFS ok vs -20.0 LUFS not ok" in answer["reasoning"]
+    # Asked for a level, the quieter answer is no Voice Quality loss.
+    assert answer["voice_quality"] == "both_good"
+
+
+def test_a_slow_mandarin_answer_is_measured_by_its_syllable_rate():
+    asked = "请慢慢地说「你好」。"
+    slow, fast = said("你好。", "zh", wpm=None), said("你好。", "zh", wpm=None)
+    slow["agent_voicing"]["Syllable_Rate_Per_S"], fast["agent_voicing"]["Syllable_Rate_Per_S"] = 2.8, 6.4
+    answer = verdict(asked, slow, fast, detected("zh"))
+    assert answer["paralinguistics"] == "1"
+    assert "2.80 syllables/s ok vs 6.40 syllables/s not ok" in answer["reasoning"]
+
+
+def test_a_language_without_a_table_leaves_the_manner_undetermined_never_guessed():
+    asked = "「こんにちは」とゆっくり言ってください。"
+    answer = verdict(asked, said("こんにちは", "ja"), said("さようなら", "ja"), detected("ja"))
+    assert answer["content"] == "1"  # the quoted words are read in any script
+    assert answer["paralinguistics"] is None
+    why = "manner asked: not understood in Japanese: the cues rules have no table of Japanese manner words"
+    assert answer["undetermined"]["paralinguistics"] == f"{why} for both responses"
+
+
+def test_an_instruction_whose_language_could_not_be_told_leaves_the_manner_undetermined():
+    unknown = ClipLanguage(None, None, None, "no speech detected")
+    answer = verdict('Say "hello" slowly.', said("Hello.", "en"), said("Hello.", "en"), unknown)
+    assert answer["paralinguistics"] is None
+    why = "manner asked: not understood: the instruction's language could not be told for both responses"
+    assert answer["undetermined"]["paralinguistics"] == why
+    # Not told by a recogniser that knows English only, which decoded it in English: read as English, as
+    # before languages were recorded, and no answer is held to a language.
+    english_only = ClipLanguage(None, None, None, "not detected: whisper-tiny.en-ct2 knows English only", "en")
+    told = verdict('Say "hello" slowly.', said("Hello.", "es", wpm=100), said("Hello.", "en", wpm=240), english_only)
+    assert (told["paralinguistics"], told["content"]) == ("1", "both_good")
+    # Never recorded at all (blueprints made before languages were): read as English, as it always was.
+    assert (
+        verdict('Say "hello" slowly.', blueprint("Hello.", wpm=100), blueprint("Hello.", wpm=240), None)[
+            "paralinguistics"
+        ]
+        == "1"
+    )
+
+
+# -- what the LLM judges and the run's summary see --------------------------------------------------------
+
+
+def test_the_prompts_state_each_clips_language_and_mark_one_that_differs():
+    bp1, bp2 = said("Hola.", "es"), said("Bonjour.", "fr", 0.9)
+    case = Case(
+        "x",
+        None,
+        'Di "hola".',
+        (blueprint_view(bp1, KEYS), blueprint_view(bp2, KEYS)),
+        stored=(bp1, bp2),
+        instruction_language=ClipLanguage("es", None, "declared"),
+    )
+    for name in ("trace", "transcript"):
+        system, user = load_prompt(name).render(case)
+        assert "another language than the one asked for is not acceptable" in system["content"]
+        text = user["content"]
+        assert "language: Spanish (es), declared)" in text
+        assert "(language: Spanish (es), detected with probability 0.95)" in text
+        assert "(language: French (fr), detected with probability 0.90; not the instruction's language (Spanish))" in (
+            text
+        )
+    assert "another language than the one asked for" in load_prompt("audio").system
+
+
+def test_the_run_summary_counts_the_languages_heard():
+    spanish = ClipLanguage("es", 0.97, "detected")
+    heard = language_summary(
+        [
+            (spanish, said("Hola.", "es")),
+            (spanish, said("Hello.", "en")),
+            (spanish, {**said("...", None), "language": None}),
+        ]
+    )
+    assert heard == {"responses": {"es": 1, "en": 1, "not known": 1}, "instructions": {"es": 3}, "differ": 1, "of": 3}
+    assert ("language", "responses es 1, en 1, not known 1; 1 of 3 in another language than their instruction's") in (
+        rows({"clips": 3, "groups": {}, "languages": heard})
+    )
+    assert language_summary([(None, blueprint("Hello."))]) is None  # nothing recorded: nothing to say

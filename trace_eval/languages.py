@@ -1,0 +1,166 @@
+"""The languages a clip can be in: Whisper's codes, their names, and how each writes words.
+
+Codes are those Whisper uses (ISO 639-1 where one exists: `zh` for Mandarin, `haw` for Hawaiian, `yue` for
+Cantonese, which only large-v3 knows, and Whisper's own `jw` for Javanese). A manifest declares a clip's
+language with one of them (docs/benchmark.md), and the blueprint records one (`language.code`).
+
+Scripts that do not separate words with spaces (Chinese, Japanese, Thai, Lao, Khmer, Burmese, Tibetan) have no
+words to count in a transcript: their speaking rate is counted in characters (extractors/rate.py), and their
+transcripts are compared character by character (a character error rate rather than a word error rate).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+__all__ = ["LANGUAGES", "WITHOUT_SPACES", "characters", "code_problem", "language_name", "separates_words"]
+
+# Whisper's languages (openai/whisper tokenizer.py), in its order: code -> English name.
+LANGUAGES: dict[str, str] = {
+    "en": "English",
+    "zh": "Chinese",
+    "de": "German",
+    "es": "Spanish",
+    "ru": "Russian",
+    "ko": "Korean",
+    "fr": "French",
+    "ja": "Japanese",
+    "pt": "Portuguese",
+    "tr": "Turkish",
+    "pl": "Polish",
+    "ca": "Catalan",
+    "nl": "Dutch",
+    "ar": "Arabic",
+    "sv": "Swedish",
+    "it": "Italian",
+    "id": "Indonesian",
+    "hi": "Hindi",
+    "fi": "Finnish",
+    "vi": "Vietnamese",
+    "he": "Hebrew",
+    "uk": "Ukrainian",
+    "el": "Greek",
+    "ms": "Malay",
+    "cs": "Czech",
+    "ro": "Romanian",
+    "da": "Danish",
+    "hu": "Hungarian",
+    "ta": "Tamil",
+    "no": "Norwegian",
+    "th": "Thai",
+    "ur": "Urdu",
+    "hr": "Croatian",
+    "bg": "Bulgarian",
+    "lt": "Lithuanian",
+    "la": "Latin",
+    "mi": "Maori",
+    "ml": "Malayalam",
+    "cy": "Welsh",
+    "sk": "Slovak",
+    "te": "Telugu",
+    "fa": "Persian",
+    "lv": "Latvian",
+    "bn": "Bengali",
+    "sr": "Serbian",
+    "az": "Azerbaijani",
+    "sl": "Slovenian",
+    "kn": "Kannada",
+    "et": "Estonian",
+    "mk": "Macedonian",
+    "br": "Breton",
+    "eu": "Basque",
+    "is": "Icelandic",
+    "hy": "Armenian",
+    "ne": "Nepali",
+    "mn": "Mongolian",
+    "bs": "Bosnian",
+    "kk": "Kazakh",
+    "sq": "Albanian",
+    "sw": "Swahili",
+    "gl": "Galician",
+    "mr": "Marathi",
+    "pa": "Punjabi",
+    "si": "Sinhala",
+    "km": "Khmer",
+    "sn": "Shona",
+    "yo": "Yoruba",
+    "so": "Somali",
+    "af": "Afrikaans",
+    "oc": "Occitan",
+    "ka": "Georgian",
+    "be": "Belarusian",
+    "tg": "Tajik",
+    "sd": "Sindhi",
+    "gu": "Gujarati",
+    "am": "Amharic",
+    "yi": "Yiddish",
+    "lo": "Lao",
+    "uz": "Uzbek",
+    "fo": "Faroese",
+    "ht": "Haitian Creole",
+    "ps": "Pashto",
+    "tk": "Turkmen",
+    "nn": "Nynorsk",
+    "mt": "Maltese",
+    "sa": "Sanskrit",
+    "lb": "Luxembourgish",
+    "my": "Burmese",
+    "bo": "Tibetan",
+    "tl": "Tagalog",
+    "mg": "Malagasy",
+    "as": "Assamese",
+    "tt": "Tatar",
+    "haw": "Hawaiian",
+    "ln": "Lingala",
+    "ha": "Hausa",
+    "ba": "Bashkir",
+    "jw": "Javanese",
+    "su": "Sundanese",
+    "yue": "Cantonese",
+}
+
+# Written without spaces between words: Chinese and Cantonese (Han), Japanese, Thai, Lao, Khmer, Burmese, Tibetan.
+WITHOUT_SPACES = frozenset({"zh", "yue", "ja", "th", "lo", "km", "my", "bo"})
+
+# What people write for a language that Whisper codes otherwise.
+_ALIASES = {"cmn": "zh", "zho": "zh", "chi": "zh", "mandarin": "zh", "jv": "jw", "iw": "he", "nb": "no"}
+
+
+def separates_words(code: str) -> bool:
+    """Whether the language's script puts spaces between words (so that words can be counted)."""
+    return code not in WITHOUT_SPACES
+
+
+def characters(text: str) -> int:
+    """The characters of a text that are spoken: letters, ideographs, kana and digits (no spaces, no punctuation,
+    no combining marks, which belong to the letter before them)."""
+    return sum(c.isalnum() for c in text)
+
+
+def language_name(code: str | None) -> str:
+    """The English name of a code ("es" -> "Spanish"); the code itself when unknown."""
+    return LANGUAGES.get(code or "", code or "unknown")
+
+
+def code_problem(value: object) -> str | None:
+    """Why `value` is not a language code Whisper knows (with the code meant, where it can be told); None if it is."""
+    if isinstance(value, str) and value in LANGUAGES:
+        return None
+    meant = None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        base = text.replace("_", "-").split("-")[0]  # a region or script tag: es-ES, zh-Hans
+        by_name = {name.lower(): code for code, name in LANGUAGES.items()}
+        meant = next(
+            (
+                code
+                for code in (text, base, _ALIASES.get(text), _ALIASES.get(base), by_name.get(text))
+                if code in LANGUAGES
+            ),
+            None,
+        )
+        if meant is None:
+            close = difflib.get_close_matches(text, list(by_name), n=1, cutoff=0.8)
+            meant = by_name[close[0]] if close else None
+    hint = f"; did you mean {meant!r} ({LANGUAGES[meant]})?" if meant else ""
+    return f"{value!r} is not a language code Whisper knows (ISO 639-1, e.g. en, es, fr, zh){hint}"
