@@ -17,8 +17,8 @@ The model knows English accents only (CommonAccent's English part), yet it score
 speech. So it runs after asr, which settles each clip's language: a clip in another
 language gets null scores with the reason ("the accent model knows English accents
 only; this clip is fr"), and so does a clip whose language cannot be told (no speech),
-unless it was decoded as English (a recogniser that knows English only, or Whisper
-unsure and English the fallback: asr.language).
+unless it was decoded in English (asr.language: a recogniser that knows English only
+detects no language).
 
 Each clip runs in its own forward pass. ECAPA's convolutions see the padding of
 a batch (only its statistics pooling and squeeze-excitation use the lengths), so

@@ -622,14 +622,15 @@ class AsrExtractor(Extractor):
             if sound:
                 code = max(sound, key=lambda c: tried[c].avg_logprob)  # the first guess on a tie
                 probability = probabilities[code]
-            said = ", ".join(
-                f"{c} {probabilities[c]:.2f}: {tried[c].avg_logprob:.2f}" + ("" if c in sound else " (loops)")
+            said = "; ".join(
+                f"{c} (probability {probabilities[c]:.2f}): average log-probability {tried[c].avg_logprob:.2f}"
+                + ("" if c in sound else ", loops")
                 for c in candidates
             )
             detection = (
                 f"Whisper's language token was unsure (below asr.min_language_probability "
-                f"{cfg.min_language_probability:g}); the first 30 s decoded in each of its first guesses "
-                f"(probability: average log-probability of the transcript) {said}: {code} kept"
+                f"{cfg.min_language_probability:g}), so the first 30 s were decoded by beam search in its first "
+                f"guesses: {said}; {code} kept"
             )
         language = {"code": code, "probability": round(probability, 3), "source": "detected"}
         return ClipLanguage(language, None, code, detection)

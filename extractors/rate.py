@@ -201,9 +201,8 @@ class RateExtractor(Extractor):
         unit = WORDS if language is None or separates_words(language) else CHARACTERS
         quality = clip.blueprint.get("transcript_quality") or {}
         if words and quality.get("reliable") is False:
-            return _section(
-                unit, _none(unit, f"transcript unreliable: {quality.get('reason') or 'no reason recorded'}")
-            )
+            reason = f"transcript unreliable: {quality.get('reason') or 'no reason recorded'}"
+            return _section(unit, _none(unit, reason), language)
         rates = speaking_rates(words, clip.duration_s, self.config, unit)
         asr_reason = (clip.blueprint.get("asr") or {}).get("reason")
         if asr_reason and not words:  # say why there are no words (e.g. no speech detected)

@@ -2,7 +2,7 @@
 
     python scripts/real_speech_wer.py                         # English: LibriVox and Asterisk
     python scripts/real_speech_wer.py --languages es,fr --prompts 20   # Asterisk prompts in Spanish and French
-    python scripts/real_speech_wer.py --languages en,es,fr --speed      # and what each recogniser costs
+    python scripts/real_speech_wer.py --languages en,es --speed         # what each recogniser costs instead
 
 For each language: the word error rate (character error rate for languages written without spaces) with the
 language detected, as a benchmark that declares nothing gets it, and with it declared; how often the language
@@ -11,7 +11,7 @@ guesses (extractors/asr.py); unreliable transcripts. The prompts are tests/recor
 at least four words, no digits, spread over each package's list. Transcripts are compared after NFKC, case and
 accent folding (the Spanish transcripts mostly leave accents out).
 
---speed times the recogniser alone (the `asr` section: the other sections do not depend on the language) on
+--speed times, instead, the recogniser alone (the `asr` section: the other sections do not depend on the language) on
 the English clips and on the others, in CPU seconds (the process's, all its threads) per second of audio, for
 the recognisers the cpu profile can run: tiny.en alone (English only), base detecting and tiny.en decoding
 English (the profile), base for everything. The machine's load is printed: on a shared machine wall seconds
@@ -125,15 +125,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--languages", default="en", help="comma-separated: en (LibriVox + Asterisk), es, fr")
     parser.add_argument("--prompts", type=int, default=20, help="Asterisk prompts per language other than en")
-    parser.add_argument("--speed", action="store_true", help="also time each recogniser the cpu profile can run")
+    parser.add_argument("--speed", action="store_true", help="time each recogniser the cpu profile can run instead")
     args = parser.parse_args()
     by_language = {language: recordings(language, args.prompts) for language in args.languages.split(",")}
+    if args.speed:
+        speed(by_language)
+        return
     asr = AsrExtractor(RECOGNISERS[PROFILE])
     asr.load()
     for language, found in by_language.items():
         accuracy(language, asr, found)
-    if args.speed:
-        speed(by_language)
 
 
 if __name__ == "__main__":

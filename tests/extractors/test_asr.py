@@ -612,3 +612,19 @@ def test_fallback_temperatures_are_a_setting():
     assert AsrExtractor(AsrConfig(temperatures="0,0.5")).fingerprint() != AsrExtractor(AsrConfig()).fingerprint()
     with pytest.raises(ValueError, match="rising temperatures"):
         AsrExtractor(AsrConfig(temperatures="0.4,0.2"))
+
+
+def test_words_of_a_language_written_without_spaces_are_its_characters(tiny_random_whisper):
+    """As Whisper's and faster-whisper's tokenizers split zh, ja, th, lo, my, yue: word timings per character."""
+    from transformers import WhisperTokenizer
+
+    tokenizer = WhisperTokenizer.from_pretrained(tiny_random_whisper)
+
+    def decode(tokens):
+        return tokenizer.decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    tokens = tokenizer.encode("我们明天去北京。", add_special_tokens=False)
+    words, word_tokens = split_words(decode, tokens, "zh")
+    assert "".join(words) == "我们明天去北京。" and len(words) >= 7
+    assert [t for group in word_tokens for t in group] == tokens
+    assert split_words(decode, tokens, "en")[0] == ["我们明天去北京。"]  # split by spaces: one word

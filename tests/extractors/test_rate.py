@@ -154,6 +154,8 @@ def test_rates_from_an_unreliable_transcript_are_null_with_its_reason():
     assert in_words(section)[0] == {key: None for key in KEYS}
     for key in KEYS:
         assert section.null_reasons[f"{PROPS}.{key}"] == f"transcript unreliable: {loop}"
+    for key in CHAR_KEYS:  # the unit the language does not count in says so, whatever the transcript
+        assert section.null_reasons[f"{PROPS}.{key}"] == "words are separated by spaces in en: see Speech_Rate_WPM"
     reliable = run(
         {
             "duration_s": 4.0,
