@@ -100,6 +100,15 @@ from difflib import SequenceMatcher
 import fusion
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
+from trace_eval.judge.prosody_rules import (
+    MANNER_WORDS,
+    ProsodyCue,
+    ProsodyThresholds,
+    lead_margin,
+    prosody_cues,
+    shown_prosody,
+    without_stress_targets,
+)
 from trace_eval.rubrics import Rubric, load_rubric
 
 __all__ = [
@@ -118,7 +127,9 @@ __all__ = [
 # an answer no longer makes it slow); Content needs 75% of the quote's length, not 60% (half an answer passed).
 # 6: of two acceptable responses the much quieter one loses Voice Quality; an unrelated answer is a sure
 # Content loss (its confidence from the longer quoted words it says, not the function words every sentence has).
-CUES_VERSION = "6"
+# 7: prosody requests decided from agent_prosody (prosody_rules.py): a stressed word, a question or a statement,
+# a pause after each word, louder / quieter / higher / lower along the answer.
+CUES_VERSION = "7"
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,7 @@ class Thresholds:
     low_max_hz: float = 90.0
     emotion_min_score: float = 0.3  # or the top-scoring class
     pace_change_min_ratio: float = 1.8  # later over earlier speaking rate (or its inverse)
+    prosody: ProsodyThresholds = ProsodyThresholds()  # stressed words, endings, pauses, changes (prosody_rules.py)
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -267,6 +279,7 @@ class Instruction:
 
 def read_instruction(text: str) -> Instruction:
     """The quoted words to say, the manner asked for and the bracketed directives of an instruction."""
+    text = without_stress_targets(text)  # "stress 'fox'" asks how to say a word, not to say it again
     quoted = " ".join(next(g for g in groups if g) for groups in _QUOTED.findall(text))
     manner = _QUOTED.sub(" ", text)
     directives = tuple(d.strip() for d in _DIRECTIVE.findall(manner))
@@ -672,11 +685,15 @@ def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None],
     return check
 
 
-def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> list[_Cue]:
+def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) -> list[_Cue | ProsodyCue]:
     """The cues an instruction asks for, read from its words outside the quoted text (directives included)."""
-    text = read_instruction(instruction).manner.lower()
+    read = read_instruction(instruction)
+    text = read.manner.lower()
     words = _words(text)
-    cues: list[_Cue] = []
+    prosody = prosody_cues(instruction, read.quoted, read.manner, t.prosody, _words, lambda h, q: _same_word(h, q, t))
+    replaced = {name for cue in prosody for name in cue.replaces}
+    covered = {name for cue in prosody for name in cue.covers}
+    cues: list[_Cue | ProsodyCue] = []
     slow_at = next((i for i, w in enumerate(words) if w in SLOW_WORDS), None)
     fast_at = next((i for i, w in enumerate(words) if w in FAST_WORDS), None)
     if _SPEED_UP.search(text):
@@ -698,9 +715,15 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         cues.append(_Cue("high pitch", _pitch_check(True, t)))
     elif _LOW_PITCH.search(text):
         cues.append(_Cue("low pitch", _pitch_check(False, t)))
+    cues = [cue for cue in cues if cue.name not in replaced]  # "start quietly and get louder" is no "quiet"
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
-    cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
+    cues.extend(prosody)
+    cues.extend(
+        _Cue(manner, _not_measured)
+        for manner, asked in UNMEASURED_MANNERS.items()
+        if asked.search(text) and manner not in covered
+    )
     named = {cue.name for cue in cues}
     measured = (
         SLOW_WORDS
@@ -709,6 +732,7 @@ def paralinguistic_cues(instruction: str, t: Thresholds = DEFAULT_THRESHOLDS) ->
         | LOUD_WORDS
         | set(EMOTION_WORDS)
         | _NOT_A_MANNER
+        | MANNER_WORDS
         | {"high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
     )
     for found in _ASKED_MANNER.finditer(text):
@@ -773,6 +797,11 @@ def judge_paralinguistics(
         else:
             missing += [f"{cue.name}: {reading} for response {n}" for n, reading in unknown.items()]
     label, why = decide(oks, missing)
+    for cue in cues if label == "both_good" else ():
+        if isinstance(cue, ProsodyCue) and cue.better is not None:  # of two that stress the word, the clearer
+            better, reading, _ = cue.better(*bps)
+            notes.append(reading)
+            label = better or label
     return label, "; ".join(notes), why
 
 
@@ -959,9 +988,15 @@ def _cue_margin(name: str, bp: dict | None, t: Thresholds) -> Margin:
 
 
 def paralinguistics_margin(
-    instruction: str, bp1: dict | None, bp2: dict | None, t: Thresholds, doubts: tuple[str | None, str | None]
+    instruction: str,
+    bp1: dict | None,
+    bp2: dict | None,
+    t: Thresholds,
+    doubts: tuple[str | None, str | None],
+    label: str | None = None,
 ) -> Margin:
-    """Paralinguistics: every cue asked for against its threshold; no cue word is a default, not a reading."""
+    """Paralinguistics: every cue asked for against its threshold, and a stressed word's lead where it could
+    name the winner; no cue word is a default, not a reading."""
     cues = paralinguistic_cues(instruction, t)
     if not cues:
         return DEFAULT_MARGIN
@@ -974,7 +1009,7 @@ def paralinguistics_margin(
         checks, unknown = [], False
         for cue in cues:
             ok, _ = cue.check(seen)
-            distance = _cue_margin(cue.name, seen, t)
+            distance = cue.margin(seen) if isinstance(cue, ProsodyCue) else _cue_margin(cue.name, seen, t)
             if ok is None or distance is None:
                 unknown = unknown or ok is None or ok is True
                 if ok is False:  # a failure no margin measures: as sure as a reading at the threshold
@@ -982,7 +1017,9 @@ def paralinguistics_margin(
             else:
                 checks.append((ok, distance))
         margins.append(_response_margin(checks, unknown))
-    return _pair_margin(margins)
+    margin = _pair_margin(margins)
+    lead = lead_margin(cues, bp1, bp2, label)
+    return margin if margin is None or lead is None else min(margin, lead)
 
 
 def cue_confidence(
@@ -997,7 +1034,7 @@ def cue_confidence(
     margins = {
         "content": content_margin(instruction, bp1, bp2, t, doubts),
         "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality"), instruction),
-        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts),
+        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts, labels.get("paralinguistics")),
     }
     return {dim: confidence_of(m) for dim, m in margins.items() if labels.get(dim) is not None and m is not None}
 
@@ -1012,7 +1049,9 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     # Word timings go with the speaking-rate cues: only where agent_audio_properties is shown.
     timed = any(view and "agent_audio_properties" in view for view in case.blueprints)
     bp1, bp2 = (
-        None if view is None else {**view, "words": (stored or {}).get("words") if timed else None}
+        None
+        if view is None
+        else {**view, "words": (stored or {}).get("words") if timed else None, **shown_prosody(view, stored)}
         for view, stored in zip(case.blueprints, case.stored, strict=True)
     )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trace_eval.judge.cues import transcript_doubt
+from trace_eval.judge.unmeasured import extractor_record, unmeasured_reason
 
 __all__ = [
     "CUE_GROUPS",
@@ -81,24 +82,6 @@ def _missing_reason(group: CueGroup, blueprint: dict | None, drop: tuple[str, ..
     return unmeasured_reason(blueprint, ".".join(group.path), group.extractor)
 
 
-def _record(blueprint: dict, extractor: str) -> Any:
-    return ((blueprint.get("provenance") or {}).get("extractors") or {}).get(extractor)
-
-
-def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
-    """Why the value at the dotted `key` of `blueprint`, made by `extractor`, is missing: the extractor's
-    `null_reasons` for it, else the reason of its status (unavailable, failed)."""
-    record = _record(blueprint, extractor)
-    if not isinstance(record, dict):
-        return f"{extractor} extractor not run"
-    reason = (record.get("null_reasons") or {}).get(key)
-    if reason:
-        return str(reason)
-    if record.get("status") != "ok":
-        return str(record.get("reason") or f"{extractor} {record.get('status')}")
-    return "not measured (no reason recorded)"
-
-
 def cue_availability(
     blueprints: Iterable[dict | None], shown_keys: Iterable[str], drop: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -112,7 +95,7 @@ def cue_availability(
         missing = sum(reasons.values())
         used = group.path[0] in shown and (group.drop is None or group.drop not in drop)
         # Stand-in weights (trace_eval/standins.py) give values that look like cues and are random.
-        standin = sum(1 for bp in clips if bp and (_record(bp, group.extractor) or {}).get("standin"))
+        standin = sum(1 for bp in clips if bp and (extractor_record(bp, group.extractor) or {}).get("standin"))
         groups[group.name] = {
             "used": used,
             "measured": len(clips) - missing,
