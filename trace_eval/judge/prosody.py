@@ -155,7 +155,7 @@ def prompt_lines(section: dict) -> list[str]:
     lines = []
     words = section.get("words") or []
     ranked = [
-        f"{marked(str(words[entry['index']].get('word', '')))} {entry['prominence']:.1f}"
+        f"*{_bare(str(words[entry['index']].get('word', '')))}* {entry['prominence']:.1f}"
         for entry in section.get("prominent_words") or []
         if isinstance(entry, dict)
         and isinstance(entry.get("index"), int)
