@@ -46,6 +46,7 @@ __all__ = [
     "ProsodyCue",
     "ProsodyThresholds",
     "lead_margin",
+    "occurrences",
     "prosody_cues",
     "shown_prosody",
     "stress_targets",
@@ -184,9 +185,10 @@ def without_stress_targets(text: str) -> str:
     return _STRESS_QUOTED.sub(lambda m: text[m.start() : m.start(m.lastindex or 0) - 1], text)
 
 
-def _occurrences(section: dict, target: list[str], words: Words, same: SameWord) -> list[list[int]]:
-    """Each run of the section's words that says the target's words in order, as word indices."""
-    said = [words(str((w or {}).get("word", ""))) for w in section.get("words") or []]
+def occurrences(entries: list[dict], target: list[str], words: Words, same: SameWord) -> list[list[int]]:
+    """Each run of the recognised words (`entries`, {"word": ...} each) that says the target's words in order,
+    as word indices."""
+    said = [words(str((w or {}).get("word", ""))) for w in entries]
     runs = []
     for start in range(len(said)):
         run, k, i = [], 0, start
@@ -207,7 +209,7 @@ def _stressed(target: str, words: Words, same: SameWord) -> Callable[[dict], Rea
 
     def read(section: dict) -> Reading:
         entries = section.get("words") or []
-        runs = _occurrences(section, asked, words, same)
+        runs = occurrences(entries, asked, words, same)
         if not runs:
             return None, f"“{target}” not among the recognised words"
         scored = [entries[i]["prominence"] for run in runs for i in run if entries[i].get("prominence") is not None]
