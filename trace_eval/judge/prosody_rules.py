@@ -8,9 +8,9 @@ not recognise is left to cues.py (a manner no rule measures stays undetermined):
 - **Stress a word**: "emphasise 'fox'", "stress the word fox", "with emphasis on 'never'", "put the stress on
   'I'". The word is quoted, follows "the word", or is one of the quoted words to say; the quoted target is not
   a word to say (`without_stress_targets`). A response is acceptable when the word (matched against its
-  recognised words with the `cues` word matching: case, spelling slips) has a prominence of at least
-  `emphasis_min_prominence`: it stands out from the answer's words by a standard deviation (pitch, loudness
-  and length together), the extractor's own mark of a prominent word. Several occurrences: the most prominent;
+  recognised words with the `cues` word matching: case, spelling slips) has a prominence (pitch, loudness and
+  length together, each as a z-score over the answer's words, averaged) of at least `emphasis_min_prominence`:
+  about one standard deviation of prominence above the answer's typical word. Several occurrences: the most prominent;
   a quoted phrase: its most prominent word. Of two acceptable responses, the one whose word stands out more by
   `emphasis_clear_lead` wins. Unknown: the word not among the recognised words, or its prominence null.
 - **Ask it as a question** / **say it as a statement** ("rising intonation", "as a statement, not a question"):
@@ -58,7 +58,9 @@ __all__ = [
 class ProsodyThresholds:
     """Every number the prosody rules use. Prominence: standard deviations (z); pitch: semitones; level: dB."""
 
-    emphasis_min_prominence: float = 1.0  # the asked word stands out by this (the extractor's `prominent_z`)
+    # The asked word stands out: about one spread of prominence above the answer's typical word (prominence
+    # is a mean of three z-scores; its standard deviation over an answer's words is 0.55-0.8 on read speech).
+    emphasis_min_prominence: float = 0.75
     emphasis_clear_lead: float = 0.5  # of two responses that stress it, one whose word stands out this much more
     question_min_rise_st: float = 1.5  # a final rise this large asks; a smaller one states (the extractor's "rising")
     pause_each_min_share: float = 0.8  # share of the word boundaries with a pause: "after each word"
