@@ -57,6 +57,7 @@ CUE_GROUPS: tuple[CueGroup, ...] = (
     CueGroup("pitch", ("agent_audio_properties", "Mean_Pitch_Hz"), "pitch", "properties"),
     CueGroup("loudness", ("agent_audio_properties", "Integrated_Loudness_LUFS"), "loudness", "properties"),
     CueGroup("speaking rate", ("agent_audio_properties", "Speech_Rate_WPM"), "rate", "properties"),
+    CueGroup("prosody", ("agent_prosody",), "prosody", "prosody"),
 )
 
 
