@@ -439,7 +439,7 @@
       const text = contour ? `${ARROWS[contour]}` : "·";
       const title = contour ? `phrase ${first + 1}-${last + 1} ends ${contour} ${change > 0 ? "+" : ""}${change} st` :
         `phrase ${first + 1}-${last + 1}: ending not measured`;
-      after.set(last, [h("span", { class: "contour " + (contour || "none"), title }, text)]);
+      after.set(last, [h("span", { class: "ending " + (contour || "none"), title }, text)]);
     }
     for (const [word, seconds] of p.pauses) {
       if (!after.has(word)) after.set(word, []);
