@@ -30,6 +30,7 @@ __all__ = [
     "phrase_lines",
     "prominent_indices",
     "prompt_lines",
+    "readable_lines",
     "section_of",
 ]
 
@@ -168,3 +169,26 @@ def prompt_lines(section: dict) -> list[str]:
     if change:
         lines.append(f"last third against the first: {change}")
     return lines
+
+
+def readable_lines(section: dict) -> list[str]:
+    """The section for a person at a terminal (`show --prosody`): a line per word with its start and a bar as
+    long as it stands out (* prominent), then the prompt's lines."""
+    prominent = prominent_indices(section)
+    median = _number(section.get("speaker_median_pitch_hz"))
+    lines = [f"speaker's median pitch {median:.0f} Hz" if median else "speaker's median pitch unmeasured"]
+    lines.append(f"  {'word':<16} {'start':>6}  prominence")
+    for index, entry in enumerate(section.get("words") or []):
+        word, start, score = (
+            str(entry.get("word", "")).strip(),
+            _number(entry.get("start")),
+            _number(entry.get("prominence")),
+        )
+        at = "" if start is None else f"{start:.2f}"
+        if score is None:
+            shown = f"  -     {entry.get('reason') or ''}".rstrip()
+        else:
+            bar = "█" * max(0, min(12, round(score / 0.25)))
+            shown = f"{score:6.2f} {bar}{' *' if index in prominent else ''}"
+        lines.append(f"  {word:<16} {at:>6} {shown}".rstrip())
+    return lines + prompt_lines(section)
