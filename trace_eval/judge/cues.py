@@ -71,14 +71,17 @@ Rules, per dimension:
   high/low/deep -> mean pitch (at least 180 / at most 90 Hz); emotion words ->
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
   speaking rate of the later half of the words against the earlier half (word
-  timings, else the pace contour), changed 1.8 times or more. A response must
+  timings, else the pace contour), changed 1.8 times or more; a stressed word, a
+  question or a statement, a pause after each word, louder / quieter / higher /
+  lower along the answer -> the blueprint's agent_prosody (prosody_rules.py, its
+  own thresholds in `Thresholds.prosody`). A response must
   meet every cue found; with no cue word both are acceptable; a response with
   no speech at all (an empty transcript the blueprint trusts) meets none of the
   manners asked for. Unknown: a cue asked for that is null, dropped with --drop,
   or derived from a transcript marked unreliable (the signal-only syllable rate
   still stands in for the speaking rate), and a manner no rule measures
-  (`UNMEASURED_MANNERS`: an accent, singing, a robotic voice, intonation,
-  emphasis, pauses, imitation, politeness, sarcasm, warmth, excitement asked
+  (`UNMEASURED_MANNERS`: an accent, singing, a robotic voice, intonation or
+  emphasis or pauses the prosody rules do not read, imitation, politeness, sarcasm, warmth, excitement asked
   without an emotion word, other tones; and any other manner asked in words
   these rules do not know: "in a <word> tone", or an adverb on a speaking verb,
   "say it solemnly").
