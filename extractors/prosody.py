@@ -408,6 +408,8 @@ def _word_entries(words: list[_Word], speech_db: float | None, median_hz: float 
             pitch_range.append(None)
             if "pitch" not in w.reasons:
                 w.reasons["pitch_range"] = f"{n} voiced frames, fewer than {config.min_range_frames}"
+        if speech_db is None or w.level_db is None:
+            w.reasons["loudness"] = "no sounding frame inside any word: no speech level to compare with"
         loudness.append(w.level_db - speech_db if w.level_db is not None and speech_db is not None else None)
 
     # The clip's mean syllable duration over the words that have syllables and sounding time.
