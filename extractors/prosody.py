@@ -12,6 +12,20 @@ powers), on one 10 ms grid:
   threshold relative to the clip, gaps under 0.25 s kept as speech, bursts with
   no voicing dropped), applied to these levels.
 
+The recogniser's word times are moved onto the signal first. Whisper's word
+times (cross-attention alignment) run about 0.1 s late on clear speech, half a
+syllable: measured on its spans, a word takes its neighbour's first syllable. So
+the syllable nuclei of the signal (the voicing extractor's rule: level peaks
+standing out 2 dB, on voiced speech) are given to the words in order, each word
+taking about as many as its text has syllables, near its own time span (a small
+dynamic programme); the words' shift is the median move of the boundaries, and
+the assignment is made again from the shifted times until it settles. Between
+two words that hold nuclei, the boundary is the silence or the level minimum
+between them; a word holding none keeps its shifted times. `time_shift_s` says
+how far the recogniser's times were moved (null when no boundary could be
+placed); each word's `start` and `end` are the aligned times its values are
+measured on.
+
 Per word (one entry per recognised word, in order):
 
 - `pitch_median_st`, `pitch_range_st`: median and 90th-10th percentile span of the
@@ -23,13 +37,14 @@ Per word (one entry per recognised word, in order):
   word said at the clip's articulation rate is 1. Syllables are estimated from
   the text by script (`syllable_count`); null where no estimate exists.
 - `prominence`: the mean of the word's z-scores within the clip of pitch_median_st,
-  loudness_db and log2(duration_ratio), over those it has (each needs at least
-  `min_words` words with a value and some spread). A word that stands out on all
-  three by one standard deviation scores 1.
+  pitch_range_st, loudness_db and log2(duration_ratio), over those it has (each
+  needs at least `min_words` words with a value and some spread): a raised, moving,
+  louder or longer word stands out. One that stands out on all four by one
+  standard deviation scores 1.
 - `reason`: why a field of the word is null (field: reason; ...), else null.
 
-`prominent_words`: the words whose prominence is at least `prominent_z`, best
-first, at most `max_prominent`.
+`prominent_words`: the words whose prominence is at least `prominent_z` (0.5),
+best first, at most `max_prominent` (3).
 
 `pauses`: silent stretches of the signal (at least 0.25 s, between the first and
 last sounding frames), each placed at the word boundary it covers or lies
@@ -69,7 +84,7 @@ from extractors.loudness import block_powers, gated_loudness
 from extractors.pitch import Config as PitchConfig
 from extractors.pitch import track_pitch
 from extractors.voicing import Config as VoicingConfig
-from extractors.voicing import Stretches, sounding_frames
+from extractors.voicing import Stretches, nucleus_frames, sounding_frames
 
 __all__ = ["ProsodyConfig", "ProsodyExtractor", "syllable_count"]
 
@@ -77,6 +92,7 @@ SECTION = "agent_prosody"
 _HOP_S = 0.01  # the frame grid: the pitch tracker's step
 _SILENT_DB = -120.0  # level given to digital silence, so that percentiles stay finite
 _SENTENCE_END = frozenset(".?!;:…。？！；：")
+_ALIGN_BLOCK_WORDS = 200  # words aligned at once: the assignment's table grows with words x nuclei
 _END_S = 0.1  # a phrase ends on the pitch of its last tenth of a second of voice
 
 
@@ -85,8 +101,12 @@ class ProsodyConfig:
     level_block_s: float = 0.05  # K-weighted level blocks: a syllable nucleus, not a whole word
     min_voiced_frames: int = 3  # a word's median pitch needs this many voiced 10 ms frames
     min_range_frames: int = 5  # ...and its range this many
+    align_reach_s: float = 0.5  # a word may take syllable nuclei this far outside its recognised time span
+    align_seconds_per_cost: float = 0.1  # a nucleus this far outside its word costs as much as a syllable too many
+    align_skip_cost: float = 2.0  # a nucleus given to no word (a breath, a click) costs this many syllables
+    align_rounds: int = 3
     min_words: int = 3  # a z-score needs this many words with the value
-    prominent_z: float = 1.0  # prominence at which a word counts as standing out
+    prominent_z: float = 0.5  # prominence at which a word counts as standing out
     max_prominent: int = 3
     pause_reach_s: float = 0.3  # a pause further than this from every word boundary is not placed
     final_window_s: float = 0.5  # a phrase's ending: its last half second of voiced frames
@@ -200,6 +220,112 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------
+# Word times onto the signal
+
+
+def align_words(
+    spans: list[tuple[float, float]], syllables: list[int | None], frames: Frames, config: ProsodyConfig
+) -> tuple[list[tuple[float, float]], float | None]:
+    """The words' time spans moved onto the syllable nuclei of the signal, and the shift of the recogniser's times
+    (None, and the spans as given, when no boundary between two words could be placed)."""
+    nuclei = nucleus_frames(frames.level_db, frames.sounding, frames.voiced, VoicingConfig(time_step_s=_HOP_S))
+    shift: float | None = None
+    aligned = list(spans)
+    for _ in range(config.align_rounds):
+        moved = [(start + (shift or 0.0), end + (shift or 0.0)) for start, end in spans]
+        owned = _assign_nuclei(frames.times[nuclei], moved, [c or 1 for c in syllables], config)
+        aligned = _bounds(moved, [[int(nuclei[k]) for k in held] for held in owned], frames)
+        moves = [aligned[i][1] - spans[i][1] for i in range(len(spans) - 1) if owned[i] and owned[i + 1]]
+        if not moves:
+            break
+        settled = shift is not None and abs(float(np.median(moves)) - shift) < _HOP_S / 2
+        shift = float(np.median(moves))
+        if settled:
+            break
+    return aligned, shift
+
+
+def _assign_nuclei(
+    times: np.ndarray, spans: list[tuple[float, float]], syllables: list[int], config: ProsodyConfig
+) -> list[list[int]]:
+    """Nuclei (indices into `times`, in time order) for each word, a block of words at a time (memory stays
+    bounded on long clips)."""
+    owned: list[list[int]] = []
+    taken_up_to = 0
+    for low in range(0, len(spans), _ALIGN_BLOCK_WORDS):
+        block = spans[low : low + _ALIGN_BLOCK_WORDS]
+        first = max(taken_up_to, int(np.searchsorted(times, block[0][0] - config.align_reach_s)))
+        last = max(first, int(np.searchsorted(times, max(end for _, end in block) + config.align_reach_s)))
+        for nuclei in _assign_block(times[first:last], block, syllables[low : low + len(block)], config):
+            owned.append([first + k for k in nuclei])
+            taken_up_to = max([taken_up_to] + [first + k + 1 for k in nuclei])
+    return owned
+
+
+def _assign_block(
+    times: np.ndarray, spans: list[tuple[float, float]], syllables: list[int], config: ProsodyConfig
+) -> list[list[int]]:
+    """The monotone assignment of least cost: a word costs one per syllable it holds too many or too few, each
+    nucleus its distance outside its word's span (one per `align_seconds_per_cost`), a nucleus given to no word
+    `align_skip_cost`."""
+    n, m = len(spans), len(times)
+    steps = np.arange(m + 1) * config.align_skip_cost
+    cost = steps.copy()  # nuclei before the first word belong to none
+    taken = np.zeros((n, m + 1), dtype=np.int32)  # nuclei word i holds when the first i+1 words hold j; -1: skip
+    for i, ((start, end), count) in enumerate(zip(spans, syllables)):
+        row = cost + count  # the word holds none
+        outside = np.maximum(np.maximum(start - times, times - end), 0.0) / config.align_seconds_per_cost
+        first = int(np.searchsorted(times, start - config.align_reach_s))
+        last = int(np.searchsorted(times, end + config.align_reach_s))
+        for j in range(first + 1, last + 1):
+            held = 0.0
+            for k in range(1, min(count + 3, j - first) + 1):
+                held += outside[j - k]
+                c = cost[j - k] + abs(k - count) + held
+                if c < row[j]:
+                    row[j], taken[i, j] = c, k
+        # a nucleus between this word's and the next word's belongs to none
+        relative = row - steps
+        best = np.minimum.accumulate(relative)
+        taken[i, best < relative] = -1
+        cost = best + steps
+    owned: list[list[int]] = [[] for _ in range(n)]
+    i, j = n - 1, m
+    while i >= 0:
+        k = int(taken[i, j])
+        if k < 0:
+            j -= 1
+            continue
+        owned[i] = list(range(j - k, j))
+        i, j = i - 1, j - k
+    return owned
+
+
+def _bounds(spans: list[tuple[float, float]], owned: list[list[int]], frames: Frames) -> list[tuple[float, float]]:
+    """Spans whose shared boundaries lie between the nuclei of the words either side: at the silence there, else
+    at the lowest level; a word without nuclei keeps its span, inside its neighbours'."""
+    bounds = [list(span) for span in spans]
+    for i in range(len(spans) - 1):
+        if owned[i] and owned[i + 1]:
+            between = np.arange(owned[i][-1], owned[i + 1][0] + 1)
+            silent = between[~frames.sounding[between]]
+            if len(silent):
+                bounds[i][1], bounds[i + 1][0] = frames.times[silent[0]], frames.times[silent[-1]] + _HOP_S
+            else:
+                bounds[i][1] = bounds[i + 1][0] = frames.times[between[np.argmin(frames.level_db[between])]]
+    for i, (start, end) in enumerate(bounds):
+        if owned[i]:  # a word's span holds its own nuclei
+            start = min(start, frames.times[owned[i][0]] - _HOP_S)
+            end = max(end, frames.times[owned[i][-1]] + _HOP_S)
+        low = bounds[i - 1][1] if i > 0 and owned[i - 1] else -math.inf
+        high = bounds[i + 1][0] if i + 1 < len(bounds) and owned[i + 1] else math.inf
+        if min(end, high) - max(start, low) >= 2 * _HOP_S:  # else (a word the signal shows no syllable of) as given
+            start, end = max(start, low), min(end, high)
+        bounds[i] = [start, end]
+    return [(float(a), float(b)) for a, b in bounds]
+
+
+# ---------------------------------------------------------------------------------------
 # Per word
 
 
@@ -215,29 +341,37 @@ class _Word:
     reasons: dict[str, str]
 
 
-def _measure_word(word: dict, frames: Frames, median_hz: float | None, language: str | None, config) -> _Word:
-    text = str(word.get("word", "")).strip()
-    start, end = float(word["start"]), float(word["end"])
-    reasons: dict[str, str] = {}
-    syllables, why = syllable_count(text, language)
-    if why:
-        reasons["duration_ratio"] = why
+def _time_problem(start: float, end: float, frames: Frames) -> str | None:
+    """Why the recogniser's times of a word cannot place it, else None."""
+    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+        return "times unreliable: zero length" if end == start else "times unreliable: ends before it starts"
+    if start >= frames.times[-1]:
+        return "times unreliable: beyond the end of the audio"
+    return None
+
+
+def _measure_word(
+    text: str,
+    span: tuple[float, float],
+    syllables: tuple[int | None, str | None],
+    problem: str | None,
+    frames,
+    median_hz,
+) -> _Word:
+    start, end = span
     inside = frames.within(start, end)
-    if end <= start:
-        reasons = {"all": "times unreliable: zero length"}
-    elif not inside.any() and start >= frames.times[-1]:
-        reasons = {"all": "times unreliable: beyond the end of the audio"}
-    elif np.count_nonzero(inside) < 2:
-        reasons = {"all": "word shorter than 2 frames"}
-    if "all" in reasons:
-        return _Word(text, start, end, np.zeros(0), 0.0, None, syllables, reasons)
+    if problem is None and np.count_nonzero(inside) < 2:
+        problem = "word shorter than 2 frames"
+    if problem is not None:
+        return _Word(text, start, end, np.zeros(0), 0.0, None, syllables[0], {"all": problem})
+    reasons = {"duration_ratio": syllables[1]} if syllables[1] else {}
     voiced = inside & frames.voiced
     pitch = _semitones(frames.f0[voiced], median_hz) if median_hz else np.zeros(0)
     sounding = inside & frames.sounding
     level = _power_mean_db(frames.level_db[sounding if sounding.any() else inside])
     if not sounding.any():
         reasons["duration_ratio"] = "no sounding frame in the word's time span"
-    return _Word(text, start, end, pitch, float(np.count_nonzero(sounding)) * _HOP_S, level, syllables, reasons)
+    return _Word(text, start, end, pitch, float(np.count_nonzero(sounding)) * _HOP_S, level, syllables[0], reasons)
 
 
 def _zscores(values: list[float | None], min_count: int) -> list[float | None]:
@@ -274,6 +408,8 @@ def _word_entries(words: list[_Word], speech_db: float | None, median_hz: float 
             pitch_range.append(None)
             if "pitch" not in w.reasons:
                 w.reasons["pitch_range"] = f"{n} voiced frames, fewer than {config.min_range_frames}"
+        if speech_db is None or w.level_db is None:
+            w.reasons["loudness"] = "no sounding frame inside any word: no speech level to compare with"
         loudness.append(w.level_db - speech_db if w.level_db is not None and speech_db is not None else None)
 
     # The clip's mean syllable duration over the words that have syllables and sounding time.
@@ -286,22 +422,22 @@ def _word_entries(words: list[_Word], speech_db: float | None, median_hz: float 
             durations.append(None)
 
     log_durations = [None if d is None else math.log2(d) for d in durations]
-    z = [_zscores(values, config.min_words) for values in (pitch_median, loudness, log_durations)]
+    z = [_zscores(values, config.min_words) for values in (pitch_median, pitch_range, loudness, log_durations)]
     entries = []
     for k, w in enumerate(words):
         parts = [score for component in z if (score := component[k]) is not None]
         prominence = sum(parts) / len(parts) if parts else None
         if prominence is None and "all" not in w.reasons:
             w.reasons["prominence"] = (
-                f"nothing to compare: fewer than {config.min_words} words with a pitch, level or duration"
+                f"nothing to compare: fewer than {config.min_words} words with a pitch, pitch range, level or duration"
                 if len(words) >= config.min_words
                 else f"{len(words)} word(s): a prominence needs at least {config.min_words} to compare"
             )
         entries.append(
             {
                 "word": w.text,
-                "start": w.start,
-                "end": w.end,
+                "start": round(w.start, 2),
+                "end": round(w.end, 2),
                 "pitch_median_st": _round(pitch_median[k]),
                 "pitch_range_st": _round(pitch_range[k]),
                 "loudness_db": _round(loudness[k]),
@@ -485,7 +621,16 @@ def prosody(samples: np.ndarray, rate: int, words: list[dict], language: str | N
     frames = frame_tracks(samples, rate, config)
     voiced_f0 = frames.f0[frames.voiced]
     median_hz = float(np.median(voiced_f0)) if len(voiced_f0) * _HOP_S >= PitchConfig().min_voiced_s else None
-    measured = [_measure_word(w, frames, median_hz, language, config) for w in words]
+    texts = [str(w.get("word", "")).strip() for w in words]
+    spans = [(float(w["start"]), float(w["end"])) for w in words]
+    counted = [syllable_count(text, language) for text in texts]
+    problems = [_time_problem(start, end, frames) for start, end in spans]
+    placed = [k for k, problem in enumerate(problems) if problem is None]
+    aligned, shift = align_words([spans[k] for k in placed], [counted[k][0] for k in placed], frames, config)
+    duration_s = len(samples) / rate
+    for k, (start, end) in zip(placed, aligned):
+        spans[k] = (max(start, 0.0), min(end, duration_s))
+    measured = [_measure_word(*args, frames, median_hz) for args in zip(texts, spans, counted, problems)]
     sounding_in_words = np.zeros(len(frames.times), dtype=bool)
     for w in measured:
         if "all" not in w.reasons:
@@ -499,6 +644,7 @@ def prosody(samples: np.ndarray, rate: int, words: list[dict], language: str | N
     pauses = _pauses(measured, frames, config)
     return {
         "speaker_median_pitch_hz": _round(median_hz),
+        "time_shift_s": _round(shift),
         "words": entries,
         "prominent_words": [
             {"index": k, "word": entries[k]["word"], "prominence": entries[k]["prominence"]} for k in ranked

@@ -4,7 +4,9 @@
       -> map: decode once, resample once per model rate, run the per-clip signal
          extractors (CPU tasks, retried when a worker dies)
       -> map_batches per model extractor: an actor pool, each actor loading its model
-         once, sized by the extractor's `pool` (actors, GPU share, CPUs, clips per call)
+         once, sized by the extractor's `pool` (actors, GPU share, CPUs, clips per call);
+         an extractor that needs audio and the values of another (prosody after asr)
+         runs the same way, after the stages it depends on
       -> rows streamed back to the driver, which runs the audio-free dependants
          (speaking rate) and writes each blueprint as it arrives.
 
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from extractors import Clip, Extractor, ExtractorUnavailable
+from extractors import REGISTRY, Clip, Extractor, ExtractorUnavailable, Section
 from extractors.base import Pool
 from trace_eval.audio import Audio
 from trace_eval.remote import local_copy
@@ -36,6 +38,7 @@ from trace_eval.stage1.local import Decoded, decode_and_extract, load_per_clip, 
 from trace_eval.stage1.plan import Job, Plan
 from trace_eval.stage1.record import AudioInfo, Recorder
 from trace_eval.stage1.settings import coerce
+from trace_eval.store import apply_section, new_blueprint
 
 __all__ = ["EngineUnavailable", "connect", "execute", "resolve_device", "start_local"]
 
@@ -143,6 +146,7 @@ def _decode(row: dict, per_clip: list[tuple[type[Extractor], Any, str]], rates: 
     out = {
         "sha": row["sha"],
         "models": row["models"],
+        "stored": row["stored"],
         "error": dec.error or "",
         "info": "",
         "results": pickle.dumps(dec.sections),
@@ -192,11 +196,25 @@ class ModelActor:
             for i in chosen:
                 duration_s, _, channels = json.loads(batch["info"][i])
                 by_rate = {r: np.frombuffer(batch[f"audio_{r}"][i], dtype=np.float32) for r in self.rates}
-                clips.append(Clip(str(batch["sha"][i]), ShippedAudio(by_rate, duration_s, channels)))
+                audio = ShippedAudio(by_rate, duration_s, channels)
+                clips.append(Clip(str(batch["sha"][i]), audio, self._inputs(batch["stored"][i], results[i])))
             for i, (_, result, seconds) in zip(chosen, run_batched(self.ext, clips)):
                 results[i][name] = (result, seconds)
         batch["results"] = np.array([pickle.dumps(r) for r in results], dtype=object)
         return batch
+
+    def _inputs(self, stored: str, results: dict[str, tuple[Any, float | None]]) -> dict:
+        """The values a dependant reads, as the local engine gives them: the stored blueprint with the
+        sections its dependencies made on this run (a failed one's keys removed)."""
+        if not self.ext.depends_on:
+            return {}
+        blueprint = json.loads(stored) or new_blueprint("", 0.0, None, None)
+        for name in self.ext.depends_on:
+            if name in results:
+                result, _ = results[name]
+                values = result.values if isinstance(result, Section) else None
+                apply_section(blueprint, REGISTRY[name].outputs, {"name": name}, values)
+        return blueprint
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,15 +237,11 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     active = plan.active()
     by_name = plan.by_name
     per_clip = [e for e in plan.extractors if e.name in active and runs_in_workers(e)]
-    models = [e for e in plan.extractors if e.name in active and e.batched and e.sample_rate]
+    # Models, and per-clip extractors that need audio and another's values: actor stages in plan order, so a
+    # dependant's stage comes after those of what it depends on.
+    models = [e for e in plan.extractors if e.name in active and e.sample_rate and e not in per_clip]
     in_driver = [e for e in plan.extractors if e.name in active and e not in per_clip and e not in models]
     for ext in in_driver:
-        if ext.sample_rate:
-            raise ValueError(
-                f"{ext.name} needs audio and runs after {', '.join(ext.depends_on) or 'nothing'}: "
-                "the ray engine runs such extractors only when they are batched and depend on "
-                "nothing; use --engine local"
-            )
         try:
             ext.load()
         except ExtractorUnavailable as e:
@@ -245,6 +259,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             "path": plan.bench.source(j.path),
             "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
             "models": json.dumps([e.name for e in models if e.name in j.needed]),
+            "stored": json.dumps(j.blueprint or {}),  # what a dependant reads of sections not computed again
         }
         for j in todo
         if j not in audio_free
@@ -286,8 +301,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
         )
-    if rates:
-        ds = ds.drop_columns([f"audio_{r}" for r in rates])
+    ds = ds.drop_columns(["stored"] + [f"audio_{r}" for r in rates])
 
     pending = {row["sha"] for row in rows}
     for row in ds.iter_rows():
