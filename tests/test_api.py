@@ -17,7 +17,7 @@ import trace_eval
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main as cli
 from trace_eval.judge.caller import RetryPolicy
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "funasr", "litellm", "ray", "transformers", "speechbrain", "numpy")

@@ -16,7 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from trace_eval.cli import main as cli
-from trace_eval.store import BlueprintStore, migrate_bench, prune_store, store_info, verify_store
+from trace_eval.stage1.store import BlueprintStore, migrate_bench, prune_store, store_info, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SR = 16000

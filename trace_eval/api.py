@@ -6,7 +6,7 @@
     verdict.overall, verdict.labels, verdict.confidence
 
 `Judge` runs the same judging loop as `python -m trace_eval judge` (trace_eval/judge/judging.py) with the same
-answer cache; its clips go through Stage 1's pipeline and store (trace_eval/clips.py). The folder functions
+answer cache; its clips go through Stage 1's pipeline and store (trace_eval/stage1/clips.py). The folder functions
 (`blueprints`, `judge_bench`, `evaluate`, `leaderboard`) are what the commands call (`judge_bench`: the name
 `trace_eval.judge` is the judge's package).
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trace_eval.clips import AudioInput, ClipFolder
 from trace_eval.judge.options import JudgeOptions
 from trace_eval.rubrics import DEFAULT_RUBRIC
+from trace_eval.stage1.clips import AudioInput, ClipFolder
 
 __all__ = [
     "Judge",
@@ -338,7 +338,7 @@ class Judge:
         failures: dict[str, str] = {}
         wanted = [c for c in clips if c not in self._blueprints]
         if wanted:
-            from trace_eval.pipeline import BlueprintOptions
+            from trace_eval.stage1.pipeline import BlueprintOptions
 
             found, failures, summary = self.clips.blueprints(
                 wanted, BlueprintOptions(device=self.device, profile=self.profile, progress=False)
@@ -416,7 +416,7 @@ def blueprint(
     A clip Stage 1 cannot read raises MissingBlueprintsError with the reason.
     """
     from trace_eval.judge.runner import MissingBlueprintsError
-    from trace_eval.pipeline import BlueprintOptions
+    from trace_eval.stage1.pipeline import BlueprintOptions
 
     clips = ClipFolder(workdir)
     clip = clips.add(audio)
@@ -472,7 +472,7 @@ def blueprints(
     **settings: Any,
 ) -> Any:
     """`python -m trace_eval blueprints BENCH`: Stage 1 over a benchmark folder; returns its RunSummary."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
 
     options = BlueprintOptions(
         only=only, device=device, force=force, profile=profile, progress=progress, engine=engine, **settings

@@ -13,7 +13,7 @@ import pytest
 from trace_eval.audit import AuditOptions, run_audit
 from trace_eval.audit.report import copy_score
 from trace_eval.judge.runner import JudgeOptions
-from trace_eval.pipeline import BlueprintOptions
+from trace_eval.stage1.pipeline import BlueprintOptions
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 pytestmark = pytest.mark.skipif(not LIBRIVOX.is_dir(), reason="pocketsphinx-testdata is not installed")
@@ -28,7 +28,7 @@ READ = {  # clip: LibriVox utterance
 
 @pytest.fixture(scope="module")
 def audit(tmp_path_factory) -> tuple[dict, Path]:
-    from trace_eval.pipeline import run_blueprints
+    from trace_eval.stage1.pipeline import run_blueprints
 
     root = tmp_path_factory.mktemp("emphasis")
     bench = root / "bench"

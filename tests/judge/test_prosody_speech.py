@@ -68,8 +68,8 @@ RECORDED = {
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> dict[str, dict]:
     """The blueprint of every clip above, made by Stage 1 (the recogniser and the prosody extractor)."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.store import BlueprintStore
 
     root = tmp_path_factory.mktemp("prosody") / "bench"
     (root / "audio").mkdir(parents=True)

@@ -60,7 +60,7 @@ def _when(t: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.store import default_store, migrate_bench, prune_store, store_info, verify_store
+    from trace_eval.stage1.store import default_store, migrate_bench, prune_store, store_info, verify_store
 
     location = args.store or default_store()
     try:

@@ -66,6 +66,7 @@ __all__ = [
     "RunFolderInUse",
     "ResultsWriter",
     "locked",
+    "view_page",
     "read_results",
     "read_run_folder",
     "refuse",
@@ -75,6 +76,7 @@ __all__ = [
 
 FORMAT_VERSION = 2  # 2: confidence, confidence_source, confidence_reason, cascade
 RESULTS, CONFIG, SUMMARY = "results.jsonl", "config.json", "summary.json"
+VIEW = "view"  # RUNDIR/view: the audit page of one run (python -m trace_eval view RUNDIR)
 STATUSES = ("ok", "invalid", "error", "skipped")
 
 
@@ -87,6 +89,11 @@ class RunFolderInUse(RunFolderError):
 
 
 LOCK = ".lock"  # held (flock) by the process writing the folder; the OS releases it when that process ends
+
+
+def view_page(run_dir: str | Path) -> Path:
+    """Where `view RUNDIR` writes the page of one run."""
+    return Path(run_dir) / VIEW / "index.html"
 
 
 @contextlib.contextmanager
