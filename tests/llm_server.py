@@ -371,6 +371,7 @@ def prosody_section(
     steady = {"loudness_db": 0.5, "loudness": "steady", "pitch_st": -0.4, "pitch": "steady"}
     return {
         "speaker_median_pitch_hz": 150.0,
+        "time_shift_s": 0.0,
         "words": words,
         "prominent_words": [{"index": i, "word": said[i], "prominence": words[i]["prominence"]} for i in ranked[:3]],
         "phrases": phrases,
