@@ -1,67 +1,67 @@
 """The `cues` prosody rules on Stage 1's real output (the recogniser, then the prosody extractor): speech whose
-prosody is known from how it was made (espeak-ng SSML, `espeak-ng -m`; word gaps with `-g`), and recorded
-speech (LibriVox, Asterisk) where nothing is decided that the evidence does not hold.
+prosody is known from how it was made (espeak-ng SSML, made as scripts/bench_prosody.py makes its stressed words),
+and recorded speech (LibriVox, Asterisk) where nothing is decided that the evidence does not hold.
 
-The SSML is what Whisper tiny.en still hears word for word: a word made louder with `<prosody volume="x-loud">`
-(espeak-ng's `+6dB` moves the measured level of one word by about 1 dB; `<emphasis>` and a raised pitch on one
-word make the recogniser mishear it, "the quick round arc" for "the quick brown fox").
+A word is stressed with pitch, volume and rate together: `<emphasis>` alone, or `<prosody volume=...>` alone,
+moves the word's prominence too little to tell it from a plain reading (espeak-ng reads `volume="+6dB"` as +6 %),
+and Whisper tiny.en mishears some stressed words ("the quick round arc" for "the quick brown fox").
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 from trace_eval.judge.cues import judge_case
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 from trace_eval.rubrics import load_rubric
+from trace_eval.synth import Voice, have_tools, speak
 
+bench = load_script("bench_prosody")
 TRACE = load_rubric("trace")
 KEYS = load_prompt("trace").blueprint_keys
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}
-LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
-ASTERISK = Path("/usr/share/asterisk/sounds/en")
 pytestmark = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None or not LIBRIVOX.is_dir() or not ASTERISK.is_dir(),
-    reason="needs espeak-ng, pocketsphinx-testdata and asterisk-core-sounds-en-wav (.ci/run installs them)",
+    not have_tools() or not bench.LIBRIVOX.is_dir() or not bench.ASTERISK.is_dir(),
+    reason="needs espeak-ng, sox, pocketsphinx-testdata and asterisk-core-sounds-en-wav (.ci/run installs them)",
 )
 
 FOX = "The quick brown fox jumps over the lazy dog."
 MONEY = "I never said she stole my money."
+GARDEN = "The children played in the garden all afternoon."
 ROAD = "We will keep on fighting till the very end of the long and winding road."
-LOUD = '<prosody volume="x-loud">{}</prosody>'
-SPOKEN = {  # name: (SSML, espeak-ng options)
-    "fox": (FOX, ()),
-    "fox-loud-fox": (FOX.replace("fox", LOUD.format("fox")), ()),
-    "money-loud-said": (MONEY.replace("said", LOUD.format("said")), ()),
-    "money-loud-stole": (MONEY.replace("stole", LOUD.format("stole")), ()),
-    "question": ("Is it raining outside today?", ()),
-    "statement": ("It is raining outside today.", ()),
-    "fox-word-gaps": (FOX, ("-g", "40")),  # 400 ms between words
-    "road": (ROAD, ()),
+STRESSED = "pitch, volume, rate"  # <prosody pitch="+50%" volume="+100%" rate="-30%"> around the word
+SPOKEN = {  # name: (SSML or text, the word stressed and how, or None)
+    "money": (MONEY, None),
+    "money-said": (MONEY, ("said", STRESSED)),
+    "money-stole": (MONEY, ("stole", STRESSED)),
+    "garden-children": (GARDEN, ("children", STRESSED)),
+    "garden-garden": (GARDEN, ("garden", STRESSED)),
+    "fox": (FOX, None),
+    "question": ("Is it raining outside today?", None),
+    "statement": ("It is raining outside today.", None),
+    "fox-word-gaps": ("<speak>" + ' <break time="400ms"/> '.join(FOX.split()) + "</speak>", None),
+    "road": (ROAD, None),
     "road-louder": (
-        '<prosody volume="x-soft">We will keep on fighting</prosody> till the very end '
-        '<prosody volume="x-loud">of the long and winding road.</prosody>',
-        (),
+        '<speak><prosody volume="x-soft">We will keep on fighting</prosody> till the very end '
+        '<prosody volume="x-loud">of the long and winding road.</prosody></speak>',
+        None,
     ),
     "road-higher": (
-        '<prosody pitch="-40%">We will keep on fighting</prosody> till the very end '
-        '<prosody pitch="+60%">of the long and winding road.</prosody>',
-        (),
+        '<speak><prosody pitch="-40%">We will keep on fighting</prosody> till the very end '
+        '<prosody pitch="+60%">of the long and winding road.</prosody></speak>',
+        None,
     ),
 }
 RECORDED = {
-    "amiable-himself": LIBRIVOX
-    / "sense_and_sensibility_01_austen_64kb-0930.wav",  # he might even have been made amiable himself
-    "amiable-woman": LIBRIVOX
-    / "sense_and_sensibility_01_austen_64kb-0920.wav",  # had he married a more amiable woman ...
-    "mailbox": ASTERISK / "vm-login.wav",  # Comedian Mail. Mailbox?
-    "goodbye": ASTERISK / "vm-goodbye.wav",  # Goodbye
+    "amiable-himself": bench.LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav",  # he might even have been ...
+    "amiable-woman": bench.LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0920.wav",  # had he married a more ...
+    "mailbox": bench.ASTERISK / "vm-login.wav",  # Comedian Mail. Mailbox?
+    "goodbye": bench.ASTERISK / "vm-goodbye.wav",  # Goodbye
 }
 
 
@@ -73,14 +73,12 @@ def stored(tmp_path_factory) -> dict[str, dict]:
 
     root = tmp_path_factory.mktemp("prosody") / "bench"
     (root / "audio").mkdir(parents=True)
-    for name, (ssml, options) in SPOKEN.items():
-        raw = root / f"{name}.raw.wav"
-        subprocess.run(["espeak-ng", "-m", "-v", "en-us", *options, "-w", str(raw), ssml], check=True)
-        subprocess.run(
-            ["sox", "-D", "-R", str(raw), "-b", "16", "-c", "1", str(root / "audio" / f"{name}.wav"), "rate", "16000"],
-            check=True,
-        )
-        raw.unlink()
+    for name, (text, stress) in SPOKEN.items():
+        out = root / "audio" / f"{name}.wav"
+        if stress:
+            bench.synthetic(text, *stress, out)
+        else:
+            speak(text, out, Voice(wpm=150, ssml=text.startswith("<speak>")))
     for name, path in RECORDED.items():
         shutil.copyfile(path, root / "audio" / f"{name}.wav")
     names = [*SPOKEN, *RECORDED]
@@ -120,8 +118,9 @@ def paralinguistics(stored: dict, instruction: str, first: str, second: str) -> 
 @pytest.mark.parametrize(
     "instruction, stressing, other",
     [
-        (f"Say '{FOX[:-1]}', stressing 'fox'.", "fox-loud-fox", "fox"),
-        (f"Say '{MONEY[:-1]}' with the emphasis on the word said.", "money-loud-said", "money-loud-stole"),
+        (f"Say '{MONEY[:-1]}', stressing 'said'.", "money-said", "money-stole"),
+        (f"Say '{MONEY[:-1]}' with the emphasis on 'stole'.", "money-stole", "money"),
+        (f"Say '{GARDEN[:-1]}' and stress the word children.", "garden-children", "garden-garden"),
     ],
 )
 def test_cues_picks_the_answer_that_stresses_the_asked_word(stored, instruction, stressing, other):
