@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import fusion
-from trace_eval.io import atomic_write_text, read_json, write_json
+from trace_eval.io import atomic_write_text, close_match, read_json, write_json
 from trace_eval.judge.confidence import OVERALL, overall_confidence
 from trace_eval.rubrics import Rubric, RubricError, rubric_of_run
 
@@ -200,6 +200,8 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     """RUNDIR/config.json ({} for a folder without one); raises RunFolderError when the folder has no
     results.jsonl or its config.json is not JSON."""
     folder = Path(folder)
+    if not folder.exists():
+        raise RunFolderError(f"{folder}: no such folder{close_match(folder)}")
     if not (folder / RESULTS).is_file():
         raise RunFolderError(f"{folder}: no {RESULTS}; expected a folder written by `python -m trace_eval judge`")
     config_path = folder / CONFIG

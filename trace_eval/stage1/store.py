@@ -41,7 +41,7 @@ from trace_eval.io import atomic_write_text, read_json, write_json
 from trace_eval.items import Pair
 from trace_eval.resources import user_cache_dir
 from trace_eval.schemas import validation_errors
-from trace_eval.stage1.shelf import Shelf, display_location, is_url, open_shelf
+from trace_eval.stage1.shelf import Shelf, check_folder, display_location, is_url, open_shelf
 
 __all__ = [
     "BlueprintStore",
@@ -68,7 +68,10 @@ BENCH_STORE = "bench"  # --store bench: the blueprints live in BENCH/blueprints,
 def default_store() -> str:
     """The user-level store: $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
     $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset), as the judge's answer cache is found."""
-    return os.environ.get("TRACE_STORE") or str(user_cache_dir("blueprints"))
+    named = os.environ.get("TRACE_STORE")
+    if named and not is_url(named):
+        check_folder(Path(named).expanduser().resolve(), "$TRACE_STORE=")
+    return named or str(user_cache_dir("blueprints"))
 
 
 def ref_name(bench_root: Path) -> str:
