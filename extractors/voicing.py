@@ -107,11 +107,17 @@ def sounding_frames(intensity_db: np.ndarray, voiced: np.ndarray, config: Config
     return sounding
 
 
-def syllable_nuclei(intensity_db: np.ndarray, sounding: np.ndarray, voiced: np.ndarray, config: Config) -> int:
+def nucleus_frames(intensity_db: np.ndarray, sounding: np.ndarray, voiced: np.ndarray, config: Config) -> np.ndarray:
+    """Frames of syllable nuclei: intensity peaks standing out `min_dip_db` from the dips around them, on
+    voiced frames of speech."""
     from scipy.signal import find_peaks
 
     peaks, _ = find_peaks(intensity_db, prominence=config.min_dip_db)
-    return int(np.count_nonzero(sounding[peaks] & voiced[peaks]))
+    return peaks[sounding[peaks] & voiced[peaks]]
+
+
+def syllable_nuclei(intensity_db: np.ndarray, sounding: np.ndarray, voiced: np.ndarray, config: Config) -> int:
+    return len(nucleus_frames(intensity_db, sounding, voiced, config))
 
 
 @register

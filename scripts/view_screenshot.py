@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--pair", help="the pair shown (default: the first)")
     parser.add_argument("--play", type=float, default=1.2, help="seconds of response 1 played first")
     parser.add_argument("--size", default="1360x900", help="window, WIDTHxHEIGHT")
+    parser.add_argument("--at", metavar="SELECTOR", help="scroll this element into view first (e.g. .responses)")
     args = parser.parse_args()
     problem = browser_problem()
     if problem:
@@ -44,6 +45,8 @@ def main() -> int:
             browser.execute_script(play)
             time.sleep(args.play)
             browser.execute_script("document.querySelector('audio[data-role=\"1\"]').pause()")
+            if args.at:
+                browser.execute_script("document.querySelector(arguments[0]).scrollIntoView()", args.at)
             browser.save_screenshot(str(args.png))
         finally:
             browser.quit()

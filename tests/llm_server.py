@@ -291,8 +291,12 @@ def blueprint(
     wpm: float | None = 150.0,
     emotion: dict[str, float] | None = None,
     pace: list[float] | None = None,
+    prosody: dict | None = None,
 ) -> dict:
-    """Blueprint values (without provenance) with the cues the judge reads."""
+    """Blueprint values (without provenance) with the cues the judge reads; prosody by default a plain
+    statement of the transcript's words (`prosody_section`), none without speech."""
+    if prosody is None and transcript:
+        prosody = prosody_section(transcript)
     return {
         "agent_response": transcript,
         "agent_emotion": emotion if emotion is not None else {"neutral": 0.7, "happy": 0.2, "sad": 0.1},
@@ -312,6 +316,67 @@ def blueprint(
             "Pace_Contour_WPM": pace if pace is not None else [wpm or 0.0] * 4,
         },
         "agent_voicing": {"Voiced_Fraction": 0.6, "Pause_Count": 1, "Syllable_Rate_Per_S": 4.2},
+        "agent_prosody": prosody,
+    }
+
+
+def prosody_section(
+    text: str,
+    prominence: dict[str, float | None] | None = None,
+    ending_st: float | None = -3.0,
+    paused_after: tuple[int, ...] = (),
+    changes: dict | None = None,
+) -> dict:
+    """An agent_prosody section written by hand, in the extractor's layout (extractors/prosody.py): the words of
+    `text` 0.3 s each, `prominence` by word (others 0, or -0.3 beside a prominent one), a phrase break and a
+    0.4 s pause after each index of `paused_after`, each phrase ending `ending_st` semitones, and `changes`."""
+    said = text.split()
+    scores = {w.strip(".,?!").lower(): p for w, p in (prominence or {}).items()}
+    words, at = [], 0.2
+    for i, word in enumerate(said):
+        score = scores.get(word.strip(".,?!").lower(), -0.3 if scores else 0.0)
+        words.append(
+            {
+                "word": word,
+                "start": round(at, 2),
+                "end": round(at + 0.3, 2),
+                "pitch_median_st": 0.0,
+                "pitch_range_st": 1.0,
+                "loudness_db": 0.0,
+                "duration_ratio": 1.0,
+                "prominence": score,
+                "reason": None if score is not None else "prominence: no voiced frame, no level",
+            }
+        )
+        at += 0.3 + (0.4 if i in paused_after else 0.05)
+    ranked = sorted(
+        (i for i, w in enumerate(words) if (w["prominence"] or 0) >= 1.0), key=lambda i: -words[i]["prominence"]
+    )
+    contour = None
+    if ending_st is not None:
+        contour = "rising" if ending_st >= 1.5 else "falling" if ending_st <= -1.5 else "level"
+    phrases, first = [], 0
+    for last in sorted({*paused_after, len(words) - 1}) if words else []:
+        phrases.append(
+            {
+                "first_word": first,
+                "last_word": last,
+                "text": " ".join(said[first : last + 1]),
+                "final_contour": contour,
+                "final_change_st": ending_st,
+                "reason": None if contour else "4 voiced frame(s) in the phrase's last 0.5 s, fewer than 10",
+            }
+        )
+        first = last + 1
+    steady = {"loudness_db": 0.5, "loudness": "steady", "pitch_st": -0.4, "pitch": "steady"}
+    return {
+        "speaker_median_pitch_hz": 150.0,
+        "time_shift_s": 0.0,
+        "words": words,
+        "prominent_words": [{"index": i, "word": said[i], "prominence": words[i]["prominence"]} for i in ranked[:3]],
+        "phrases": phrases,
+        "pauses": [{"after_word": i, "word": said[i], "duration_s": 0.4} for i in paused_after],
+        "changes": changes or {**steady, "rate_ratio": 1.0, "rate": "steady", "reason": None},
     }
 
 

@@ -31,6 +31,7 @@ class Voice:
     noise_db: float | None = None  # white noise level in dBFS mixed in; None for clean
     sample_rate: int = 16000
     pad_s: float = 0.0  # silence added before and after
+    ssml: bool = False  # the text is SSML (espeak-ng -m): <emphasis>, <prosody pitch= rate= volume=>, <break>
 
 
 def have_tools() -> bool:
@@ -68,6 +69,7 @@ def speak(text: str, out: str | Path, voice: Voice = Voice()) -> Path:
                 str(voice.amplitude),
                 "-w",
                 str(raw),
+                *(["-m"] if voice.ssml else []),
                 text,
             ]
         )

@@ -9,7 +9,7 @@ import pyloudnorm
 import pytest
 
 from trace_eval.audio import load_audio
-from trace_eval.audit.probes import MAX_PEAK, PROBES, probe_seed, speech_power
+from trace_eval.audit.probes import MAX_PEAK, PROBES, ClipWords, WordChoice, probe_seed, speech_power
 
 SPEECH = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0930.wav")
 pytestmark = pytest.mark.skipif(not SPEECH.is_file(), reason="pocketsphinx-testdata is not installed")
@@ -21,8 +21,28 @@ def speech() -> tuple[np.ndarray, int]:
     return audio.samples, audio.sample_rate
 
 
-def _make(name: str, samples: np.ndarray, rate: int):
-    changed = PROBES[name].make(samples, rate, probe_seed("0" * 64, name))
+# Word times of SPEECH ("he might even have been made amiable himself") as a recogniser gives them.
+WORDS = [
+    {"word": " He", "start": 0.20, "end": 0.34},
+    {"word": " might", "start": 0.34, "end": 0.60},
+    {"word": " even", "start": 0.60, "end": 0.86},
+    {"word": " have", "start": 0.86, "end": 1.00},
+    {"word": " been", "start": 1.00, "end": 1.10},
+    {"word": " made", "start": 1.10, "end": 1.40},
+    {"word": " amiable", "start": 1.40, "end": 1.90},
+    {"word": " himself.", "start": 1.90, "end": 2.50},
+]
+WORD_PROBES = {"emphasis-asked": "Say it, stressing 'amiable'.", "emphasis-unasked": "Read it aloud."}
+
+
+def _make(name: str, samples: np.ndarray, rate: int, words: list[dict] = WORDS):
+    probe, seed = PROBES[name], probe_seed("0" * 64, name)
+    if probe.choose is None:
+        changed = probe.make(samples, rate, seed)
+    else:
+        choice = probe.choose(ClipWords(words, WORD_PROBES[name]), seed)
+        assert isinstance(choice, WordChoice), choice
+        changed = probe.make(samples, rate, seed, choice)
     reference = samples if changed.reference is None else changed.reference
     return changed, reference
 
@@ -119,3 +139,47 @@ def test_every_probe_is_deterministic(speech):
         a, _ = _make(name, short, rate)
         b, _ = _make(name, short, rate)
         assert np.array_equal(a.samples, b.samples), name
+
+
+def _level_db(samples: np.ndarray, rate: int, start: float, end: float) -> float:
+    span = samples[int(start * rate) : int(end * rate)].astype(np.float64)
+    return float(10 * np.log10(np.mean(span**2)))
+
+
+def test_emphasis_makes_the_asked_word_louder_in_the_reference_and_another_in_the_copy(speech):
+    samples, rate = speech
+    changed, reference = _make("emphasis-asked", samples, rate)
+    assert changed.notes["reference_word"] == "amiable" and changed.notes["copy_word"] != "amiable"
+    copy_word = next(w for w in WORDS if w["word"].strip() == changed.notes["copy_word"])
+    asked = WORDS[6]
+    # Inside each word (clear of its 10 ms fades) 6 dB above the other side; outside both words, the same samples.
+    for word, louder, quieter in ((asked, reference, changed.samples), (copy_word, changed.samples, reference)):
+        inner = (word["start"] + 0.011, word["end"] - 0.011)
+        assert _level_db(louder, rate, *inner) - _level_db(quieter, rate, *inner) == pytest.approx(6.0, abs=0.01)
+    outside = np.ones(len(samples), dtype=bool)
+    for word in (asked, copy_word):
+        outside[int(word["start"] * rate) : int(word["end"] * rate) + 1] = False
+    assert np.allclose(changed.samples[outside], reference[outside], atol=1e-7)
+    assert np.max(np.abs(changed.samples)) <= MAX_PEAK + 1e-6 and np.max(np.abs(reference)) <= MAX_PEAK + 1e-6
+
+
+ASKED_ELSEWHERE = "the instruction asks for emphasis (the emphasis-asked probe's)"
+
+
+@pytest.mark.parametrize(
+    "name, clip, why",
+    [
+        ("emphasis-asked", ClipWords(WORDS, "Read it aloud."), "the instruction asks to stress no word"),
+        ("emphasis-asked", ClipWords(WORDS, "Stress 'money'."), "“money” is not among the clip's recognised words"),
+        (
+            "emphasis-asked",
+            ClipWords(None, "Stress 'even'.", "no blueprint of the answer"),
+            "no blueprint of the answer",
+        ),
+        ("emphasis-unasked", ClipWords(WORDS, "Say it, stressing 'amiable'."), ASKED_ELSEWHERE),
+        ("emphasis-unasked", ClipWords(WORDS, "Read it with emphasis on a different word."), ASKED_ELSEWHERE),
+        ("emphasis-unasked", ClipWords(WORDS[3:5], "Read it."), "fewer than two different words long enough to stress"),
+    ],
+)
+def test_a_word_probe_says_why_a_clip_has_no_word_to_change(name, clip, why):
+    assert PROBES[name].choose(clip, 0) == why

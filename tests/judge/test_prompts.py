@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from llm_server import PairSpec, blueprint, write_benchmark
+from llm_server import PairSpec, blueprint, prosody_section, write_benchmark
 
 from trace_eval.bench import load_benchmark
 from trace_eval.judge.cues import judge_case, paralinguistic_cues, split_instruction
@@ -64,6 +64,27 @@ def test_trace_prompt_shows_instruction_and_both_blueprints(tmp_path):
     for key in ("agent_emotion", "agent_accent", "agent_audio_quality", "agent_audio_properties", "agent_voicing"):
         assert key in first
     assert "provenance" not in first and "format_version" not in first
+
+
+def test_trace_prompt_shows_prosody_as_a_line_per_phrase_never_a_number_per_word(tmp_path):
+    text = "Is it raining, or is it snowing?"
+    changes = {"loudness_db": 6.1, "loudness": "louder", "pitch_st": 0.4, "pitch": "steady"}
+    changes |= {"rate_ratio": 0.8, "rate": "slower", "reason": None}
+    section = prosody_section(
+        text, {"raining,": 1.9, "snowing?": 1.2}, ending_st=4.1, paused_after=(2,), changes=changes
+    )
+    bench, pair = _bench(tmp_path, response_1=blueprint(text, prosody=section))
+    prompt = load_prompt("trace")
+    system, user = prompt.render(build_cases(bench, [pair], TRACE, prompt, drop=())[0]["a"][0])
+    assert "agent_prosody" in system["content"] and "*asterisks*" in system["content"]
+    assert _blueprint_json(user["content"], 1)["agent_prosody"] == [
+        "prominent: *raining* 1.9, *snowing* 1.2",
+        "phrase 1 “Is it *raining*,” rising +4.1 st; pause 0.40 s after “raining”",
+        "phrase 2 “or is it *snowing*?” rising +4.1 st",
+        "last third against the first: louder by 6.1 dB, pitch steady (+0.4 st), slower by 20%",
+    ]
+    assert "prominence" not in user["content"] and "pitch_median_st" not in user["content"]
+    assert prompt.version >= 4
 
 
 def test_instruction_text_is_used_when_there_is_no_transcript(tmp_path):

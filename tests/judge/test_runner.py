@@ -101,7 +101,7 @@ def test_valid_fenced_prose_and_release_key_answers(bench, server, tmp_path):
     # litellm does not know this model, but a server of --api-base is asked for structured output (auto)
     assert body["response_format"]["type"] == "json_schema"
     config = json.loads((outcome.out / "config.json").read_text())
-    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v4"
+    assert config["bench"] == str(bench.resolve()) and config["prompt_version"] == "trace-v5"
     assert "dummy" not in (outcome.out / "config.json").read_text()  # no API key in the run folder
     summary = json.loads((outcome.out / "summary.json").read_text())
     assert summary["status"]["ok"] == 4 and summary["tokens"] == {"prompt": 400, "completion": 80}

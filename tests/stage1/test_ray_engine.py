@@ -139,6 +139,7 @@ def test_ray_gives_the_blueprints_of_the_local_engine_and_a_second_run_computes_
         assert {e["engine"] for e in b["provenance"]["extractors"].values()} == {"ray"}
         assert comparable(a) == comparable(b)
         assert b["agent_response"] and b["agent_audio_quality"] and b["agent_audio_properties"]["Speech_Rate_WPM"]
+        assert b["agent_prosody"]["words"]  # needs the audio and asr's words: an actor stage after asr's
 
     again = run_blueprints(tmp_path / "ray", options(**common))
     assert again.computed == 0 and again.cached == 3 and not again.unavailable
@@ -368,3 +369,24 @@ def test_a_model_after_another_reads_its_values_and_the_declared_language_as_loc
     finally:
         REGISTRY.pop(Heard.name, None)
         REGISTRY.pop(HeardAfter.name, None)
+
+
+def test_a_dependant_that_needs_audio_reads_the_stored_section_it_depends_on(tmp_path):
+    # prosody needs the audio and asr's words. With asr stored and only prosody stale, both engines give it
+    # the stored words.
+    speak("Is it raining in the city tonight?", tmp_path / "local" / "audio" / "q.wav", Voice(wpm=140))
+    items = [{"id": "q", "audio_path": "audio/q.wav", "instruction_text": "(clip)"}]
+    (tmp_path / "local" / "manifest.json").write_text(json.dumps(items))
+    shutil.copytree(tmp_path / "local", tmp_path / "ray")
+    common = dict(device="cpu", profile="cpu", store="bench")
+    for root, make in (
+        (tmp_path / "local", lambda **kw: BlueprintOptions(progress=False, **kw)),
+        (tmp_path / "ray", options),
+    ):
+        assert run_blueprints(root, make(only=["asr"], **common)).sections == {"asr": {"ok": 1}}
+        second = run_blueprints(root, make(only=["prosody"], **common))
+        assert second.sections["prosody"] == {"ok": 1} and second.sections["asr"] == {"cached": 1}
+    a = BlueprintStore(tmp_path / "local").get_by_path("audio/q.wav")
+    b = BlueprintStore(tmp_path / "ray").get_by_path("audio/q.wav")
+    assert comparable(a) == comparable(b)
+    assert len(b["agent_prosody"]["words"]) == len(b["words"]) > 3

@@ -189,6 +189,35 @@ def test_the_word_being_spoken_is_highlighted_as_the_answer_plays(browser, examp
     assert_quiet_and_offline(browser, example_page)
 
 
+def test_the_words_show_how_far_each_stands_out_and_how_each_phrase_ends(browser, example_page, screenshots):
+    open_page(browser, example_page, "#pair=mini-07")
+    data = read_page_data(example_page)
+    pair = next(p for p in data["pairs"] if p["id"] == "mini-07")
+    clip = data["clips"][pair["responses"][0]["clip"]]
+    said = clip["prosody"]  # the example's blueprints are made by the real Stage 1, its prosody extractor included
+    shown = browser.execute_script("""
+        const card = document.querySelector('.response.r1');
+        const words = [...card.querySelectorAll('.transcript .w')];
+        return {words: words.map(w => w.firstChild.textContent),
+                bars: words.map(w => w.querySelector('.pbar').getBoundingClientRect().height),
+                bold: words.filter(w => w.classList.contains('prominent')).map(w => w.firstChild.textContent),
+                arrows: [...card.querySelectorAll('.transcript .ending')].map(a => a.textContent),
+                changes: card.querySelector('.spoken .changes').textContent};""")
+    assert shown["words"] == clip["words"]
+    assert shown["bold"] == [clip["words"][i] for i in said["prominent"]]
+    # A bar as high as its word stands out: the more prominent of two words never has the lower bar.
+    scored = [(p, bar) for p, bar in zip(said["prominence"], shown["bars"]) if p is not None]
+    assert all(a_bar >= b_bar for a, a_bar in scored for b, b_bar in scored if a > b + 0.01)
+    assert max(bar for _, bar in scored) > min(bar for _, bar in scored)
+    assert shown["arrows"] == [
+        {"rising": "↗", "falling": "↘", "level": "→"}.get(c, "·") for _, _, c, _ in said["phrases"]
+    ]
+    assert shown["changes"] == f"last third against the first: {said['changes']}"
+    browser.execute_script("document.querySelector('.responses').scrollIntoView()")
+    browser.save_screenshot(str(screenshots / "view-prosody.png"))
+    assert_quiet_and_offline(browser, example_page)
+
+
 def test_filters_search_and_keys_narrow_and_walk_the_list(browser, large_page, screenshots):
     data = read_page_data(large_page)
     pairs = data["pairs"]

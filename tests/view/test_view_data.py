@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from llm_server import PairSpec, blueprint, write_benchmark
+from llm_server import PairSpec, blueprint, prosody_section, write_benchmark
 from view_pages import SYSTEMS, read_page_data, word_starts, write_large_bench, write_large_run
 
 from trace_eval.cli import main
@@ -18,7 +18,7 @@ from trace_eval.evaluation.leaderboard import leaderboard
 from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.stage1.store import BlueprintStore, get_dotted
 from trace_eval.view import write_view
-from trace_eval.view.data import CONTOUR_POINTS, CUES, downsample
+from trace_eval.view.data import CONTOUR_POINTS, CUES, Reasons, clip_data, downsample
 
 G, B = "both_good", "both_bad"
 LABEL = {"content": G, "voice_quality": G, "paralinguistics": "1", "overall": "1"}
@@ -378,3 +378,25 @@ def test_a_run_of_1000_pairs_makes_a_page_of_a_few_megabytes(example_with_bluepr
     )
     data = read_page_data(tmp_path / "page")
     assert len(data["clips"]) == 3000 and len(data["pairs"]) == 1000
+
+
+def test_prosody_beside_the_words_or_null_with_the_reason():
+    text = "is it raining or snowing"
+    said = blueprint(text, prosody=prosody_section(text, {"raining": 1.9}, ending_st=4.1, paused_after=(2,)))
+    said["words"] = [{"word": f" {w}", "start": 0.1 * i, "end": 0.1 * i + 0.09} for i, w in enumerate(text.split())]
+    reasons = Reasons()
+    prosody = clip_data(said, reasons)["prosody"]
+    assert prosody["prominence"] == [-0.3, -0.3, 1.9, -0.3, -0.3] and prosody["prominent"] == [2]
+    assert prosody["phrases"] == [[0, 2, "rising", 4.1], [3, 4, "rising", 4.1]]
+    assert prosody["pauses"] == [[2, 0.4]] and prosody["changes"].startswith("loudness steady (+0.5 dB)")
+    assert clip_data(said, reasons, with_cues=False)["prosody"] is None  # an instruction: what was said only
+    unreliable = {**said, "agent_prosody": None}
+    unreliable["provenance"] = {
+        "extractors": {"prosody": {"status": "ok", "null_reasons": {"agent_prosody": "transcript unreliable: loop"}}}
+    }
+    clip = clip_data(unreliable, reasons)
+    assert clip["prosody"] is None and reasons.texts[clip["why"]["prosody"]] == "transcript unreliable: loop"
+    clip = clip_data({**said, "words": said["words"][:3]}, reasons)
+    assert (
+        reasons.texts[clip["why"]["prosody"]] == "prosody has 5 words, the transcript 3: they cannot be shown together"
+    )

@@ -8,7 +8,8 @@ with their caches: copies are deterministic, so their blueprints are found again
     AUDIT/bench/audio/<clip>/<probe>.wav   the changed copy
     AUDIT/bench/audio/<clip>/<probe>.reference.wav  the reference, where the original had to be lowered
     AUDIT/bench/instructions/<sha>.<ext>   the instructions, as they are
-    AUDIT/copies.json                    what each copy is: clip, probe, seed, notes (clipping avoided, ...)
+    AUDIT/copies.json                    what each copy is: clip, probe, seed, notes (clipping avoided, ...);
+                                         `skipped`: the clips a word probe had no words to change in, and why
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from trace_eval.bench import Benchmark, Pair
 from trace_eval.io import read_json, write_json
 from trace_eval.stage1.store import BlueprintStore
 
-from .probes import PROBES, probe_seed
+from .probes import PROBES, ClipWords, probe_seed
 
 __all__ = ["Clip", "ProbePair", "choose_clips", "write_audit_bench", "COPIES"]
 
@@ -131,6 +132,31 @@ def _reuse_blueprint(source: BlueprintStore, target: BlueprintStore, path: Path)
             target.put(sha, found)
 
 
+def clip_words(bench: Benchmark, store: BlueprintStore, clip: Clip, audio_sha: str) -> ClipWords:
+    """The recognised words of a clip (from its stored blueprint) and its item's instruction, for the probes that
+    change chosen words; the instruction as written, else as recognised."""
+    instruction = clip.pair.instruction_text or ""
+    if not instruction.strip() and clip.pair.instruction_path:
+        spoken = store.get_by_path(clip.pair.instruction_path) or {}
+        instruction = str(spoken.get("agent_response") or "")
+    blueprint = store.get(audio_sha)
+    if blueprint is None:
+        why = f"no blueprint of the answer: make the benchmark's first (python -m trace_eval blueprints {bench.root})"
+        return ClipWords(None, instruction, why)
+    quality = blueprint.get("transcript_quality") or {}
+    if quality.get("reliable") is False:
+        return ClipWords(
+            None, instruction, f"transcript unreliable ({quality.get('reason')}): its word times place nothing"
+        )
+    # The prosody extractor's word times, moved onto the syllables the signal holds, where it made them; else the
+    # recogniser's (about 0.1 s late on clear speech).
+    section = blueprint.get("agent_prosody")
+    words = section.get("words") if isinstance(section, dict) else blueprint.get("words")
+    if not isinstance(words, list) or not words:
+        return ClipWords(None, instruction, "no word times in the answer's blueprint")
+    return ClipWords(words, instruction)
+
+
 def write_audit_bench(
     bench: Benchmark, clips: list[Clip], probe_names: list[str], out: Path
 ) -> tuple[list[ProbePair], dict]:
@@ -140,7 +166,7 @@ def write_audit_bench(
     source_store, target_store = BlueprintStore(bench.root), BlueprintStore(root)
     items: list[dict] = []
     pairs: list[ProbePair] = []
-    record: dict = {"bench": str(bench.root), "probes": probe_names, "clips": [], "failed": []}
+    record: dict = {"bench": str(bench.root), "probes": probe_names, "clips": [], "failed": [], "skipped": []}
     instructions: dict[str, str] = {}
     for clip in clips:
         source = bench.resolve(clip.path)
@@ -182,9 +208,18 @@ def write_audit_bench(
             "duration_s": round(audio.duration_s, 3),
             "copies": {},
         }
+        words: ClipWords | None = None
         for name in probe_names:
-            seed = probe_seed(audio_sha, name)
-            changed = PROBES[name].make(audio.samples, audio.sample_rate, seed)
+            probe, seed = PROBES[name], probe_seed(audio_sha, name)
+            if probe.choose is None:
+                changed = probe.make(audio.samples, audio.sample_rate, seed)
+            else:
+                words = words or clip_words(bench, source_store, clip, audio_sha)
+                choice = probe.choose(words, seed)
+                if isinstance(choice, str):
+                    record["skipped"].append({"clip": clip.path, "probe": name, "reason": choice})
+                    continue
+                changed = probe.make(audio.samples, audio.sample_rate, seed, choice)
             copy_path = f"audio/{clip.key}/{name}.wav"
             _write_wav(root / copy_path, changed.samples, audio.sample_rate)
             reference = entry["original"]

@@ -17,6 +17,11 @@ judge is in line with them:
 - the answer repeated: a repeat adds nothing, so the copy should not win (at most 0.5, plus the tolerance).
 - the first half only (content lost) and background noise at 20 dB SNR (quality lost): a clear loss on the
   damaged dimension (at most 0.3), no win overall, indifference on the others.
+- one word made 6 dB louder in the reference, another in the copy (their spans from the original's word times):
+  where the instruction asks to stress the reference's word, the copy stresses the wrong one, a clear loss on
+  Paralinguistics (at most 0.3); where it asks for no emphasis, which word stands out is no request, and
+  Paralinguistics should not move (0.5). These two probes change chosen words: they apply only to the clips
+  whose instruction and blueprint give the words (`choose`), and say why not for the others.
 """
 
 from __future__ import annotations
@@ -24,15 +29,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from trace_eval.judge.cues import DEFAULT_THRESHOLDS, UNMEASURED_MANNERS, _same_word, _words, read_instruction
+from trace_eval.judge.prosody_rules import occurrences, stress_targets
 
 __all__ = [
     "PROBES",
     "Changed",
+    "ClipWords",
     "Expectation",
     "Probe",
     "TOLERANCE",
+    "WordChoice",
     "probe_seed",
 ]
 
@@ -95,15 +106,36 @@ class Changed:
 
 
 @dataclass(frozen=True)
+class ClipWords:
+    """What a probe that changes chosen words knows of a clip: its recognised words with their times (the
+    original's blueprint `words`, None with `why` when it has none to trust) and its item's instruction."""
+
+    words: list[dict] | None
+    instruction: str
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class WordChoice:
+    """The word made prominent in the reference and the one made prominent in the copy: (word, start s, end s)."""
+
+    reference: tuple[str, float, float]
+    copy: tuple[str, float, float]
+
+
+@dataclass(frozen=True)
 class Probe:
     name: str
-    cue: str  # loudness | silence | repetition | truncation | tempo | noise
+    cue: str  # loudness | silence | repetition | truncation | tempo | noise | emphasis
     description: str
-    make: Callable[[np.ndarray, int, int], Changed]
+    # (samples, rate, seed) -> the copy; a probe with `choose` is also given its WordChoice
+    make: Callable[..., Changed]
     expect: Callable[[str], Expectation]  # per label: a dimension name or "overall"
     # The label the probe's verdict is read on: the damaged dimension for a loss (under the cap policy a
     # response that fails another dimension is both_bad overall whatever this probe did), else overall.
     headline: str = "overall"
+    # A probe that changes chosen words: the words of one clip (with the seed), or why the clip has none to change.
+    choose: Callable[[ClipWords, int], WordChoice | str] | None = None
 
 
 def probe_seed(audio_sha256: str, probe: str) -> int:
@@ -234,6 +266,101 @@ def _loss_on(dimension: str) -> Callable[[str], Expectation]:
     return lambda label: CLEAR_LOSS if label == dimension else NO_WIN_OVERALL if label == "overall" else INDIFFERENT
 
 
+EMPHASIS_DB = 6.0  # a word made prominent: louder by this, with RAMP_S fades so no click marks the span
+RAMP_S = 0.01
+MIN_WORD_S = 0.12  # a word shorter than this is too short to hear stressed
+
+
+def _word_gain(samples: np.ndarray, rate: int, span: tuple[str, float, float]) -> np.ndarray:
+    """`samples` with one word's span EMPHASIS_DB louder, fading in and out over RAMP_S (raised cosine)."""
+    _, start, end = span
+    first, last = max(0, int(round(start * rate))), min(len(samples), int(round(end * rate)))
+    shape = np.zeros(len(samples))
+    shape[first:last] = 1.0
+    ramp = min(int(RAMP_S * rate), (last - first) // 2)
+    if ramp:
+        fade = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, ramp))
+        shape[first : first + ramp], shape[last - ramp : last] = fade, fade[::-1]
+    return samples * (1.0 + (10 ** (EMPHASIS_DB / 20) - 1.0) * shape)
+
+
+def _emphasis(samples: np.ndarray, rate: int, seed: int, choice: WordChoice) -> Changed:
+    """The reference with one word made prominent, the copy with another: the pair differs by which word only.
+    Both lowered alike where either would peak above MAX_PEAK."""
+    reference, copy = _word_gain(samples, rate, choice.reference), _word_gain(samples, rate, choice.copy)
+    peak = max(float(np.max(np.abs(reference))), float(np.max(np.abs(copy)))) if len(samples) else 0.0
+    notes: dict[str, Any] = {"reference_word": choice.reference[0], "copy_word": choice.copy[0], "gain_db": EMPHASIS_DB}
+    room = 1.0 if peak <= MAX_PEAK else MAX_PEAK / peak
+    if room < 1.0:
+        notes |= {"clipping_avoided": True, "reference_gain_db": round(float(20 * np.log10(room)), 2)}
+    return Changed((copy * room).astype(np.float32), reference=(reference * room).astype(np.float32), notes=notes)
+
+
+def _asked_words(instruction: str) -> list[str]:
+    return stress_targets(instruction, read_instruction(instruction).quoted, _words)
+
+
+def _same_heard(heard: str, asked: str) -> bool:
+    return _same_word(heard, asked, DEFAULT_THRESHOLDS)
+
+
+def _audible(clip: ClipWords) -> list[int] | str:
+    """The indices of the clip's words long enough to hear stressed, or why it has none."""
+    if clip.words is None:
+        return clip.why or "no recognised words"
+    found = []
+    for i, word in enumerate(clip.words):
+        start, end = word.get("start"), word.get("end")
+        timed = isinstance(start, (int, float)) and isinstance(end, (int, float)) and end - start >= MIN_WORD_S
+        if timed and _words(str(word.get("word", ""))):
+            found.append(i)
+    return found
+
+
+def _span(clip: ClipWords, indices: list[int]) -> tuple[str, float, float]:
+    assert clip.words is not None
+    words = [clip.words[i] for i in indices]
+    return " ".join(str(w["word"]).strip() for w in words), float(words[0]["start"]), float(words[-1]["end"])
+
+
+def _pick(candidates: list[int], seed: int) -> int:
+    return candidates[int(np.random.default_rng(seed).integers(len(candidates)))]
+
+
+def _choose_asked(clip: ClipWords, seed: int) -> WordChoice | str:
+    """The asked word (its first occurrence) in the reference, a seeded other word in the copy."""
+    asked = _asked_words(clip.instruction)
+    if not asked:
+        return "the instruction asks to stress no word"
+    audible = _audible(clip)
+    if isinstance(audible, str):
+        return audible
+    assert clip.words is not None
+    runs = occurrences(clip.words, _words(asked[0]), _words, _same_heard)
+    if not runs:
+        return f"“{asked[0]}” is not among the clip's recognised words"
+    others = [i for i in audible if not any(i in run for run in runs)]
+    if not others:
+        return "no other word long enough to stress"
+    return WordChoice(_span(clip, runs[0]), _span(clip, [_pick(others, seed)]))
+
+
+def _choose_unasked(clip: ClipWords, seed: int) -> WordChoice | str:
+    """Two seeded words, one made prominent in the reference and one in the copy, where no emphasis is asked."""
+    if _asked_words(clip.instruction) or UNMEASURED_MANNERS["emphasis"].search(clip.instruction.lower()):
+        return "the instruction asks for emphasis (the emphasis-asked probe's)"
+    audible = _audible(clip)
+    if isinstance(audible, str):
+        return audible
+    assert clip.words is not None
+    first = _pick(audible, seed)
+    said = _words(str(clip.words[first]["word"]))
+    others = [i for i in audible if _words(str(clip.words[i]["word"])) != said]
+    if not others:
+        return "fewer than two different words long enough to stress"
+    return WordChoice(_span(clip, [first]), _span(clip, [_pick(others, seed + 1)]))
+
+
 def _probes() -> dict[str, Probe]:
     found: list[Probe] = []
     for gain in (3, 6, -3, -6):
@@ -282,6 +409,24 @@ def _probes() -> dict[str, Probe]:
             _noise(20.0),
             _loss_on("voice_quality"),
             headline="voice_quality",
+        ),
+        Probe(
+            "emphasis-asked",
+            "emphasis",
+            "the word the instruction asks to stress 6 dB louder in the reference, another word in the copy",
+            _emphasis,
+            _loss_on("paralinguistics"),
+            headline="paralinguistics",
+            choose=_choose_asked,
+        ),
+        Probe(
+            "emphasis-unasked",
+            "emphasis",
+            "one word 6 dB louder in the reference, another in the copy, where no emphasis is asked",
+            _emphasis,
+            _same(INDIFFERENT),
+            headline="paralinguistics",
+            choose=_choose_unasked,
         ),
     ]
     return {probe.name: probe for probe in found}

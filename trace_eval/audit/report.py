@@ -444,6 +444,8 @@ def markdown(audit: dict) -> str:
         ]
     for failed in audit["copies"].get("failed", []):
         lines.append(f"Not probed: {failed['clip']}: {failed['reason']}")
+    for skipped in audit["copies"].get("skipped", []):  # a word probe with no words to change in the clip
+        lines.append(f"Not probed with {skipped['probe']}: {skipped['clip']}: {skipped['reason']}")
     return "\n".join(lines).rstrip() + "\n"
 
 

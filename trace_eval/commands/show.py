@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-HELP = "print the stored blueprint of one audio file as JSON (computes nothing)"
+HELP = "print the stored blueprint of one audio file as JSON, or its prosody readably (computes nothing)"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -17,6 +17,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="benchmark folder holding the blueprints (default: the nearest "
         "folder above the file with a manifest or a blueprints/ store)",
+    )
+    p.add_argument(
+        "--prosody",
+        action="store_true",
+        help="print how the words were said instead: each word's prominence, a line per phrase (its ending, "
+        "the pause after it), the change over the answer",
     )
 
 
@@ -61,5 +67,11 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 1
+    if args.prosody:
+        from trace_eval.judge.prosody import readable_lines, section_of
+
+        section, why = section_of(blueprint)
+        print("\n".join(readable_lines(section)) if section else f"no prosody for {audio}: {why}")
+        return 0
     print(json.dumps(blueprint, indent=2, ensure_ascii=False))
     return 0

@@ -71,14 +71,17 @@ Rules, per dimension:
   high/low/deep -> mean pitch (at least 180 / at most 90 Hz); emotion words ->
   the emotion scores; slow ... then fast (or "speed up", "slow down") -> the
   speaking rate of the later half of the words against the earlier half (word
-  timings, else the pace contour), changed 1.8 times or more. A response must
+  timings, else the pace contour), changed 1.8 times or more; a stressed word, a
+  question or a statement, a pause after each word, louder / quieter / higher /
+  lower along the answer -> the blueprint's agent_prosody (prosody_rules.py, its
+  own thresholds in `Thresholds.prosody`). A response must
   meet every cue found; with no cue word both are acceptable; a response with
   no speech at all (an empty transcript the blueprint trusts) meets none of the
   manners asked for. Unknown: a cue asked for that is null, dropped with --drop,
   or derived from a transcript marked unreliable (the signal-only syllable rate
   still stands in for the speaking rate), and a manner no rule measures
-  (`UNMEASURED_MANNERS`: an accent, singing, a robotic voice, intonation,
-  emphasis, pauses, imitation, politeness, sarcasm, warmth, excitement asked
+  (`UNMEASURED_MANNERS`: an accent, singing, a robotic voice, intonation or
+  emphasis or pauses the prosody rules do not read, imitation, politeness, sarcasm, warmth, excitement asked
   without an emotion word, other tones; and any other manner asked in words
   these rules do not know: "in a <word> tone", or an adverb on a speaking verb,
   "say it solemnly").
@@ -108,6 +111,15 @@ import fusion
 from trace_eval.judge import languages
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
+from trace_eval.judge.prosody_rules import (
+    MANNER_WORDS,
+    ProsodyCue,
+    ProsodyThresholds,
+    lead_margin,
+    prosody_cues,
+    shown_prosody,
+    without_stress_targets,
+)
 from trace_eval.rubrics import Rubric, load_rubric
 from trace_eval.text import match_tokens
 
@@ -130,7 +142,9 @@ __all__ = [
 # 7: Content's confidence follows the match: an answer at the quote's whole length is sure, not 1.25 units.
 # 8: every language: words folded (NFKC, case, accents; characters for CJK), quotes of every language, an answer
 # in another language than asked fails Content, manner requests read per language.
-CUES_VERSION = "8"
+# 9: prosody requests decided from agent_prosody (prosody_rules.py): a stressed word, a question or a statement,
+# a pause after each word, louder / quieter / higher / lower along the answer (English instructions).
+CUES_VERSION = "9"
 
 
 @dataclass(frozen=True)
@@ -162,6 +176,7 @@ class Thresholds:
     emotion_min_score: float = 0.3  # or the top-scoring class
     pace_change_min_ratio: float = 1.8  # later over earlier speaking rate (or its inverse)
     language_min_probability: float = 0.5  # a detected language less sure than this is not held against an answer
+    prosody: ProsodyThresholds = ProsodyThresholds()  # stressed words, endings, pauses, changes (prosody_rules.py)
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -283,6 +298,7 @@ class Instruction:
 
 def read_instruction(text: str) -> Instruction:
     """The quoted words to say, the manner asked for and the bracketed directives of an instruction."""
+    text = without_stress_targets(text)  # "stress 'fox'" asks how to say a word, not to say it again
     quoted = " ".join(next(g for g in groups if g) for groups in _QUOTED.findall(text))
     manner = _QUOTED.sub(" ", text)
     directives = tuple(d.strip() for d in _DIRECTIVE.findall(manner))
@@ -705,14 +721,18 @@ def _pace_change_check(speed_up: bool, t: Thresholds) -> Callable[[dict | None],
 
 def paralinguistic_cues(
     instruction: str, t: Thresholds = DEFAULT_THRESHOLDS, language: str | None = None
-) -> list[_Cue]:
+) -> list[_Cue | ProsodyCue]:
     """The cues an instruction asks for, read from its words outside the quoted text (directives included):
     with the lists below in English (or a language never recorded), else with its language's table."""
+    read = read_instruction(instruction)
     if not languages.reads_english(language):
-        return _cues_in(read_instruction(instruction).manner, language or "", t)
-    text = read_instruction(instruction).manner.lower()
+        return list(_cues_in(read.manner, language or "", t))
+    text = read.manner.lower()
     words = _words(text)
-    cues: list[_Cue] = []
+    prosody = prosody_cues(instruction, read.quoted, read.manner, t.prosody, _words, lambda h, q: _same_word(h, q, t))
+    replaced = {name for cue in prosody for name in cue.replaces}
+    covered = {name for cue in prosody for name in cue.covers}
+    cues: list[_Cue | ProsodyCue] = []
     slow_at = next((i for i, w in enumerate(words) if w in SLOW_WORDS), None)
     fast_at = next((i for i, w in enumerate(words) if w in FAST_WORDS), None)
     if _SPEED_UP.search(text):
@@ -734,9 +754,15 @@ def paralinguistic_cues(
         cues.append(_Cue("high pitch", _pitch_check(True, t)))
     elif _LOW_PITCH.search(text):
         cues.append(_Cue("low pitch", _pitch_check(False, t)))
+    cues = [cue for cue in cues if cue.name not in replaced]  # "start quietly and get louder" is no "quiet"
     emotions = sorted({EMOTION_WORDS[w] for w in words if w in EMOTION_WORDS})
     cues.extend(_Cue(emotion, _emotion_check(emotion, t)) for emotion in emotions)
-    cues.extend(_Cue(manner, _not_measured) for manner, asked in UNMEASURED_MANNERS.items() if asked.search(text))
+    cues.extend(prosody)
+    cues.extend(
+        _Cue(manner, _not_measured)
+        for manner, asked in UNMEASURED_MANNERS.items()
+        if asked.search(text) and manner not in covered
+    )
     named = {cue.name for cue in cues}
     measured = (
         SLOW_WORDS
@@ -745,6 +771,7 @@ def paralinguistic_cues(
         | LOUD_WORDS
         | set(EMOTION_WORDS)
         | _NOT_A_MANNER
+        | MANNER_WORDS
         | {"high", "low", "deep", "high-pitched", "low-pitched", "squeaky", "higher", "lower", "deeper"}
     )
     for found in _ASKED_MANNER.finditer(text):
@@ -833,6 +860,11 @@ def judge_paralinguistics(
         else:
             missing += [f"{cue.name}: {reading} for response {n}" for n, reading in unknown.items()]
     label, why = decide(oks, missing)
+    for cue in cues if label == "both_good" else ():
+        if isinstance(cue, ProsodyCue) and cue.better is not None:  # of two that stress the word, the clearer
+            better, reading, _ = cue.better(*bps)
+            notes.append(reading)
+            label = better or label
     return label, "; ".join(notes), why
 
 
@@ -1053,8 +1085,10 @@ def paralinguistics_margin(
     t: Thresholds,
     doubts: tuple[str | None, str | None],
     language: str | None = None,
+    label: str | None = None,
 ) -> Margin:
-    """Paralinguistics: every cue asked for against its threshold; no cue word is a default, not a reading."""
+    """Paralinguistics: every cue asked for against its threshold, and a stressed word's lead where it could
+    name the winner; no cue word is a default, not a reading."""
     cues = paralinguistic_cues(instruction, t, language)
     if not cues:
         return DEFAULT_MARGIN
@@ -1067,7 +1101,7 @@ def paralinguistics_margin(
         checks, unknown = [], False
         for cue in cues:
             ok, _ = cue.check(seen)
-            distance = _cue_margin(cue.name, seen, t)
+            distance = cue.margin(seen) if isinstance(cue, ProsodyCue) else _cue_margin(cue.name, seen, t)
             if ok is None or distance is None:
                 unknown = unknown or ok is None or ok is True
                 if ok is False:  # a failure no margin measures: as sure as a reading at the threshold
@@ -1075,7 +1109,9 @@ def paralinguistics_margin(
             else:
                 checks.append((ok, distance))
         margins.append(_response_margin(checks, unknown))
-    return _pair_margin(margins)
+    margin = _pair_margin(margins)
+    lead = lead_margin(cues, bp1, bp2, label)
+    return margin if margin is None or lead is None else min(margin, lead)
 
 
 def cue_confidence(
@@ -1091,7 +1127,9 @@ def cue_confidence(
     margins = {
         "content": content_margin(instruction, bp1, bp2, t, doubts, language),
         "voice_quality": quality_margin(bp1, bp2, t, doubts, labels.get("voice_quality"), instruction, language),
-        "paralinguistics": paralinguistics_margin(instruction, bp1, bp2, t, doubts, language),
+        "paralinguistics": paralinguistics_margin(
+            instruction, bp1, bp2, t, doubts, language, labels.get("paralinguistics")
+        ),
     }
     return {dim: confidence_of(m) for dim, m in margins.items() if labels.get(dim) is not None and m is not None}
 
@@ -1113,6 +1151,7 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
             **{key: (stored or {})[key] for key in ("language", "provenance") if key in (stored or {})},
             **view,
             "words": (stored or {}).get("words") if timed else None,
+            **shown_prosody(view, stored),
         }
         for view, stored in zip(case.blueprints, case.stored, strict=True)
     )

@@ -30,6 +30,7 @@ from typing import Any
 
 from trace_eval.judge.cues import transcript_doubt
 from trace_eval.judge.languages import ClipLanguage
+from trace_eval.judge.unmeasured import extractor_record, unmeasured_reason
 
 __all__ = [
     "CUE_GROUPS",
@@ -64,6 +65,7 @@ CUE_GROUPS: tuple[CueGroup, ...] = (
     CueGroup("pitch", ("agent_audio_properties", "Mean_Pitch_Hz"), "pitch", "properties"),
     CueGroup("loudness", ("agent_audio_properties", "Integrated_Loudness_LUFS"), "loudness", "properties"),
     CueGroup("speaking rate", ("agent_audio_properties", "Speech_Rate_WPM"), "rate", "properties"),
+    CueGroup("prosody", ("agent_prosody",), "prosody", "prosody"),
 )
 
 
@@ -89,24 +91,6 @@ def _missing_reason(group: CueGroup, blueprint: dict | None, drop: tuple[str, ..
     return unmeasured_reason(blueprint, ".".join(group.path), group.extractor)
 
 
-def _record(blueprint: dict, extractor: str) -> Any:
-    return ((blueprint.get("provenance") or {}).get("extractors") or {}).get(extractor)
-
-
-def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
-    """Why the value at the dotted `key` of `blueprint`, made by `extractor`, is missing: the extractor's
-    `null_reasons` for it, else the reason of its status (unavailable, failed)."""
-    record = _record(blueprint, extractor)
-    if not isinstance(record, dict):
-        return f"{extractor} extractor not run"
-    reason = (record.get("null_reasons") or {}).get(key)
-    if reason:
-        return str(reason)
-    if record.get("status") != "ok":
-        return str(record.get("reason") or f"{extractor} {record.get('status')}")
-    return "not measured (no reason recorded)"
-
-
 def cue_availability(
     blueprints: Iterable[dict | None], shown_keys: Iterable[str], drop: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -120,7 +104,7 @@ def cue_availability(
         missing = sum(reasons.values())
         used = group.path[0] in shown and (group.drop is None or group.drop not in drop)
         # Stand-in weights (trace_eval/stage1/standins.py) give values that look like cues and are random.
-        standin = sum(1 for bp in clips if bp and (_record(bp, group.extractor) or {}).get("standin"))
+        standin = sum(1 for bp in clips if bp and (extractor_record(bp, group.extractor) or {}).get("standin"))
         groups[group.name] = {
             "used": used,
             "measured": len(clips) - missing,

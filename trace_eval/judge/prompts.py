@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from trace_eval.judge import prosody
 from trace_eval.judge.languages import ClipLanguage, describe_clip
 
 __all__ = [
@@ -51,6 +52,7 @@ BLUEPRINT_GROUPS: dict[str, tuple[str, ...]] = {
     "accent": ("agent_accent", "accent_probabilities"),
     "quality": ("agent_audio_quality",),
     "properties": ("agent_audio_properties", "agent_voicing"),
+    "prosody": (prosody.SECTION,),
 }
 
 # What a blueprint prompt shows when its file names no blueprint_keys: every cue the TRACE prompt documents.
@@ -132,7 +134,8 @@ def _compact(value: Any) -> Any:
 
 
 def blueprint_view(blueprint: dict | None, keys: tuple[str, ...], drop: tuple[str, ...] = ()) -> dict | None:
-    """The part of a blueprint the judge sees: `keys` in that order, minus dropped groups, numbers rounded."""
+    """The part of a blueprint the judge sees: `keys` in that order, minus dropped groups, numbers rounded;
+    prosody as a line per phrase (trace_eval/judge/prosody.py), never its numbers per word."""
     if blueprint is None:
         return None
     dropped = {key for group in drop for key in BLUEPRINT_GROUPS[group]}
@@ -143,6 +146,8 @@ def blueprint_view(blueprint: dict | None, keys: tuple[str, ...], drop: tuple[st
         value = blueprint[key]
         if key in _SCORE_KEYS and isinstance(value, dict):
             value = dict(sorted(value.items(), key=lambda kv: (-(kv[1] if kv[1] is not None else -1e9), kv[0])))
+        elif key == prosody.SECTION and isinstance(value, dict):
+            value = prosody.prompt_lines(value)
         view[key] = _compact(value)
     return view
 

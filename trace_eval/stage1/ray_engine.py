@@ -4,7 +4,9 @@
       -> map: decode once, resample once per model rate, run the per-clip signal
          extractors (CPU tasks, retried when a worker dies)
       -> map_batches per model extractor: an actor pool, each actor loading its model
-         once, sized by the extractor's `pool` (actors, GPU share, CPUs, clips per call)
+         once, sized by the extractor's `pool` (actors, GPU share, CPUs, clips per call);
+         an extractor that needs audio and the values of another (prosody after asr)
+         runs the same way, after the stages it depends on
       -> rows streamed back to the driver, which runs the audio-free dependants
          (speaking rate) and writes each blueprint as it arrives.
 
@@ -249,15 +251,11 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
     active = plan.active()
     by_name = plan.by_name
     per_clip = [e for e in plan.extractors if e.name in active and runs_in_workers(e)]
-    models = [e for e in plan.extractors if e.name in active and e.batched and e.sample_rate]
+    # Models, and per-clip extractors that need audio and another's values: actor stages in plan order, so a
+    # dependant's stage comes after those of what it depends on.
+    models = [e for e in plan.extractors if e.name in active and e.sample_rate and e not in per_clip]
     in_driver = [e for e in plan.extractors if e.name in active and e not in per_clip and e not in models]
     for ext in in_driver:
-        if ext.sample_rate:
-            raise ValueError(
-                f"{ext.name} needs audio and runs after {', '.join(ext.depends_on) or 'nothing'}: "
-                "the ray engine runs such extractors only when they are batched and depend on "
-                "nothing; use --engine local"
-            )
         try:
             ext.load()
         except ExtractorUnavailable as e:
@@ -274,7 +272,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
         {
             "sha": j.sha,
             "language": j.language or "",
-            # what a model that depends on others reads of the stored blueprint (accent: the language)
+            # what a model that depends on others reads of the stored blueprint (accent: the language; prosody: words)
             "blueprint": json.dumps(j.blueprint or {}) if dependants & set(j.needed) else "",
             "path": plan.bench.source(j.path),
             "per_clip": json.dumps([e.name for e in per_clip if e.name in j.needed]),
@@ -326,8 +324,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
         )
-    if rates:
-        ds = ds.drop_columns([f"audio_{r}" for r in rates])
+    ds = ds.drop_columns(["blueprint"] + [f"audio_{r}" for r in rates])
 
     pending = {row["sha"] for row in rows}
     for row in ds.iter_rows():

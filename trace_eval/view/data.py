@@ -35,6 +35,7 @@ from trace_eval.bench import Benchmark, Pair
 from trace_eval.evaluation.bootstrap import DEFAULT_BOOTSTRAP
 from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_section
 from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
+from trace_eval.judge import prosody
 from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.languages import language_name, separates_words
 from trace_eval.rubrics import Rubric
@@ -217,7 +218,8 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
     spaced       whether the language separates words with spaces (else the words are joined without them)
     cues         {cue key: value} (see CUES): numbers rounded, contours downsampled, scores the top 3;
                  null without `with_cues`
-    why          {key: index into `reasons`} for every null cue, and for `words` and `transcript_quality`
+    prosody      how the words were said (see `prosody_data`), null without `with_cues` or without the section
+    why          {key: index into `reasons`} for every null cue, and for `words`, `transcript_quality`, `prosody`
     """
     why: dict[str, int] = {}
     cues: dict[str, Any] = {}
@@ -261,6 +263,11 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
         language = {k: recorded.get(k) for k in ("code", "probability", "source")} | {"name": language_name(code)}
     elif "language" in blueprint:
         why["language"] = reasons(unmeasured_reason(blueprint, "language", "asr"))
+    said = None
+    if with_cues:
+        said, missing = prosody_data(blueprint, len(words or ()))
+        if said is None:
+            why["prosody"] = reasons(missing or "no prosody")
     return {
         "duration": _number(blueprint.get("duration_s"), 2),
         "words": words,
@@ -270,8 +277,43 @@ def clip_data(blueprint: dict, reasons: Reasons, with_cues: bool = True) -> dict
         "cues": cues if with_cues else None,
         "language": language,
         "spaced": separates_words(code) if code else True,
+        "prosody": said,
         "why": why,
     }
+
+
+def prosody_data(blueprint: dict, words: int) -> tuple[dict[str, Any] | None, str | None]:
+    """How the clip's words were said, beside `words` (one entry per word, in their order), or (None, why):
+
+    prominence  [per word: how far it stands out, standard deviations above the answer's typical word, or null]
+    prominent   [indices of the words the extractor found prominent]
+    phrases     [[first word, last word, rising | falling | level | null, final change in semitones or null]]
+    pauses      [[after word, seconds]]
+    changes     the last third against the first, in words ("louder by 6.1 dB, ..."), or null
+    """
+    section, why = prosody.section_of(blueprint)
+    if section is None:
+        return None, why
+    entries = section.get("words") or []
+    if len(entries) != words:
+        return None, f"prosody has {len(entries)} words, the transcript {words}: they cannot be shown together"
+    phrases = [
+        [p.get("first_word"), p.get("last_word"), p.get("final_contour"), _number(p.get("final_change_st"), 1)]
+        for p in section.get("phrases") or []
+        if isinstance(p, dict)
+    ]
+    pauses = [
+        [p.get("after_word"), _number(p.get("duration_s"), 2)]
+        for p in section.get("pauses") or []
+        if isinstance(p, dict)
+    ]
+    return {
+        "prominence": [_number((e or {}).get("prominence"), 2) for e in entries],
+        "prominent": sorted(prosody.prominent_indices(section)),
+        "phrases": phrases,
+        "pauses": pauses,
+        "changes": prosody.changes_text(section.get("changes")),
+    }, None
 
 
 def word_times(words: list[dict]) -> list[int | None]:

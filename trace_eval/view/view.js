@@ -396,7 +396,7 @@
       audio.currentTime = starts[i];
       audio.play();
     }));
-    if (wordEls.length) wordEls[0].parentElement.title = "click a word to play from there";
+    if (wordEls.length) wordEls[0].closest(".transcript").title = "click a word to play from there";
     players.push(player);
     return player;
   }
@@ -420,15 +420,55 @@
 
   // Text in any script: its direction from its own letters (dir="auto"), its language (lang) for the fonts.
   const langOf = (clip) => (clip && clip.language ? clip.language.code : null);
+  const ARROWS = { rising: "↗", falling: "↘", level: "→" };
+
+  // Prosody beside the words: a bar under each word as high as it stands out (prominent words bold), and after
+  // each phrase its ending (↗ rising, ↘ falling, → level) and the pause that follows it.
+  function prosodyMarks(clip, els) {
+    const after = new Map();
+    const p = clip.prosody;
+    if (!p) return after;
+    const prominent = new Set(p.prominent);
+    els.forEach((el, i) => {
+      const value = p.prominence[i];
+      const height = value === null ? 0 : Math.max(0, Math.min(value, 2.5)) / 2.5;
+      el.classList.add("pw");
+      if (prominent.has(i)) el.classList.add("prominent");
+      el.title = value === null ? "prominence not measured" : `prominence ${value.toFixed(2)}`;
+      el.append(styled(h("span", { class: "pbar" + (value === null ? " none" : "") }), { height: `${2 + height * 7}px` }));
+    });
+    for (const [first, last, contour, change] of p.phrases) {
+      const text = contour ? `${ARROWS[contour]}` : "·";
+      const title = contour ? `phrase ${first + 1}-${last + 1} ends ${contour} ${change > 0 ? "+" : ""}${change} st` :
+        `phrase ${first + 1}-${last + 1}: ending not measured`;
+      after.set(last, [h("span", { class: "ending " + (contour || "none"), title }, text)]);
+    }
+    for (const [word, seconds] of p.pauses) {
+      if (!after.has(word)) after.set(word, []);
+      after.get(word).push(h("span", { class: "pause", title: `pause of ${seconds} s` }, `‖ ${seconds} s`));
+    }
+    return after;
+  }
 
   function transcriptOf(clip) {
     const text = { class: "transcript", dir: "auto", lang: langOf(clip) };
     if (clip.words) {
       const els = clip.words.map((word) => h("span", { class: "w" }, word));
+      const after = prosodyMarks(clip, els);
       const spaced = [];
       // Chinese, Japanese, Thai ... put no spaces between words.
-      els.forEach((el, i) => { if (i && clip.spaced !== false) spaced.push(" "); spaced.push(el); });
-      return { el: h("p", text, spaced), wordEls: els };
+      els.forEach((el, i) => {
+        if (i && clip.spaced !== false) spaced.push(" ");
+        spaced.push(after.has(i) ? h("span", { class: "wm" }, el, ...after.get(i)) : el);  // kept on one line
+      });
+      const changes = clip.prosody && clip.prosody.changes ?
+        h("div", { class: "changes", title: "the last third of the answer against the first" },
+          `last third against the first: ${clip.prosody.changes}`) : "";
+      const missing = !clip.prosody && clip.why.prosody !== undefined && clip.cues ?
+        why(reason(clip.why.prosody), "no prosody: ") : "";
+      const legend = clip.prosody ? h("div", { class: "legend" },
+        "bar under a word: how far it stands out (bold: prominent) · phrase ends ↗ rising, ↘ falling, → level") : "";
+      return { el: h("div", { class: "spoken" }, h("p", text, spaced), changes, legend, missing), wordEls: els };
     }
     const said = clip.transcript;
     const el = said === null || said === undefined ?
