@@ -51,9 +51,12 @@ last sounding frames), each placed at the word boundary it covers or lies
 nearest to (`after_word`), and dropped when no boundary is within `pause_reach_s`.
 
 `phrases`: runs of words split after a pause and after sentence punctuation
-(. ? ! ; : and their full-width forms). `final_change_st` is the Theil-Sen slope of
-the pitch (semitones) over the phrase's last `final_window_s` of voiced frames,
-times the span of those frames: the rise (+) or fall (-) at the end. `rising` at
+(. ? ! ; : and their full-width forms); a phrase runs on to the end of the speech
+its last word ends in (never into the next word). `final_change_st` is the pitch
+of its last 0.1 s of voice against the low (10th percentile) or the high (90th)
+of its last `final_window_s` of voiced frames, whichever is further: a statement's
+fall is negative, a question's rise positive, and a question's fall to the nucleus
+before the rise counts as the rise it ends with. `rising` at
 +`contour_threshold_st` or more, `falling` at -`contour_threshold_st` or less,
 else `level`; null when the window holds fewer than `min_final_voiced_frames`.
 
@@ -482,11 +485,13 @@ def _pauses(words: list[_Word], frames: Frames, config: ProsodyConfig) -> list[d
     return [{"after_word": i, "word": words[i].text, "duration_s": round(placed[i], 2)} for i in sorted(placed)]
 
 
-def final_change(times: np.ndarray, semitones: np.ndarray, config: ProsodyConfig) -> float | None:
+def _final_change(times: np.ndarray, semitones: np.ndarray, config: ProsodyConfig) -> float | None:
     """The rise (+) or fall (-) at the end of a phrase, semitones: the pitch of its last 0.1 s of voiced frames
     against the low (10th percentile) and the high (90th) of its last `final_window_s`, whichever is further.
 
     A question's V (a fall to the nucleus, then the rise) counts as the rise it ends with."""
+    if not len(times):
+        return None
     window = times >= times[-1] - config.final_window_s
     if np.count_nonzero(window) < config.min_final_voiced_frames:
         return None
@@ -518,7 +523,7 @@ def _phrases(
         }
         voiced = frames.within(start, end) & frames.voiced
         change = (
-            final_change(frames.times[voiced], _semitones(frames.f0[voiced], median_hz), config) if median_hz else None
+            _final_change(frames.times[voiced], _semitones(frames.f0[voiced], median_hz), config) if median_hz else None
         )
         if median_hz is None:
             phrase["reason"] = "no voice found in the clip"

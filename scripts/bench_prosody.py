@@ -12,8 +12,8 @@ Stage 1 runs them. The truth is how each clip was made:
 - stressed words, recorded: one word of LibriVox read speech and of Asterisk prompts (the longest word of the
   middle half of the transcript, its span as prosody aligned it) made 6 dB louder, or 3 semitones higher (sox
   `gain` / `pitch` on its span, spliced back);
-- endings: espeak-ng questions against statements; recorded speech with its last 0.5 s of speech bent 4
-  semitones up or down (sox `bend`).
+- endings: espeak-ng questions against statements; recorded speech with its last 0.5 s of speech bent 8
+  semitones up or down (sox `bend`), as much as a question's final rise.
 
 A stressed word is found when it is among the three most prominent words of its clip (top 3), the most
 prominent (top 1), or in `prominent_words`. A case whose stressed word the recogniser did not write is counted
@@ -90,7 +90,7 @@ ASTERISK_PROMPTS = (
     "vm-nobodyavail",
 )
 RECORDED_EFFECTS = {"gain +6 dB": ["gain", "-l", "6"], "pitch +3 st": ["pitch", "300"]}
-BEND_CENTS = 400
+BEND_CENTS = 800  # 8 semitones: the size of a question's final rise
 BEND_S = 0.5
 
 
@@ -144,8 +144,9 @@ def speech_end(path: Path) -> float:
 
 def bend_ending(src: Path, dst: Path, cents: int, seconds: float = BEND_S) -> Path:
     """`src` with its last `seconds` of speech gliding `cents` up (or down)."""
-    end = speech_end(src)
-    sox(src, dst, "bend", f"{max(end - seconds, 0.0):.3f},{cents},{seconds:.3f}")
+    end = min(speech_end(src), load_audio(src).duration_s - 0.01)  # sox skips a bend that runs past the end
+    start = max(end - seconds, 0.0)
+    sox(src, dst, "bend", f"{start:.3f},{cents},{end - start:.3f}")
     return dst
 
 
@@ -336,8 +337,8 @@ def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
     ):
         for made, cents in (
             ("as recorded", 0),
-            (f"last {BEND_S} s bent up 4 st", BEND_CENTS),
-            ("bent down 4 st", -BEND_CENTS),
+            (f"last {BEND_S} s bent up 8 st", BEND_CENTS),
+            ("bent down 8 st", -BEND_CENTS),
         ):
             heard = [
                 listen(clip if not cents else bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents))
@@ -352,11 +353,16 @@ def cost(costs: list[Heard]) -> list[str]:
     audio = sum(h.duration_s for h in costs)
     asr = sum(h.asr_s for h in costs)
     prosody = sum(h.prosody_s for h in costs)
+    shifts = [h.prosody["time_shift_s"] for h in costs if h.prosody and h.prosody["time_shift_s"] is not None]
+    low, high = np.percentile(shifts, [10, 90]) if shifts else (0.0, 0.0)
     return [
         f"| step | seconds per second of audio ({len(costs)} clips, {audio:.0f} s) |",
         "|---|---|",
         f"| asr (faster-whisper tiny.en, CPU) | {asr / audio:.3f} |",
         f"| prosody | {prosody / audio:.3f} ({prosody / asr:.0%} of the recogniser's) |",
+        "",
+        f"The recogniser's word times, moved onto the syllable nuclei (`time_shift_s`, {len(shifts)} clips): "
+        + (f"median {np.median(shifts):+.3f} s, 10th-90th percentile {low:+.3f} .. {high:+.3f} s" if shifts else "-"),
     ]
 
 
