@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from extractors.base import Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
+from extractors.models import load_card, resolve_model, standin_note
 from trace_eval.audio import repeat_to_length
-from trace_eval.models import load_card, resolve_model, standin_note
 
 __all__ = ["AccentExtractor"]
 

@@ -73,8 +73,8 @@ from extractors.base import (
     library_versions,
     register,
 )
+from extractors.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
 from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
-from trace_eval.models import ModelCard, load_card, resolve_model, standin_note, verify_sha256
 
 __all__ = [
     "AsrConfig",
@@ -274,7 +274,7 @@ def card_for(model: str) -> ModelCard:
     except KeyError:
         if "/" not in model:
             raise
-    from trace_eval.models import MODELS_DIR
+    from extractors.models import MODELS_DIR
 
     for path in sorted(MODELS_DIR.glob("*.json")):
         card = load_card(path.stem)

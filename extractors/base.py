@@ -59,7 +59,7 @@ class ModelInfo:
     id: str | None = None
     revision: str | None = None
     source: str | None = None  # where the weights were resolved from (path), not part of the fingerprint
-    # Why the weights are not the published ones (trace_eval/standins.py), else None. Part of the
+    # Why the weights are not the published ones (trace_eval/stage1/standins.py), else None. Part of the
     # fingerprint: blueprints made with stand-ins are recomputed once the real weights are there.
     standin: str | None = None
 

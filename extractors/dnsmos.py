@@ -104,7 +104,7 @@ class DnsmosExtractor(Extractor):
     def _card_revision(self) -> str | None:
         if self._revision is None:
             try:
-                from trace_eval.models import load_card
+                from extractors.models import load_card
 
                 digests = load_card(_CARD).sha256
                 self._revision = hashlib.sha256("".join(digests[f] for f in sorted(digests)).encode()).hexdigest()[:12]
@@ -113,7 +113,7 @@ class DnsmosExtractor(Extractor):
         return self._revision
 
     def _find_model_dir(self) -> Path:
-        from trace_eval.models import load_card, resolve_model, verify_sha256
+        from extractors.models import load_card, resolve_model, verify_sha256
 
         card = load_card(_CARD)
         env_dir = Path(os.environ["TRACE_MODELS_DIR"]) / _CARD if os.environ.get("TRACE_MODELS_DIR") else None

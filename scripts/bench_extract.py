@@ -182,7 +182,7 @@ def _in_dependency_order(names: list[str]) -> list[str]:
 
 
 def time_extractors(names: list[str], paths: list[Path], device: str, workers: int) -> list[Timing]:
-    from trace_eval.pipeline import runs_in_workers
+    from trace_eval.stage1.pipeline import runs_in_workers
 
     decoded = [load_audio(p) for p in paths]
     audio_s = sum(a.duration_s for a in decoded)
@@ -307,8 +307,8 @@ def straightforward(paths: list[Path], signal: list[Extractor], dnsmos: Extracto
 
 def optimized(folder: Path, names: list[str], workers: int) -> tuple[float, list[dict]]:
     """The pipeline itself, as `python -m trace_eval blueprints` runs it (everything recomputed)."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
-    from trace_eval.store import BlueprintStore, get_dotted, set_dotted
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.store import BlueprintStore, get_dotted, set_dotted
 
     options = BlueprintOptions(only=names, device="cpu", workers=workers, force=True, progress=False, store="bench")
     start = time.perf_counter()
@@ -396,9 +396,9 @@ def compare_combined(paths: list[Path], audio_s: float, workers: int, repeat: in
 
 def compare_engines(paths: list[Path], audio_s: float, names: list[str], workers: int, repeat: int) -> None:
     """Local engine against the ray engine (1 and 2 actors per model) on the same clips."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
     from trace_eval.stage1 import ray_engine
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.store import BlueprintStore
 
     folder = paths[0].parent
     _write_manifest(paths, folder)
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         parser.error(f"unknown extractor(s) {', '.join(unknown)}; expected one of: {', '.join(sorted(REGISTRY))}")
-    from trace_eval.pipeline import resolve_device
+    from trace_eval.stage1.pipeline import resolve_device
 
     device = resolve_device(args.device)
     with tempfile.TemporaryDirectory(prefix="bench_extract_") as folder:

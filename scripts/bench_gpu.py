@@ -38,7 +38,7 @@
 The bench runs the paper profile as users run it, with the tool's own settings
 (beam search at temperature 0, Whisper's temperature fallback, the batch sizes):
 nothing is capped or forced. The Whisper stand-in's decoder carries one planted
-sentence (trace_eval/standins.py: STANDIN_SENTENCE, 25 text tokens, then
+sentence (trace_eval/stage1/standins.py: STANDIN_SENTENCE, 25 text tokens, then
 end-of-text), so every window decodes it once at temperature 0, with an average
 log-probability of about 0, and stops; no window falls back, as with a fluent model.
 So the decoding share of the timings is that of 25 tokens a window, about what
@@ -230,7 +230,7 @@ def make_benchmark(
 
 def missing_cards(models: Path) -> list[str]:
     """The paper profile's model cards whose folder under `models` lacks a file the card lists."""
-    from trace_eval.models import is_complete, load_card
+    from extractors.models import is_complete, load_card
 
     return [name for name in PAPER_CARDS if not is_complete(models / name, load_card(name))]
 
@@ -407,7 +407,7 @@ def transcript_stats(blueprints: list[dict], whisper_dir: Path) -> dict:
     from transformers import WhisperTokenizer
 
     from extractors.asr import AsrConfig
-    from trace_eval.standins import STANDIN_SENTENCE
+    from trace_eval.stage1.standins import STANDIN_SENTENCE
 
     limits = AsrConfig()
     tokenizer = WhisperTokenizer.from_pretrained(whisper_dir)
@@ -458,7 +458,7 @@ def transcript_stats(blueprints: list[dict], whisper_dir: Path) -> dict:
 
 
 def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     store = BlueprintStore(folder)
     return [store.get_by_path(f"audio/{path.name}") or {} for path in paths]
@@ -467,7 +467,7 @@ def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
 def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count: int = 3) -> dict:
     """The first `count` clips again as a benchmark of their own, so in other batches than in the whole
     run: every value of their blueprints must be the same (docs/blueprints.md: Same audio, same blueprint)."""
-    from trace_eval.pipeline import run_blueprints
+    from trace_eval.stage1.pipeline import run_blueprints
 
     small = folder / "alone"
     small_paths = make_benchmark(count, small, seed)  # clip i is the same whatever the count
@@ -543,7 +543,7 @@ def time_each(
     Each is a fresh instance with the configured settings, dropped once timed, so that the
     GPU holds one model at a time.
     """
-    from trace_eval.pipeline import runs_in_workers
+    from trace_eval.stage1.pipeline import runs_in_workers
 
     decoded = [load_audio(p) for p in paths]
     audio_s = sum(a.duration_s for a in decoded)
@@ -645,7 +645,7 @@ def print_timings(timings: list[GpuTiming]) -> None:
 
 
 def time_stage1(folder: Path, options, gpu: Gpu, probe: WhisperProbe, audio_s: float, clips: int) -> dict:
-    from trace_eval.pipeline import run_blueprints
+    from trace_eval.stage1.pipeline import run_blueprints
 
     gpu.free()
     gpu.reset_peak()
@@ -751,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
 
-    from trace_eval.pipeline import BlueprintOptions, build_extractors, resolve_device
+    from trace_eval.stage1.pipeline import BlueprintOptions, build_extractors, resolve_device
 
     device = resolve_device(args.device)
     models = args.models.expanduser().resolve()
@@ -779,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.real_weights
             else "random-weight stand-ins in the published layouts (full-size when scripts/make_standin_models.py made "
             "them): the timings are real, the cues are not; the Whisper stand-in decodes one planted sentence a window "
-            "(trace_eval/standins.py), so decoding is as long as that sentence (stage1.transcripts)",
+            "(trace_eval/stage1/standins.py), so decoding is as long as that sentence (stage1.transcripts)",
             "models_dir": str(models),
             "built_s": round(build_s, 1) if build_s is not None else None,
         },

@@ -178,8 +178,8 @@ class Listener:
     """The recogniser (CPU profile) and prosody, loaded once."""
 
     def __init__(self, progress=None) -> None:
-        from trace_eval.pipeline import make_config
-        from trace_eval.profiles import profile_settings
+        from trace_eval.stage1.profiles import profile_settings
+        from trace_eval.stage1.settings import make_config
 
         self.asr = REGISTRY["asr"](make_config(REGISTRY["asr"], profile_settings("cpu").get("asr", {})))
         self.asr.load()

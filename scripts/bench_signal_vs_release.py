@@ -155,7 +155,7 @@ def run_ours(bench: Path, non_personalized: bool) -> Run:
 
 def dnsmos_differences(bench: Path, paths: list[Path], release_out: Path) -> float:
     """Largest difference between the release's DNSMOS scores and the blueprints' (both rounded to 2 decimals)."""
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     theirs = json.loads(release_out.read_text())
     store = BlueprintStore(bench)

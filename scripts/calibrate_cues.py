@@ -37,7 +37,7 @@ from trace_eval.judge.cues import (
     transcript_doubt,
 )
 from trace_eval.judge.prompts import blueprint_view, load_prompt  # noqa: E402
-from trace_eval.store import BlueprintStore  # noqa: E402
+from trace_eval.stage1.store import BlueprintStore  # noqa: E402
 
 SPLITS = ("fit", "heldout", "recorded")
 KEYS = load_prompt("trace").blueprint_keys

@@ -27,7 +27,7 @@ from view_pages import browser_problem, start_chromium  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("png", type=Path)
-    parser.add_argument("--size", default="1280x1080", help="window, WIDTHxHEIGHT")
+    parser.add_argument("--size", default="1280x857", help="window, WIDTHxHEIGHT (default: a laptop's, %(default)s)")
     args = parser.parse_args()
     problem = browser_problem()
     if problem:

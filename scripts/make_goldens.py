@@ -98,8 +98,8 @@ def make_audio() -> None:
 
 def extract(golden: GoldenSet, workdir: Path) -> dict[str, dict]:
     """Fresh blueprints of a set's clips, by file name, as golden files hold them."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.store import BlueprintStore
 
     bench = workdir / golden.name
     (bench / "audio").mkdir(parents=True)

@@ -5,7 +5,7 @@
     TRACE_MODELS_DIR=DIR python -m trace_eval blueprints BENCH --profile paper --device cpu
 
 Folders already complete are kept (--force writes them again). What each stand-in
-is, and why Whisper's says one fixed sentence, is in trace_eval/standins.py. The
+is, and why Whisper's says one fixed sentence, is in trace_eval/stage1/standins.py. The
 Whisper tokenizer is built from the openai-whisper package's multilingual
 vocabulary (installed by `make install` with --no-deps); nothing is downloaded.
 Blueprints made with stand-ins carry `"standin"` in their provenance.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trace_eval.standins import build_standins  # noqa: E402
+from trace_eval.stage1.standins import build_standins  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

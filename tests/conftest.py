@@ -32,7 +32,7 @@ def _with_blueprints(tmp_path_factory, name: str) -> Path:
     Models that cannot be had offline (emotion2vec, ECAPA) are recorded as unavailable,
     exactly as on a user's machine without them.
     """
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
 
     root = tmp_path_factory.mktemp("example") / name
     shutil.copytree(EXAMPLES / name, root, ignore=shutil.ignore_patterns("blueprints"))

@@ -25,6 +25,7 @@ def tone(path: Path, frequency: int, seconds: float = 0.6) -> None:
     subprocess.run(
         [
             "sox",
+            "-R",  # repeatable dither: the same clips, so the same content keys and orders shown, on every run
             "-n",
             "-r",
             "16000",

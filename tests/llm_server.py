@@ -353,7 +353,7 @@ def write_benchmark(root: Path, pairs: list[PairSpec | PointSpec] | int, with_bl
     `pairs` is a list of specs, or a count of pairs whose responses say "answer N one" / "answer N two".
     """
     from trace_eval.audio import sha256_file
-    from trace_eval.store import BlueprintStore, new_blueprint
+    from trace_eval.stage1.store import BlueprintStore, new_blueprint
 
     if isinstance(pairs, int):  # distinct answers, so no two pairs render the same prompt
         pairs = [

@@ -17,7 +17,7 @@ import trace_eval
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main as cli
 from trace_eval.judge.caller import RetryPolicy
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "funasr", "litellm", "ray", "transformers", "speechbrain", "numpy")
@@ -192,7 +192,7 @@ def test_errors_are_the_command_line_s(example_with_blueprints, tmp_path, monkey
     with pytest.raises(trace_eval.JudgeError, match="unknown fusion policy 'nope'"):
         trace_eval.Judge(fusion="nope", workdir=tmp_path)
     judge = trace_eval.Judge(workdir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="a.wav: audio file not found"):
+    with pytest.raises(FileNotFoundError, match="missing.wav: audio file not found"):  # the first clip given
         judge.compare(tmp_path / "missing.wav", tmp_path / "a.wav", tmp_path / "b.wav")
     with pytest.raises(TypeError, match="path, the bytes"):
         judge.compare(None, 3, 4, "Say hi")  # type: ignore[arg-type]
@@ -259,6 +259,50 @@ def test_a_clip_stage_1_cannot_read_is_a_skipped_verdict_in_a_stream_and_an_erro
     verdicts = {v.id: v for v in judge.compare_many([good, broken])}
     assert verdicts[good["id"]].ok
     assert verdicts["broken"].status == "skipped" and verdicts["broken"].overall is None
-    assert "clips/" in (verdicts["broken"].reason or "")
-    with pytest.raises(trace_eval.MissingBlueprintsError, match="failed when their blueprints were made"):
+    reason = verdicts["broken"].reason or ""
+    assert reason.startswith("answer b (the 17 bytes given): ") and "clips/" not in reason, reason
+    with pytest.raises(trace_eval.MissingBlueprintsError, match="failed when their blueprints were made") as raised:
         judge.compare(good["instruction"], good["a"], b"this is not audio", good["instruction_text"])
+    assert "answer b (the 17 bytes given)" in str(raised.value) and "clips/" not in str(raised.value)
+
+
+def test_one_missing_file_skips_its_pair_the_others_are_judged_and_each_reason_names_the_user_s_file(
+    example_with_blueprints, tmp_path, monkeypatch
+):
+    share_store(example_with_blueprints, monkeypatch)
+    judge = trace_eval.Judge(model="cues", workdir=tmp_path / "work")
+    pairs = pairs_of(example_with_blueprints)[:5]
+    missing = tmp_path / "answers" / "q3.wav"  # never written
+    not_audio = tmp_path / "answers" / "q4.wav"
+    not_audio.parent.mkdir()
+    not_audio.write_bytes(b"RIFF but no audio in it")
+    pairs[2] = dict(pairs[2], a=str(missing))
+    pairs[3] = dict(pairs[3], b=not_audio)
+    seen: list[tuple[int, int]] = []
+    verdicts = {v.id: v for v in judge.compare_many(pairs, progress=lambda done, total: seen.append((done, total)))}
+    assert len(verdicts) == 5
+    assert [verdicts[p["id"]].ok for p in pairs] == [True, True, False, False, True]
+    gone, broken = verdicts[pairs[2]["id"]], verdicts[pairs[3]["id"]]
+    assert gone.status == "skipped" and gone.reason == f"{missing}: audio file not found"
+    assert broken.status == "skipped" and (broken.reason or "").startswith(f"{not_audio}: "), broken.reason
+    assert "clips/" not in (broken.reason or "") and str(judge.clips.root) not in (broken.reason or "")
+    # The progress callback hears of every verdict, skipped ones included.
+    assert seen == [(n, 5) for n in range(1, 6)]
+    with pytest.raises(TypeError, match="progress"):
+        list(judge.compare_many(pairs, progress="yes"))  # type: ignore[arg-type]
+    # Alone, the missing file is an error at once, as before.
+    with pytest.raises(FileNotFoundError, match="q3.wav: audio file not found"):
+        judge.compare(pairs[2]["instruction"], missing, pairs[2]["b"], pairs[2]["instruction_text"])
+
+
+def test_run_reads_a_folder_named_by_a_string_and_a_mistyped_one_says_what_it_meant(
+    example_with_blueprints, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("TRACE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "runs").mkdir()
+    made = trace_eval.judge_bench(example_with_blueprints, "cues", out=tmp_path / "runs" / "cues", progress=False)
+    monkeypatch.chdir(tmp_path)
+    verdicts = trace_eval.Run("runs/cues").verdicts()
+    assert {v.id for v in verdicts} == {v.id for v in made.verdicts()} and len(verdicts) == 8
+    with pytest.raises(trace_eval.RunFolderError, match="runs/cuess: no such folder; did you mean runs/cues?"):
+        trace_eval.Run("runs/cuess").verdicts()

@@ -162,7 +162,7 @@ def test_the_python_api_page_s_examples_run_and_its_commands_exist(example_with_
     script = tmp_path / "api_examples.py"
     script.write_text("\n\n".join(blocks), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     # A copy of the store that holds the example's blueprints: this process's environment (HF_HUB_OFFLINE) would
     # make the sections it records as unavailable stale for the rest of the suite.

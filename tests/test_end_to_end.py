@@ -8,6 +8,7 @@ import json
 from trace_eval.bench import load_benchmark
 from trace_eval.cli import main
 from trace_eval.schemas import validation_errors
+from trace_eval.stage1.store import BlueprintStore
 
 
 def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprints, capsys):
@@ -15,7 +16,7 @@ def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprin
     summary = json.loads((bench.root / "blueprints" / "summary.json").read_text())
     assert summary["clips"] == 24 and summary["unique_audio"] == 23  # one instruction serves two pairs
     for pair in bench.pairs:
-        for bp in bench.blueprints_for(pair):
+        for bp in BlueprintStore(bench.root).for_pair(pair):
             assert validation_errors("blueprint", bp) == []
             sections = bp["provenance"]["extractors"]
             assert {n for n, s in sections.items() if s["status"] == "ok"} >= {
@@ -29,7 +30,7 @@ def test_blueprints_of_the_example_are_complete_and_cached(example_with_blueprin
             for name in ("emotion", "accent"):  # no weights offline: said so, with the fix
                 if sections[name]["status"] == "unavailable":
                     assert f"--set {name}.model_path=DIR" in sections[name]["reason"]
-    instruction, first, _ = bench.blueprints_for(bench.pairs[0])
+    instruction, first, _ = BlueprintStore(bench.root).for_pair(bench.pairs[0])
     assert "fox" in first["agent_response"].lower()
 
     assert main(["blueprints", str(bench.root), "--quiet"]) == 0

@@ -253,7 +253,7 @@ def test_the_example_is_transcribed_alike_on_the_cpus_own_kernels(example_with_b
     # The stored blueprints come from a pinned numeric class (the default). The CPU's own widest
     # kernels, with MKL or oneDNN at their own branch, must give the same words and reliability flags
     # and log-probabilities within 0.01: float32 beam search does not depend on the instruction set.
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     store = BlueprintStore(example_with_blueprints)
     paths = sorted(store.index())

@@ -132,3 +132,68 @@ def test_preferences_on_one_dimension_and_from_the_api(cues_run, tmp_path):
     assert {row["id"] for row in rows} == winners and {row["on"] for row in rows} <= {"content"}
     with pytest.raises(trace_eval.export.ExportError, match="expected overall or a dimension"):
         run.preferences(tmp_path / "x", on="loudness")
+
+
+@pytest.fixture(scope="module")
+def systems_run(tmp_path_factory) -> Path:
+    """A run over 18 pairs of three systems whose answers are all named q00.wav .. q05.wav in their folders, as
+    a lab's outputs are (tests/label_benches.py), at runs/cues."""
+    if shutil.which("sox") is None:
+        pytest.skip("sox makes the systems' answers")
+    from label_benches import SYSTEMS, make_outputs, prepare_pairs, write_run
+
+    root = tmp_path_factory.mktemp("lab")
+    prepare_pairs(root / "bench", make_outputs(root / "outputs"), SYSTEMS[:3])
+    return write_run(root / "bench", root / "runs" / "cues", agree=1.0)
+
+
+def test_audio_paths_are_unique_and_nothing_names_a_path_of_this_machine(systems_run, tmp_path):
+    out = tmp_path / "prefs"
+    assert cli(["export", "preferences", str(systems_run), "--out", str(out)]) == 0
+    table = undecoded(datasets.load_from_disk(str(out)))
+    assert len(table) == 18
+    by_path: dict[str, bytes] = {}
+    for row in table:
+        paths = [row[column]["path"] for column in AUDIO]
+        assert len(set(paths)) == 3, paths  # instruction, chosen and rejected never share a name
+        for column in AUDIO:
+            audio = row[column]
+            assert by_path.setdefault(audio["path"], audio["bytes"]) == audio["bytes"]  # one name, one content
+        assert row["run"] == "cues"
+    assert len(by_path) == 6 + 18  # six instructions, each system's six answers
+    machine = str(tmp_path.parent)
+    for name in ("README.md", "dataset_info.json"):
+        assert machine not in (out / name).read_text(), name
+    card = (out / "README.md").read_text()
+    counts = json.loads(card.split("Counts as JSON: `")[1].split("`")[0])
+    assert counts["out"] == "prefs"
+    assert sorted(counts["files"]) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()), (
+        counts["files"]
+    )
+
+
+def test_an_existing_folder_is_refused_unless_overwrite(systems_run, tmp_path, capsys):
+    out = tmp_path / "prefs"
+    assert cli(["export", "preferences", str(systems_run), "--out", str(out)]) == 0
+    first = (out / "preferences.jsonl").read_bytes()
+    assert cli(["export", "preferences", str(systems_run), "--out", str(out), "--on", "content"]) == 2
+    refused = capsys.readouterr().err
+    assert "already holds an earlier export" in refused and "--overwrite" in refused
+    assert (out / "preferences.jsonl").read_bytes() == first  # untouched
+    assert cli(["export", "preferences", str(systems_run), "--out", str(out), "--on", "content", "--overwrite"]) == 0
+    assert '"on": "content"' in (out / "preferences.jsonl").read_text()
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "mine.txt").write_text("keep me")
+    assert cli(["export", "preferences", str(systems_run), "--out", str(other)]) == 2
+    assert "already holds files" in capsys.readouterr().err
+    assert [p.name for p in other.iterdir()] == ["mine.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli(["export", "preferences", str(systems_run), "--out", str(empty)]) == 0
+
+
+def test_a_mistyped_run_folder_says_which_it_meant(systems_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(systems_run.parent.parent)
+    assert cli(["export", "preferences", "runs/cuess", "--out", str(tmp_path / "p")]) == 2
+    assert "runs/cuess: no such folder; did you mean runs/cues?" in capsys.readouterr().err

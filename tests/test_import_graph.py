@@ -106,3 +106,21 @@ def test_the_graph_reads_late_and_relative_imports():
 def test_no_module_imports_itself_through_others():
     left = [sorted(c) for c in circles(import_graph()) if c not in KNOWN]
     assert not left, f"import circles: {left}"
+
+
+# The folders of the pipeline's stages, and the entry points above them. What every stage reads and writes with
+# (the modules directly under trace_eval/, extractors, fusion, the rubrics' definitions) sits below them all.
+STAGES = ("stage1", "judge", "evaluation", "labels", "prepare", "audit", "view", "commands", "api", "export", "cli")
+
+
+def test_what_every_stage_uses_imports_no_stage():
+    stage_modules = tuple(f"trace_eval.{stage}" for stage in STAGES)
+    below = [
+        name
+        for name in _modules()
+        if name.startswith(("extractors", "fusion"))
+        or (name.count(".") == 1 and not name.startswith((*stage_modules, "trace_eval.__main__")))
+    ]
+    graph = import_graph()
+    upward = {name: sorted(m for m in graph[name] if m.startswith(stage_modules)) for name in below}
+    assert not {name: m for name, m in upward.items() if m}, "imports from below into a stage's folder"

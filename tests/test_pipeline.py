@@ -9,10 +9,10 @@ import soundfile as sf
 
 from extractors import REGISTRY, ClipError, Extractor, ExtractorUnavailable, Section, register
 from trace_eval.cli import main as cli
-from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.schemas import validation_errors
 from trace_eval.stage1 import local
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+from trace_eval.stage1.store import BlueprintStore
 
 SR = 16000
 
@@ -291,7 +291,7 @@ def test_list_names_every_registered_extractor(capsys):
 
 
 def test_one_model_at_a_time_adds_up_its_passes(tmp_path, monkeypatch):
-    from trace_eval.pipeline import run_one_model_at_a_time
+    from trace_eval.stage1.pipeline import run_one_model_at_a_time
 
     monkeypatch.setattr(Peak, "uses_gpu", True)  # a "GPU model" with a dependant, beside a CPU extractor
     root = bench(tmp_path, {"q.wav": tone(0.6), "a.wav": tone(0.8), "b.wav": tone(1.0)})
@@ -363,7 +363,7 @@ def test_values_the_schema_forbids_fail_that_section_only(tmp_path):
 
 
 def test_one_model_at_a_time_keeps_the_failures_of_every_pass(tmp_path, monkeypatch):
-    from trace_eval.pipeline import run_one_model_at_a_time
+    from trace_eval.stage1.pipeline import run_one_model_at_a_time
 
     monkeypatch.setattr(PeakDb, "uses_gpu", True)  # passes: [test_peak], then [test_peak_db]
     Peak.fail = True

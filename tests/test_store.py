@@ -16,7 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from trace_eval.cli import main as cli
-from trace_eval.store import BlueprintStore, migrate_bench, prune_store, store_info, verify_store
+from trace_eval.stage1.store import BlueprintStore, migrate_bench, prune_store, store_info, verify_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SR = 16000
@@ -247,3 +247,23 @@ def test_a_local_run_imports_nothing_of_object_storage(tmp_path):
     done = subprocess.run([sys.executable, "-c", check, str(bench)], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_store_that_names_a_file_is_a_clear_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    bench = make_bench(tmp_path / "bench", clips(3))
+    a_file = tmp_path / "store.txt"
+    a_file.write_text("not a folder")
+    monkeypatch.setenv("TRACE_STORE", str(a_file))
+    assert cli(["blueprints", str(bench), "--only", "loudness", "--workers", "0", "--quiet"]) == 2
+    said = capsys.readouterr().err
+    assert f"$TRACE_STORE={a_file} cannot be a folder of blueprints: it is a file" in said, said
+    assert "Traceback" not in said and "Errno" not in said
+    assert cli(["store", "info"]) == 2
+    assert f"$TRACE_STORE={a_file} cannot be a folder of blueprints" in capsys.readouterr().err
+    monkeypatch.delenv("TRACE_STORE")
+    below = a_file / "blueprints"
+    for argv in (["store", "info", "--store", str(below)], ["blueprints", str(bench), "--store", str(a_file)]):
+        assert cli([*argv, "--quiet"] if argv[0] == "blueprints" else argv) == 2
+        said = capsys.readouterr().err
+        assert "cannot be a folder of blueprints" in said and "--store" in said and "Errno" not in said, said
+    assert not list(bench.glob("blueprints/*.json"))  # nothing written anywhere

@@ -20,7 +20,7 @@ pytest.importorskip("moto.server", reason="the S3 server of these tests is moto'
 from test_store import CHEAP, clips, make_bench  # noqa: E402
 
 from trace_eval.cli import main as cli  # noqa: E402
-from trace_eval.store import BlueprintStore, store_info, verify_store  # noqa: E402
+from trace_eval.stage1.store import BlueprintStore, store_info, verify_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "never-written-anywhere-9f3c"  # the secret key: must not appear in a blueprint, a record or a log

@@ -6,7 +6,7 @@ CommonAccent folder), so tests exercise the real loading and inference code on
 a 2-core machine in seconds. The scores are meaningless; the formats, the label
 files and the shapes of the outputs are the real ones.
 
-The folders are written by trace_eval/standins.py, which writes the full-size
+The folders are written by trace_eval/stage1/standins.py, which writes the full-size
 stand-ins too; here with tiny sizes. Layouts mirror the hub releases:
 - emotion2vec/emotion2vec_plus_large: config.yaml, configuration.json, model.pt
   (a plain state dict), tokens.txt ("中文/english" per line, "<unk>" last);
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trace_eval.standins import ecapa_hyperparams, emotion2vec_config, write_ecapa, write_emotion2vec
+from trace_eval.stage1.standins import ecapa_hyperparams, emotion2vec_config, write_ecapa, write_emotion2vec
 
 __all__ = [
     "EMOTION_TOKENS",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trace_eval.io import write_json
 from trace_eval.rubrics import load_rubric
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 LABELS = ("1", "2", "both_good", "both_bad")
 DATA_PREFIX = "window.TRACE_VIEW = "

@@ -6,7 +6,7 @@
     verdict.overall, verdict.labels, verdict.confidence
 
 `Judge` runs the same judging loop as `python -m trace_eval judge` (trace_eval/judge/judging.py) with the same
-answer cache; its clips go through Stage 1's pipeline and store (trace_eval/clips.py). The folder functions
+answer cache; its clips go through Stage 1's pipeline and store (trace_eval/stage1/clips.py). The folder functions
 (`blueprints`, `judge_bench`, `evaluate`, `leaderboard`) are what the commands call (`judge_bench`: the name
 `trace_eval.judge` is the judge's package).
 """
@@ -17,14 +17,14 @@ import asyncio
 import hashlib
 import os
 import sys
-from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trace_eval.clips import AudioInput, ClipFolder
 from trace_eval.judge.options import JudgeOptions
 from trace_eval.rubrics import DEFAULT_RUBRIC
+from trace_eval.stage1.clips import AudioInput, ClipFolder
 
 __all__ = [
     "Judge",
@@ -41,6 +41,8 @@ __all__ = [
 # One pair for compare_many: (instruction, a, b), (instruction, a, b, instruction_text), or a mapping with the
 # keys instruction, a, b and optionally instruction_text, id, model_a, model_b.
 PairInput = Sequence[Any] | Mapping[str, Any]
+# compare_many's progress: a bar on stderr (True), none (False), or progress(done, total) after each verdict.
+Progress = bool | Callable[[int, int], Any]
 
 
 @dataclass(frozen=True)
@@ -208,11 +210,14 @@ class Judge:
     # -- many pairs -------------------------------------------------------------------------
 
     def compare_many(
-        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
+        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: Progress = False
     ) -> Iterator[Verdict]:
         """Verdicts on `pairs`, yielded as they finish (not in the order given: `Verdict.id` says which; a pair
         given without an id gets its position in `pairs`, "0", "1", ...). `concurrency` calls are in flight
-        at once. A pair with a clip whose extraction failed gives a "skipped" verdict with the reason."""
+        at once. A pair with a clip that cannot be read (a missing file, audio Stage 1 cannot decode) gives a
+        "skipped" verdict whose reason names the clip as it was given; the other pairs are judged.
+        `progress`: True for a progress bar on stderr, or a callable `progress(done, total)` called after
+        each verdict."""
         loop = asyncio.new_event_loop()
         stream = self.acompare_many(pairs, concurrency, progress)
         try:
@@ -227,7 +232,7 @@ class Judge:
             _close_loop(loop)
 
     async def acompare_many(
-        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: bool = False
+        self, pairs: Iterable[PairInput], concurrency: int = 16, progress: Progress = False
     ) -> AsyncGenerator[Verdict, None]:
         """`compare_many` in a running event loop: an async iterator of verdicts as they finish."""
         items = [_pair_item(n, given) for n, given in enumerate(pairs)]
@@ -235,7 +240,7 @@ class Judge:
             yield verdict
 
     async def _judge_stream(
-        self, items: list[dict[str, Any]], concurrency: int, progress: bool, strict: bool, close: bool
+        self, items: list[dict[str, Any]], concurrency: int, progress: Progress, strict: bool, close: bool
     ) -> AsyncGenerator[Verdict, None]:
         from trace_eval.judge.backbones import FatalBackboneError
         from trace_eval.judge.caller import RunStopped
@@ -244,11 +249,16 @@ class Judge:
 
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        pairs = await asyncio.to_thread(self._pairs, items)
-        blueprints = await asyncio.to_thread(self._stage1, pairs, strict)
-        options = replace(self.options, concurrency=concurrency, progress=progress)
+        report = progress if callable(progress) else None
+        if report is None and not isinstance(progress, bool):
+            raise TypeError(f"progress is True, False or a callable progress(done, total); got {progress!r}")
+        given = await asyncio.to_thread(self._pairs, items, strict)
+        pairs = given.pairs
+        blueprints = await asyncio.to_thread(self._stage1, given, strict)
+        options = replace(self.options, concurrency=concurrency, progress=progress is True)
         setup = self.setup
-        skipped = {p.id: blueprints.failures_of(p) for p in pairs if blueprints.failures_of(p)}
+        skipped = dict(given.unreadable)
+        skipped |= {p.id: blueprints.failures_of(p, given) for p in pairs if blueprints.failures_of(p, given)}
         cases, unusable = build_cases(
             self._bench(pairs),
             [p for p in pairs if p.id not in skipped],
@@ -264,6 +274,7 @@ class Judge:
             if pair.id in skipped or pair.id in unusable:
                 reason = skipped.get(pair.id) or unusable[pair.id]
                 status = "skipped" if pair.id in skipped else "error"
+                judging.progress.update(1)
                 return unusable_record(pair, reason, options.fusion, setup.rubric, status)
             original, swapped = cases[pair.id]
             orders = (original, swapped) if options.swap and swapped is not None else (original,)
@@ -272,11 +283,13 @@ class Judge:
 
         tasks = [asyncio.ensure_future(judged(pair)) for pair in pairs]
         try:
-            for finished in asyncio.as_completed(tasks):
+            for done, finished in enumerate(asyncio.as_completed(tasks), 1):
                 try:
                     record = await finished
                 except (FatalBackboneError, RunStopped) as stop:  # would hit every pair: authentication, model
                     raise JudgeError(caller.stop_reason or str(stop)) from None
+                if report is not None:
+                    report(done, len(tasks))
                 yield Verdict.from_record(record, options.fusion if setup.rubric.fusion else None)
         finally:
             for task in tasks:
@@ -288,57 +301,75 @@ class Judge:
             if close:
                 await setup.backbone.close()
 
-    def _pairs(self, items: list[dict[str, Any]]) -> list[Any]:
+    def _pairs(self, items: list[dict[str, Any]], strict: bool) -> _Given:
+        """The items as benchmark pairs of content-addressed clips, and the name each clip was given by. A clip
+        that cannot be read (a missing file, empty bytes) raises when `strict`; else its pair is unreadable,
+        with the reason naming the clip as given."""
         from trace_eval.items import Pair
 
-        pairs = []
+        given = _Given()
         for item in items:
-            instruction = item.get("instruction")
-            clips = [self.clips.add(item[key]) if item.get(key) is not None else None for key in ("a", "b")]
-            if clips[0] is None or clips[1] is None:
+            if item.get("a") is None or item.get("b") is None:
                 raise ValueError("a pair needs both answers, a and b")
-            instruction_clip = self.clips.add(instruction) if instruction is not None else None
             text = item.get("instruction_text")
-            if instruction_clip is None and not text:
+            if item.get("instruction") is None and not text:
                 raise ValueError("a pair needs its instruction: its audio, or instruction_text")
+            clips: dict[str, str | None] = {}
+            names: dict[str, str] = {}
+            problems = []
+            for role in ("instruction", "a", "b"):
+                audio = item.get(role)
+                clips[role] = None
+                if audio is None:
+                    continue
+                name = _given_name(role, audio)
+                try:
+                    clip = self.clips.add(audio)
+                except (OSError, ValueError) as e:  # a wrong kind of value (TypeError) is the caller's bug
+                    if strict:
+                        raise
+                    problems.append(str(e) if str(e).startswith(name) else f"{name}: {e}")
+                    continue
+                clips[role] = clip
+                names[clip] = name
             pair_id = item.get("id")
             if pair_id is None:
-                content = "|".join(str(part) for part in (instruction_clip, *clips, text))
+                content = "|".join(str(part) for part in (clips["instruction"], clips["a"], clips["b"], text))
                 pair_id = hashlib.sha256(content.encode()).hexdigest()[:16]
-            pairs.append(
-                Pair(
-                    id=str(pair_id),
-                    instruction_path=instruction_clip,
-                    instruction_text=text,
-                    audio1_path=clips[0],
-                    audio2_path=clips[1],
-                    model_a=item.get("model_a"),
-                    model_b=item.get("model_b"),
-                )
+            pair = Pair(
+                id=str(pair_id),
+                instruction_path=clips["instruction"],
+                instruction_text=text,
+                audio1_path=clips["a"],
+                audio2_path=clips["b"],
+                model_a=item.get("model_a"),
+                model_b=item.get("model_b"),
             )
-        seen: set[str] = set()
-        for pair in pairs:
-            if pair.id in seen:
+            if pair.id in given.names or pair.id in given.unreadable:
                 raise ValueError(f"two pairs have the id {pair.id!r}; give each pair its own")
-            seen.add(pair.id)
-        return pairs
+            given.pairs.append(pair)
+            given.names[pair.id] = names
+            if problems:
+                given.unreadable[pair.id] = "; ".join(problems)
+        return given
 
     def _bench(self, pairs: list[Any]) -> Any:
         from trace_eval.bench import Benchmark
 
         return Benchmark(root=self.clips.root.resolve(), manifest_path=self.clips.root / "manifest.json", pairs=pairs)
 
-    def _stage1(self, pairs: list[Any], strict: bool) -> _Stage1:
+    def _stage1(self, given: _Given, strict: bool) -> _Stage1:
         """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
         from trace_eval.judge.runner import Blueprints, MissingBlueprintsError
 
         if not self.prompt.needs_blueprints:
-            return _Stage1(None)
-        clips = list(dict.fromkeys(c for pair in pairs for c in pair.audio_paths()))
+            return _Stage1(None, self.clips.root)
+        readable = [pair for pair in given.pairs if pair.id not in given.unreadable]
+        clips = list(dict.fromkeys(c for pair in readable for c in pair.audio_paths()))
         failures: dict[str, str] = {}
         wanted = [c for c in clips if c not in self._blueprints]
         if wanted:
-            from trace_eval.pipeline import BlueprintOptions
+            from trace_eval.stage1.pipeline import BlueprintOptions
 
             found, failures, summary = self.clips.blueprints(
                 wanted, BlueprintOptions(device=self.device, profile=self.profile, progress=False)
@@ -347,20 +378,56 @@ class Judge:
             self.blueprints_made += summary.computed
             self._blueprints.update({clip: bp for clip, bp in found.items() if bp is not None})
         if strict and failures:
-            raise MissingBlueprintsError(self.clips.root, list(failures), failures)
+            # Named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
+            names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}
+            named = {names[c]: _in_words(reason, self.clips.root, c, names[c]) for c, reason in failures.items()}
+            raise MissingBlueprintsError(self.clips.root, list(named), named)
         view = Blueprints({c: self._blueprints.get(c) for c in clips}, failures)
-        return _Stage1(view)
+        return _Stage1(view, self.clips.root)
+
+
+@dataclass
+class _Given:
+    """Pairs handed over from code, as pairs of clips of the clip folder."""
+
+    pairs: list[Any] = field(default_factory=list)  # items.Pair, each clip a path in the clip folder
+    names: dict[str, dict[str, str]] = field(default_factory=dict)  # pair id -> clip -> the clip as given
+    unreadable: dict[str, str] = field(default_factory=dict)  # pair id -> why a clip of it could not be read
 
 
 @dataclass
 class _Stage1:
     view: Any  # runner.Blueprints, or None when the prompt shows no blueprint
+    root: Path  # the clip folder
 
-    def failures_of(self, pair: Any) -> str | None:
+    def failures_of(self, pair: Any, given: _Given) -> str | None:
+        """Why some clips of `pair` have no blueprint, each named as it was given; None when all have one."""
         if self.view is None:
             return None
-        reasons = [f"{clip}: {self.view.failures[clip]}" for clip in pair.audio_paths() if clip in self.view.failures]
+        names = given.names.get(pair.id, {})
+        reasons = [
+            f"{names.get(clip, clip)}: {_in_words(self.view.failures[clip], self.root, clip, names.get(clip, clip))}"
+            for clip in pair.audio_paths()
+            if clip in self.view.failures
+        ]
         return "; ".join(reasons) or None
+
+
+def _given_name(role: str, audio: Any) -> str:
+    """How a clip is named in a reason: its path as given, else what it was and which clip of the pair."""
+    if isinstance(audio, (str, os.PathLike)):
+        return str(audio)
+    clip = "instruction" if role == "instruction" else f"answer {role}"
+    if isinstance(audio, (bytes, bytearray, memoryview)):
+        return f"{clip} (the {len(audio)} bytes given)"
+    return f"{clip} (the samples given)"
+
+
+def _in_words(reason: str, root: Path, clip: str, name: str) -> str:
+    """A Stage 1 reason with the clip folder's copy (`clips/<sha256>.wav`, absolute or relative) named as given."""
+    for copy in (str(root.resolve() / clip), str(root / clip), clip):
+        reason = reason.replace(copy, name)
+    return reason
 
 
 def _pair_item(n: int, given: PairInput) -> dict[str, Any]:
@@ -416,7 +483,7 @@ def blueprint(
     A clip Stage 1 cannot read raises MissingBlueprintsError with the reason.
     """
     from trace_eval.judge.runner import MissingBlueprintsError
-    from trace_eval.pipeline import BlueprintOptions
+    from trace_eval.stage1.pipeline import BlueprintOptions
 
     clips = ClipFolder(workdir)
     clip = clips.add(audio)
@@ -433,16 +500,21 @@ def blueprint(
 class Run:
     """A judge run folder: what `judge` wrote, read back."""
 
-    path: Path
+    path: Path  # a str or any os.PathLike is taken too
     summary: dict[str, Any] = field(default_factory=dict, repr=False)
     stopped: str | None = None  # why the run stopped early
 
-    def verdicts(self) -> list[Verdict]:
-        """Every pair's verdict, in manifest order."""
-        from trace_eval.judge.runfolder import RESULTS, load_config, read_results
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
 
-        policy = load_config(self.path).get("fusion")
-        return [Verdict.from_record(r, policy) for r in read_results(self.path / RESULTS).records]
+    def verdicts(self) -> list[Verdict]:
+        """Every pair's verdict (the newest line of each pair in results.jsonl); RunFolderError when the folder
+        is not a run folder."""
+        from trace_eval.judge.runfolder import read_run_folder
+
+        folder = read_run_folder(self.path)
+        policy = folder.config.get("fusion")
+        return [Verdict.from_record(r, policy) for r in folder.records.values()]
 
     def preferences(
         self,
@@ -451,12 +523,15 @@ class Run:
         trusted_only: bool = False,
         calibration: str | Path | None = None,
         on: str = "overall",
+        overwrite: bool = False,
     ) -> Any:
         """Write the verdicts that name a winner as chosen/rejected pairs (trace_eval/export.py); returns what
-        was written (`export.Preferences`)."""
+        was written (`export.Preferences`). An `out` that holds anything is refused unless `overwrite`."""
         from trace_eval.export import export_preferences
 
-        return export_preferences(self.path, out, trusted_only=trusted_only, calibration=calibration, on=on)
+        return export_preferences(
+            self.path, out, trusted_only=trusted_only, calibration=calibration, on=on, overwrite=overwrite
+        )
 
 
 def blueprints(
@@ -472,7 +547,7 @@ def blueprints(
     **settings: Any,
 ) -> Any:
     """`python -m trace_eval blueprints BENCH`: Stage 1 over a benchmark folder; returns its RunSummary."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
 
     options = BlueprintOptions(
         only=only, device=device, force=force, profile=profile, progress=progress, engine=engine, **settings

@@ -60,7 +60,7 @@ class Benchmark:
     root: Path
     manifest_path: Path
     pairs: list[Pair]
-    origin: str | None = None  # the URL a mirrored folder came from (trace_eval.remote); None for a local folder
+    origin: str | None = None  # the URL a mirrored folder came from (trace_eval.stage1.remote); None for a local folder
 
     def __iter__(self) -> Iterator[Pair]:
         return iter(self.pairs)
@@ -83,22 +83,6 @@ class Benchmark:
         """Where a worker reads an audio file: the URL of a mirrored folder's file (nodes that share no disk
         read it from there), else the local path."""
         return f"{self.origin.rstrip('/')}/{relative}" if self.origin else str(self.resolve(relative))
-
-    def blueprints_for(self, pair: Pair) -> tuple[dict | None, dict | None, dict | None]:
-        """(instruction, response 1, response 2) blueprints from the store; None where missing.
-        A pointwise item's answer is response 1.
-
-        Uses the store's path index, so no audio is read.
-        """
-        from trace_eval.store import BlueprintStore
-
-        store = BlueprintStore(self.root)
-
-        def stored(path: str | None) -> dict | None:
-            return store.get_by_path(path) if path else None
-
-        first = pair.audio_path if pair.pointwise else pair.audio1_path
-        return stored(pair.instruction_path), stored(first), stored(pair.audio2_path)
 
 
 def find_manifest(root: Path) -> Path:

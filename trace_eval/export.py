@@ -7,14 +7,20 @@
     OUT/preferences.jsonl                                           the same rows, audio as file paths
     OUT/README.md                                                   the dataset card
 
-Audio columns hold the benchmark's files, byte for byte, as Hugging Face `Audio` structs (`bytes`, `path`).
+Audio columns hold the benchmark's files, byte for byte, as Hugging Face `Audio` structs (`bytes`, `path`);
+each `path` is the file's content hash with its suffix, so two files never share a name (every answer of a
+benchmark may be `q1.wav` in its system's folder) and a trainer that writes the audio out by path writes each
+clip once. The dataset names the run and the benchmark by their folders' names, never by a path of this
+machine; only `preferences.jsonl` holds local paths (for reading the files where they are).
 Everything is written with pyarrow: `datasets` is needed only to read it back. A pair whose label (overall,
 or one dimension with `on`) is a tie or undetermined is left out and counted; with `trusted_only`, so is
-every verdict the calibration does not trust.
+every verdict the calibration does not trust. An `out` folder that holds anything is left alone unless
+`overwrite`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -31,10 +37,13 @@ ARROW = "data-00000-of-00001.arrow"
 PARQUET = "data/train-00000-of-00001.parquet"
 JSONL = "preferences.jsonl"
 AUDIO_COLUMNS = ("instruction_audio", "chosen_audio", "rejected_audio")
+CARD = "README.md"
+FILES = (ARROW, PARQUET, "dataset_info.json", "state.json", JSONL)
 
 
 class ExportError(ValueError):
-    """A run that cannot be exported as preferences: not pairwise, an unknown label to export on."""
+    """A run that cannot be exported as preferences (not pairwise, an unknown label to export on), or an `out`
+    folder that already holds files."""
 
 
 @dataclass
@@ -46,7 +55,7 @@ class Preferences:
     pairs: int  # pairs in the run
     left_out: dict[str, int] = field(default_factory=dict)  # why -> pairs: tie, undetermined, not trusted, no verdict
     on: str = OVERALL
-    files: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # every file written, under `out`
 
     @property
     def coverage(self) -> float | None:
@@ -106,6 +115,7 @@ def export_preferences(
     trusted_only: bool = False,
     calibration: str | Path | None = None,
     on: str = OVERALL,
+    overwrite: bool = False,
 ) -> Preferences:
     """Write the preference pairs of the run folder `run` into `out` (see the module's docstring)."""
     import pyarrow as pa
@@ -119,6 +129,7 @@ def export_preferences(
 
     out = Path(out)
     loaded = load_run(run)
+    _check_out(out, overwrite)
     config = loaded.config
     rubric = rubric_of_run(config)
     if not rubric.pairwise:
@@ -151,7 +162,7 @@ def export_preferences(
         if raw.get("status") != "ok":
             left_out["no verdict"] += 1
         elif label in WINNERS:
-            rows.append(_row(raw, pair, bench, label, on, config, trusted, Path(run).resolve()))
+            rows.append(_row(raw, pair, bench, label, on, config, trusted, Path(run).resolve().name))
         elif label is not None:
             left_out["tie"] += 1
         elif trusted_only and str(next(iter((raw.get("undetermined") or {}).values()), "")).startswith("not trusted"):
@@ -171,9 +182,22 @@ def export_preferences(
     write_json(out / "dataset_info.json", _dataset_info(config, result))
     write_json(out / "state.json", _state(rows))
     atomic_write_text(out / JSONL, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    atomic_write_text(out / "README.md", _card(config, result, run, trusted_only, calibration, calibrated, how))
-    result.files = [out / name for name in (ARROW, PARQUET, "dataset_info.json", "state.json", JSONL, "README.md")]
+    result.files = [out / name for name in (*FILES, CARD)]
+    atomic_write_text(out / CARD, _card(config, result, run, trusted_only, calibration, calibrated, how))
     return result
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse to write into a folder that holds anything, unless told to overwrite it."""
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"--out {out}: a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        ours = (out / CARD).is_file() and (out / ARROW).is_file()
+        held = "an earlier export" if ours else "files"
+        raise ExportError(
+            f"--out {out} already holds {held}: choose another folder, or pass --overwrite (overwrite=True) "
+            "to replace the export's files there"
+        )
 
 
 def _row(
@@ -184,7 +208,7 @@ def _row(
     on: str,
     config: dict,
     trusted: set[str] | None,
-    run: Path,
+    run: str,
 ) -> dict[str, Any]:
     first, second = (pair.audio1_path, pair.audio2_path) if label == "1" else (pair.audio2_path, pair.audio1_path)
     systems = (pair.model_a, pair.model_b) if label == "1" else (pair.model_b, pair.model_a)
@@ -207,16 +231,20 @@ def _row(
         "rubric": config.get("rubric_version"),
         "fusion": raw.get("fusion") or config.get("fusion"),
         "trusted": None if trusted is None else str(raw["id"]) in trusted,
-        "run": str(run),
+        "run": run,
     }
 
 
 def _with_audio(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with each audio path replaced by the file's bytes (an Audio struct)."""
+    """The row with each audio path replaced by the file's bytes, named by their sha256 (an Audio struct)."""
     embedded = dict(row)
     for column in AUDIO_COLUMNS:
         path = row[column]
-        embedded[column] = None if path is None else {"bytes": Path(path).read_bytes(), "path": Path(path).name}
+        if path is None:
+            embedded[column] = None
+            continue
+        data = Path(path).read_bytes()
+        embedded[column] = {"bytes": data, "path": hashlib.sha256(data).hexdigest() + Path(path).suffix.lower()}
     return embedded
 
 
@@ -233,7 +261,7 @@ def _write_arrow(table: Any, path: Path) -> None:
 def _dataset_info(config: dict, result: Preferences) -> dict[str, Any]:
     return {
         "citation": "",
-        "description": f"Preference pairs from the verdicts of {config.get('model')} on {config.get('bench')}",
+        "description": f"Preference pairs from the verdicts of {config.get('model')} on {_name(config.get('bench'))}",
         "features": _features(),
         "homepage": "",
         "license": "",
@@ -241,9 +269,16 @@ def _dataset_info(config: dict, result: Preferences) -> dict[str, Any]:
     }
 
 
-def _state(rows: list[dict]) -> dict[str, Any]:
-    import hashlib
+def _relative(path: Path, folder: Path) -> str:
+    return path.relative_to(folder).as_posix()
 
+
+def _name(path: str | Path | None) -> str | None:
+    """A folder or file named by its last part: what a dataset may say of this machine's paths."""
+    return None if path is None else Path(path).name
+
+
+def _state(rows: list[dict]) -> dict[str, Any]:
     fingerprint = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
     return {
         "_data_files": [{"filename": ARROW}],
@@ -270,12 +305,13 @@ def _card(
     if calibrated is not None:
         target = (
             f"agreement with people at least {calibrated.get('target_agreement'):.0%} with probability at least "
-            f"{1 - calibrated.get('delta', 0):.0%} ({calibration})"
+            f"{1 - calibrated.get('delta', 0):.0%} ({_name(calibration)})"
         )
     elif isinstance(config.get("cascade"), dict):
-        target = f"the cascade's calibration ({config['cascade'].get('calibration')})"
+        target = f"the cascade's calibration ({_name(config['cascade'].get('calibration'))})"
     left = "\n".join(f"| left out: {why} | {n} |" for why, n in result.left_out.items())
     settings = {k: config.get(k) for k in ("samples", "swap", "temperature", "drop", "structured", "logprobs")}
+    counts = asdict(result) | {"out": result.out.name, "files": [_relative(f, result.out) for f in result.files]}
     return f"""---
 configs:
 - config_name: default
@@ -286,7 +322,7 @@ configs:
 
 # Preference pairs from trace-eval verdicts
 
-Chosen and rejected spoken answers to the same instruction, from the judge run `{Path(run).name}`: every pair
+Chosen and rejected spoken answers to the same instruction, from the judge run `{Path(run).resolve().name}`: every pair
 whose {"overall label" if result.on == OVERALL else f"{result.on} label"} names a winner. Ties and undetermined
 pairs are left out and counted below.
 
@@ -299,7 +335,7 @@ pairs are left out and counted below.
 | label exported | `{result.on}` |
 | only trusted verdicts | {"yes" if trusted_only else "no"}{f" ({how})" if how else ""} |
 | calibration target | {target} |
-| benchmark | `{config.get("bench")}` |
+| benchmark | `{_name(config.get("bench"))}` |
 | pairs in the run | {result.pairs} |
 | pairs written | {result.rows} |
 | coverage | {coverage} |
@@ -311,15 +347,16 @@ Settings of the judge: `{json.dumps(settings)}`.
 
 - `{ARROW}`, `dataset_info.json`, `state.json`: `datasets.load_from_disk(DIR)`
 - `{PARQUET}`: `datasets.load_dataset("parquet", data_files="DIR/{PARQUET}")`
-- `{JSONL}`: the same rows with the audio as paths of the benchmark's files
+- `{JSONL}`: the same rows with the audio as paths of the benchmark's files on the machine that exported it
 
 ## Columns
 
-`instruction_audio`, `chosen_audio`, `rejected_audio` are `Audio` (the benchmark's files, byte for byte);
+`instruction_audio`, `chosen_audio`, `rejected_audio` are `Audio` (the benchmark's files, byte for byte, each
+`path` the file's sha256 with its suffix);
 `chosen_system`, `rejected_system` name the systems (null where the benchmark does not); `chosen_position` is
 the winner's position in the benchmark's pair ("1" or "2"); `confidence` is the judge's confidence in the
 exported label (null where it has none); `verdicts` is every dimension's label (JSON); `trusted` says whether
 the calibration trusts the verdict (null without one).
 
-Counts as JSON: `{json.dumps(asdict(result) | {"out": str(result.out), "files": []})}`
+Counts as JSON: `{json.dumps(counts)}`
 """

@@ -16,7 +16,7 @@ from llm_server import LLMServer, Reply, prompt_text, verdict_json
 from trace_eval.audit import AuditOptions, run_audit
 from trace_eval.audit.report import copy_score
 from trace_eval.judge.runner import JudgeOptions
-from trace_eval.pipeline import BlueprintOptions
+from trace_eval.stage1.pipeline import BlueprintOptions
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -98,7 +98,7 @@ def test_cli_stops_on_authentication_error(tmp_path, capsys, monkeypatch):
 
 def _bench_with_a_failed_clip(root: Path, pairs: int = 3) -> tuple[Path, str]:
     """A benchmark whose p0001 answer 2 is a text file named .wav, recorded as the blueprints command records it."""
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     bench = write_benchmark(root, pairs)
     relative = "audio/p0001_audio2.wav"
@@ -122,7 +122,7 @@ def test_a_failed_clip_is_reported_with_its_cause_and_skipped_on_request(tmp_pat
     err = capsys.readouterr().err
     assert "Format not recognised" in err and "remove" in err and "make blueprints" not in err
 
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     reads: list[str] = []
     real_read = BlueprintStore.get_by_path

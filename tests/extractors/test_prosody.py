@@ -18,7 +18,7 @@ from script_modules import load_script
 from extractors import REGISTRY, Clip, ClipError
 from extractors.prosody import ProsodyConfig, ProsodyExtractor, syllable_count
 from trace_eval.audio import Audio, load_audio
-from trace_eval.store import section_errors
+from trace_eval.stage1.store import section_errors
 from trace_eval.synth import Voice, speak
 
 bench = load_script("bench_prosody")

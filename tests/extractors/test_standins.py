@@ -26,9 +26,9 @@ from extractors.accent import Config as AccentConfig
 from extractors.asr import AsrConfig, AsrExtractor
 from extractors.emotion import Config as EmotionConfig
 from extractors.emotion import EmotionExtractor
+from extractors.models import STANDIN_MARKER
 from trace_eval.audio import Audio, load_audio
-from trace_eval.models import STANDIN_MARKER
-from trace_eval.standins import (
+from trace_eval.stage1.standins import (
     ACCENT_LABELS,
     EMOTION_TOKENS,
     STANDIN_SENTENCE,
@@ -132,7 +132,7 @@ def test_padding_without_a_mask_would_move_emotion2vec_at_full_size(emotion, cli
 
 def test_blueprints_made_with_stand_ins_are_made_again_with_the_real_weights(tmp_path, monkeypatch):
     """Provenance names the stand-in; once the folder holds real weights the section is recomputed."""
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
 
     models = tmp_path / "models"
     folder = build_tiny_ecapa(models / "accent-commonaccent-ecapa")
@@ -171,7 +171,7 @@ def test_blueprints_made_with_stand_ins_are_made_again_with_the_real_weights(tmp
 
 def _blueprint(bench: Path, name: str) -> dict:
     from trace_eval.audio import sha256_file
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     return BlueprintStore(bench).get(sha256_file(bench / "audio" / name))
 

@@ -322,7 +322,7 @@ def test_cue_availability_counts_clips_and_gives_the_reasons():
 
 
 def test_cues_made_with_stand_in_weights_are_warned_about():
-    """Stand-in weights (trace_eval/standins.py) make values that look like cues: the run says so."""
+    """Stand-in weights (trace_eval/stage1/standins.py) make values that look like cues: the run says so."""
     real = {**blueprint(), "provenance": _provenance("")}
     standin = {**blueprint(), "provenance": _provenance("")}
     standin["provenance"]["extractors"]["asr"] = {

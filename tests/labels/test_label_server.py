@@ -45,7 +45,7 @@ def test_every_request_needs_the_token(server):
     status, _ = request(server, "GET", "/api/state", token=False, headers={"X-Trace-Token": server.token})
     assert status == 200
     status, _ = request(server, "POST", "/api/pair/0", json.dumps({"labels": LABELS}).encode(), token=False)
-    assert status == 403 and not (server.bench / "labels").exists()
+    assert status == 403 and not (server.bench / "labels" / "ana.jsonl").exists()
 
 
 def test_only_the_benchmark_s_own_audio_is_served(bench, server):
@@ -62,10 +62,12 @@ def test_only_the_benchmark_s_own_audio_is_served(bench, server):
         "//etc/passwd",
         "/audio//etc/passwd",
         "/audio/0/%2Fetc%2Fpasswd",
+        "/labels/ana.page.json",
+        "/audio/0/..%2F..%2Flabels%2Fana.page.json",
     ):
         status, body = request(server, "GET", path)
         assert status in (400, 404), (path, status)
-        assert body != manifest and b"root:" not in body, path
+        assert body != manifest and b"root:" not in body and server.token.encode() not in body, path
     for path in ("/audio/0/manifest.json", "/audio/99/a", "/audio/x/a"):
         assert request(server, "GET", path)[0] == 400, path
     # Blind: nothing the page is sent names a system or a file.
@@ -80,7 +82,7 @@ def test_a_bad_answer_gets_400_with_the_reason_and_nothing_written(bench, server
         ("/api/pair/x", {"labels": LABELS}, "not a number"),
         ("/api/pair/0", {"labels": {**LABELS, "overall": "3"}}, "overall = '3' is not"),
         ("/api/pair/0", {"labels": {**LABELS, "overal": "1"}}, "'overal' is not a label"),
-        ("/api/pair/0", {"labels": {"content": "1"}}, "missing label(s): voice_quality"),
+        ("/api/pair/0", {"labels": {"content": "1"}}, "missing label(s): Voice Quality, Paralinguistics, Overall"),
         ("/api/pair/0", {"labels": LABELS, "verdict": "x"}, "unknown field(s) verdict"),
         ("/api/pair/0", {"labels": LABELS, "reasons": {"content": "x" * 3000}}, "at most 2000"),
         ("/api/pair/0", {"skip": ""}, "skip is the reason"),
@@ -92,7 +94,7 @@ def test_a_bad_answer_gets_400_with_the_reason_and_nothing_written(bench, server
     assert status == 400 and b"not JSON" in reply
     status, reply = request(server, "POST", "/api/pair/0", b" " * 70_000)
     assert status == 400 and b"larger than" in reply
-    assert not (bench / "labels").exists()
+    assert not (bench / "labels" / "ana.jsonl").exists()
     status, reply = request(server, "POST", "/api/pair/0", json.dumps({"labels": LABELS}).encode())
     assert status == 200 and json.loads(reply)["saved"]
     assert len((bench / "labels" / "ana.jsonl").read_text().splitlines()) == 1
@@ -128,3 +130,11 @@ def test_serving_to_the_network_warns(bench):
     finally:
         server.stop()
     assert "warning: --host 0.0.0.0" in server.process.stderr.read()
+
+
+def test_a_token_that_cannot_go_into_the_url_is_refused(bench, capsys):
+    from trace_eval.cli import main
+
+    assert main(["label", str(bench), "--annotator", "ana", "--token", "a&b=c"]) == 2
+    assert "--token 'a&b=c': 8 or more letters" in capsys.readouterr().err
+    assert not (bench / "labels" / "ana.page.json").exists()

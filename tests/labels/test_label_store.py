@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 
 from label_benches import SYSTEMS, TRACE, label_every_pair, prepare_pairs, winner, write_run
 
@@ -195,3 +197,32 @@ def test_a_torn_or_foreign_line_is_left_out_with_its_reason(bench):
     assert len(records) == 18 and len(problems) == 2
     assert "line 19" in problems[0] and "line 20" in problems[1]
     assert len(load_human_labels(bench, TRACE).annotators["ana"]) == 18
+
+
+def test_an_annotator_named_like_another_but_for_case_is_refused_and_the_others_are_named(bench, tmp_path):
+    label_every_pair(bench, "alice")
+    label_every_pair(bench, "bob")
+    # Refused before any server starts (a subprocess, so that a server that did start cannot hang the test).
+    command = [sys.executable, "-m", "trace_eval", "label", str(bench), "--annotator", "ALICE"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and not done.stdout, done
+    said = done.stderr
+    assert "'alice'" in said and "differs only in case" in said and "--annotator alice" in said
+    assert "Annotators here: alice, bob" in said
+    assert sorted(p.name for p in (bench / "labels").glob("*.jsonl")) == ["alice.jsonl", "bob.jsonl"]
+    rows = tmp_path / "more.csv"
+    first = load_benchmark(bench).pairs[0].id
+    rows.write_text(f"id,annotator,overall\n{first},Bob,1\n{first},carol,2\n{first},CAROL,1\n")
+    stored, problems = import_labels(load_benchmark(bench), TRACE, rows)
+    assert stored == 0 and len(problems) == 2, problems
+    assert "row 1" in problems[0] and "'bob'" in problems[0] and "row 3" in problems[1] and "'carol'" in problems[1]
+    assert LabelSession(bench, "carol", TRACE).who() == "annotator carol (new on this benchmark); others: alice, bob"
+    assert LabelSession(bench, "bob", TRACE).who() == "annotator bob (18 pair(s) answered before); others: alice"
+
+
+def test_label_on_a_run_folder_names_the_run_s_benchmark(bench, tmp_path, capsys):
+    run = write_run(bench, tmp_path / "runs" / "cues", agree=0.8)
+    assert main(["label", str(run), "--annotator", "ana"]) == 2
+    said = capsys.readouterr().err
+    assert f"{run} is a judge run folder, not a benchmark folder: it judged {bench}; give that folder instead" in said
+    assert "manifest.json" not in said

@@ -104,7 +104,16 @@ def test_all_pairs_and_a_seeded_sample_balanced_in_positions(tmp_path, outputs):
 
 def test_a_reference_that_is_no_system_is_refused(tmp_path, outputs, capsys):
     assert prepare(tmp_path / "b", outputs, "--reference", "nobody") == 1
-    assert "--reference must name one of the systems (clear, noisy, tone), got 'nobody'" in capsys.readouterr().err
+    assert "--reference nobody: not one of the systems (clear, noisy, tone)" in capsys.readouterr().err
+    assert prepare(tmp_path / "b", outputs, "--reference", "noisey") == 1
+    assert "did you mean noisy?" in capsys.readouterr().err
+
+
+def test_no_schedule_and_no_reference_names_both_ways_out(tmp_path, outputs, capsys):
+    assert prepare(tmp_path / "b", outputs) == 1
+    error = capsys.readouterr().err
+    assert "--reference (one of clear, noisy, tone)" in error and "--schedule all" in error
+    assert "None" not in error
 
 
 def test_the_leaderboard_of_a_judge_run_over_the_pairs_ranks_the_systems(tmp_path, outputs):

@@ -414,9 +414,11 @@ def test_mini_style_through_an_audio_judge(tmp_path, server, capsys):
 
 def test_mini_style_blueprints_reach_the_prompt(tmp_path, server, style_example_with_blueprints):
     from trace_eval.bench import load_benchmark
+    from trace_eval.stage1.store import BlueprintStore
 
     bench = load_benchmark(style_example_with_blueprints)
-    blueprints = [bench.blueprints_for(pair)[1] for pair in bench.pairs]
+    store = BlueprintStore(bench.root)
+    blueprints = [store.for_pair(pair)[1] for pair in bench.pairs]
     assert all(bp is not None for bp in blueprints)
     server.default = Reply(scores_json(style_following=3, style=3, realism=0))
     outcome = judge(style_example_with_blueprints, server, tmp_path, rubric="style")

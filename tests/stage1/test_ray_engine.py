@@ -19,10 +19,10 @@ ray = pytest.importorskip("ray", reason="the ray engine needs: pip install 'trac
 
 from extractors import REGISTRY, Extractor, Section, register  # noqa: E402
 from extractors.base import Pool  # noqa: E402
-from trace_eval.pipeline import BlueprintOptions, run_blueprints  # noqa: E402
 from trace_eval.stage1 import ray_engine  # noqa: E402
+from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints  # noqa: E402
 from trace_eval.stage1.record import Recorder  # noqa: E402
-from trace_eval.store import BlueprintStore  # noqa: E402
+from trace_eval.stage1.store import BlueprintStore  # noqa: E402
 from trace_eval.synth import Voice, speak  # noqa: E402
 
 # The extractors below run in Ray workers, which cannot import this test module: ship them by value.

@@ -16,7 +16,7 @@ from view_pages import SYSTEMS, read_page_data, word_starts, write_large_bench, 
 from trace_eval.cli import main
 from trace_eval.evaluation.leaderboard import leaderboard
 from trace_eval.judge.evidence import unmeasured_reason
-from trace_eval.store import BlueprintStore, get_dotted
+from trace_eval.stage1.store import BlueprintStore, get_dotted
 from trace_eval.view import write_view
 from trace_eval.view.data import CONTOUR_POINTS, CUES, downsample
 

@@ -2,7 +2,7 @@
 
 From a benchmark's own response clips, `run_audit` makes changed copies (trace_eval.audit.probes), writes them
 with their references as a benchmark of their own (trace_eval.audit.derive), makes their blueprints through
-the normal Stage 1 path (trace_eval.pipeline), judges every pair in both orders through the normal judge path
+the normal Stage 1 path (trace_eval.stage1.pipeline), judges every pair in both orders through the normal judge path
 and answer cache (trace_eval.judge), and reports how often the copy wins beside what listeners do
 (trace_eval.audit.report).
 
@@ -28,9 +28,9 @@ from trace_eval.evaluation.bootstrap import BootstrapSettings
 from trace_eval.io import atomic_write_text, write_json
 from trace_eval.judge.backbones import FatalBackboneError, available_backbones, backbone_for
 from trace_eval.judge.runner import JudgeOptions, run_judge
-from trace_eval.pipeline import BlueprintOptions, run_blueprints
 from trace_eval.rubrics import load_rubric
-from trace_eval.store import BENCH_STORE, BlueprintStore
+from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
+from trace_eval.stage1.store import BENCH_STORE, BlueprintStore
 
 from .derive import choose_clips, write_audit_bench
 from .probes import PROBES

@@ -26,7 +26,7 @@ import numpy as np
 from trace_eval.audio import AudioLoadingError, load_audio, sha256_file
 from trace_eval.bench import Benchmark, Pair
 from trace_eval.io import read_json, write_json
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 from .probes import PROBES, probe_seed
 

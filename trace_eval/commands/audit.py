@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
     from trace_eval.evaluation.bootstrap import BootstrapSettings
     from trace_eval.judge import JudgeError, JudgeOptions
-    from trace_eval.pipeline import BlueprintOptions
+    from trace_eval.stage1.pipeline import BlueprintOptions
 
     bench = args.bench or EXAMPLE_BENCH
     models = args.model or [os.environ.get("TRACE_JUDGE_MODEL") or "cues"]

@@ -90,7 +90,7 @@ def list_extractors() -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
-    from trace_eval.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
+    from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints, run_one_model_at_a_time
     from trace_eval.stage1.ray_engine import EngineUnavailable
 
     if args.list:

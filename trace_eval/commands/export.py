@@ -36,6 +36,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the thresholds written by `python -m trace_eval calibrate`, for --trusted-only",
     )
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the files of an export already in --out (without it, a folder that holds anything is refused)",
+    )
+    p.add_argument(
         "--on",
         metavar="overall|DIM",
         default="overall",
@@ -56,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         written = export_preferences(
-            args.run_dir, args.out, trusted_only=args.trusted_only, calibration=args.calibration, on=args.on
+            args.run_dir,
+            args.out,
+            trusted_only=args.trusted_only,
+            calibration=args.calibration,
+            on=args.on,
+            overwrite=args.overwrite,
         )
     except (
         ExportError,

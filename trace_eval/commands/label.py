@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -28,7 +29,19 @@ Labels are kept in BENCH/labels/<annotator>.jsonl; evaluate, calibrate, leaderbo
     p.add_argument("words", nargs="+", metavar="BENCH", help="the benchmark folder (after import, export or agreement)")
     p.add_argument("--annotator", metavar="NAME", help="who labels (the file labels/NAME.jsonl); import: the default")
     p.add_argument("--rubric", metavar="NAME|PATH", default=None, help="the rubric whose dimensions are labelled")
-    p.add_argument("--port", type=int, default=0, help="the port to serve on (0: a free one; default: %(default)s)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="the port to serve on (0: a free one; default: this annotator's port last time, else a free one)",
+    )
+    p.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=None,
+        help="the page's access token (default: this annotator's token last time, kept in "
+        "BENCH/labels/NAME.page.json, else a new one), so pages left open keep working after a restart",
+    )
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -66,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         rubric = load_rubric(args.rubric or DEFAULT_RUBRIC)
-        bench = load_benchmark(rest[0], check_audio=False)
+        bench = load_benchmark(_bench_of(rest[0]), check_audio=False)
         if action == "import":
             return _import(bench, rubric, Path(rest[1]), args.annotator)
         if action == "export":
@@ -77,6 +90,27 @@ def run(args: argparse.Namespace) -> int:
     except (LabelError, ManifestError, RubricError, FileNotFoundError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _bench_of(folder: str) -> str:
+    """`folder`, unless it is a judge run folder: then an error that names the run's benchmark."""
+    from trace_eval.judge.runfolder import RESULTS, RunFolderError, read_config
+
+    path = Path(folder)
+    if (path / "manifest.json").is_file() or (path / "manifest.jsonl").is_file() or not (path / RESULTS).is_file():
+        return folder
+    try:
+        bench = read_config(path).get("bench")
+    except RunFolderError:
+        bench = None
+    named = f": it judged {bench}; give that folder instead" if bench else " (its config.json names no benchmark)"
+    raise FileNotFoundError(f"{folder} is a judge run folder, not a benchmark folder{named}")
+
+
+def _started_as() -> str | None:
+    """This command as it was typed (for the page to show when the server stops), when it was typed."""
+    words = sys.argv[1:]
+    return shlex.join(["python", "-m", "trace_eval", *words]) if words[:1] == ["label"] else None
 
 
 def _import(bench, rubric, path: Path, annotator: str | None) -> int:
@@ -166,9 +200,10 @@ def _serve(bench, rubric, args: argparse.Namespace) -> int:
             f"({len(drawn['strata'])} strata){'; split into calibration and evaluation halves' if args.split else ''}",
             file=sys.stderr,
         )
-    session = LabelSession(bench.root, args.annotator, rubric, ids)
+    session = LabelSession(bench.root, args.annotator, rubric, ids, restart=_started_as())
+    print(session.who(), file=sys.stderr)
     try:
-        serve(session, args.host, args.port)
+        serve(session, args.host, args.port, args.token)
     except KeyboardInterrupt:
         pass
     return 0

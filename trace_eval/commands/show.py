@@ -28,7 +28,7 @@ def _find_bench(audio: Path) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.store import BlueprintStore
+    from trace_eval.stage1.store import BlueprintStore
 
     audio = Path(args.audio)
     if not audio.is_file():

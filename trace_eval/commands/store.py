@@ -60,10 +60,10 @@ def _when(t: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.store import default_store, migrate_bench, prune_store, store_info, verify_store
+    from trace_eval.stage1.store import default_store, migrate_bench, prune_store, store_info, verify_store
 
-    location = args.store or default_store()
     try:
+        location = args.store or default_store()
         if args.action == "info":
             info = store_info(location)
             print(f"store {info.location}")

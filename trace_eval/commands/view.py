@@ -45,14 +45,14 @@ def _trust_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trace_eval.bench import ManifestError
-    from trace_eval.judge.runfolder import RunFolderError
+    from trace_eval.judge.runfolder import RunFolderError, view_page
     from trace_eval.rubrics import RubricError
-    from trace_eval.view import ViewError, default_page, write_view
+    from trace_eval.view import ViewError, write_view
 
     if args.out:
         out = Path(args.out)
     elif len(args.runs) == 1:
-        out = default_page(args.runs[0]).parent
+        out = view_page(args.runs[0]).parent
     else:
         print("error: several runs need --out DIR for the page that shows them side by side", file=sys.stderr)
         return 2

@@ -12,9 +12,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from trace_eval.judge.runfolder import RunFolderError
+from trace_eval.judge.runfolder import RunFolderError, view_page
 from trace_eval.rubrics import Rubric
-from trace_eval.view import default_page
 
 from .analysis import evaluate_runs
 from .bootstrap import DEFAULT_BOOTSTRAP, BootstrapSettings
@@ -101,7 +100,7 @@ def evaluate_folders(
 
 def audit_paragraph(run_dirs: list[str | Path], out: Path) -> Paragraph:
     """Where the audit page of the runs is (`python -m trace_eval view`), or how to write it."""
-    pages = [default_page(run) for run in run_dirs if default_page(run).is_file()]
+    pages = [view_page(run) for run in run_dirs if view_page(run).is_file()]
     if len(run_dirs) == 1 and pages:
         link = Path(os.path.relpath(pages[0].resolve(), out.resolve())).as_posix()
         return Paragraph(

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from trace_eval.io import write_json
+from trace_eval.resources import user_cache_dir
 
 __all__ = ["AnswerCache", "default_cache_dir", "request_key"]
 
@@ -24,10 +24,7 @@ FORMAT_VERSION = 1
 
 def default_cache_dir() -> Path:
     """$TRACE_CACHE_DIR/judge, else $XDG_CACHE_HOME/trace-eval/judge, else ~/.cache/trace-eval/judge."""
-    if os.environ.get("TRACE_CACHE_DIR"):
-        return Path(os.environ["TRACE_CACHE_DIR"]) / "judge"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "trace-eval" / "judge"
+    return user_cache_dir("judge")
 
 
 def request_key(request: dict[str, Any]) -> str:

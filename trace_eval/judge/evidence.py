@@ -111,7 +111,7 @@ def cue_availability(
         reasons = Counter(r for r in (_missing_reason(group, bp, drop) for bp in clips) if r is not None)
         missing = sum(reasons.values())
         used = group.path[0] in shown and (group.drop is None or group.drop not in drop)
-        # Stand-in weights (trace_eval/standins.py) give values that look like cues and are random.
+        # Stand-in weights (trace_eval/stage1/standins.py) give values that look like cues and are random.
         standin = sum(1 for bp in clips if bp and (_record(bp, group.extractor) or {}).get("standin"))
         groups[group.name] = {
             "used": used,

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import fusion
-from trace_eval.io import atomic_write_text, read_json, write_json
+from trace_eval.io import atomic_write_text, close_match, read_json, write_json
 from trace_eval.judge.confidence import OVERALL, overall_confidence
 from trace_eval.rubrics import Rubric, RubricError, rubric_of_run
 
@@ -66,6 +66,7 @@ __all__ = [
     "RunFolderInUse",
     "ResultsWriter",
     "locked",
+    "view_page",
     "read_results",
     "read_run_folder",
     "refuse",
@@ -75,6 +76,7 @@ __all__ = [
 
 FORMAT_VERSION = 2  # 2: confidence, confidence_source, confidence_reason, cascade
 RESULTS, CONFIG, SUMMARY = "results.jsonl", "config.json", "summary.json"
+VIEW = "view"  # RUNDIR/view: the audit page of one run (python -m trace_eval view RUNDIR)
 STATUSES = ("ok", "invalid", "error", "skipped")
 
 
@@ -87,6 +89,11 @@ class RunFolderInUse(RunFolderError):
 
 
 LOCK = ".lock"  # held (flock) by the process writing the folder; the OS releases it when that process ends
+
+
+def view_page(run_dir: str | Path) -> Path:
+    """Where `view RUNDIR` writes the page of one run."""
+    return Path(run_dir) / VIEW / "index.html"
 
 
 @contextlib.contextmanager
@@ -193,6 +200,8 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     """RUNDIR/config.json ({} for a folder without one); raises RunFolderError when the folder has no
     results.jsonl or its config.json is not JSON."""
     folder = Path(folder)
+    if not folder.exists():
+        raise RunFolderError(f"{folder}: no such folder{close_match(folder)}")
     if not (folder / RESULTS).is_file():
         raise RunFolderError(f"{folder}: no {RESULTS}; expected a folder written by `python -m trace_eval judge`")
     config_path = folder / CONFIG

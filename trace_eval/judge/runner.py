@@ -35,7 +35,7 @@ from trace_eval.judge.judging import Judging, StructuredOutput, Unit, response_f
 from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 __all__ = [
     "JudgeError",

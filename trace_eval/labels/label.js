@@ -1,6 +1,7 @@
 // The labelling page of trace-eval: one pair at a time, keyboard first. Labels are sent in the order shown
 // (A, B); the server stores them in the benchmark's numbering, with the order shown, and answers only once
-// the label is on disk.
+// the label is on disk. A save the server did not receive (it stopped) stays on the page and is sent again
+// every few seconds until the server is back: it keeps its token and port across restarts.
 (() => {
   'use strict';
   const token = new URLSearchParams(location.search).get('token') || '';
@@ -16,23 +17,49 @@
   // labeller loses no keystroke.
   let busy = false;
   const queued = [];
+  const RETRY_MS = 2000;
+  let pending = null; // a save the server did not receive: { n, skip } (skip: sent as a skip)
+  let retryTimer = null;
+
+  class ServerGone extends Error {}
 
   async function api(path, options = {}) {
-    const response = await fetch(path, {
-      ...options,
-      headers: { 'X-Trace-Token': token, 'Content-Type': 'application/json' },
-    });
-    const body = await response.json();
+    let response;
+    try {
+      response = await fetch(path, {
+        ...options,
+        headers: { 'X-Trace-Token': token, 'Content-Type': 'application/json' },
+      });
+    } catch (error) {
+      throw new ServerGone(error.message); // no answer at all: the server is not running
+    }
+    const body = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
   }
 
+  // What to say when the server does not answer: it stopped, how to start it, and that nothing typed is lost.
+  function stopped(what) {
+    const restart = state && state.restart ? state.restart : 'python -m trace_eval label BENCH --annotator NAME';
+    return [`${what}: the labelling server has stopped. This page keeps its labels and saves them as soon as `
+      + 'the server is back; start it again with', restart];
+  }
+
+  const title = (name) => (state.fields.find((f) => f.name === name) || { title: name }).title;
+
   const audioUrl = (n, role) => `/audio/${n}/${role}?token=${encodeURIComponent(token)}`;
   const player = (role) => $(`audio-${role}`);
 
+  // text, or [text, command]: the command shown as code.
   function setStatus(text, kind = '') {
     const status = $('status');
-    status.textContent = text;
+    const [words, command] = Array.isArray(text) ? text : [text, null];
+    status.textContent = words;
+    if (command) {
+      const code = document.createElement('code');
+      code.textContent = command;
+      status.append(' ', code);
+    }
     status.className = `status ${kind}`;
   }
 
@@ -76,7 +103,7 @@
       box.append(title, asks, choices, reason);
       form.append(box);
     }
-    $('skip-reason').replaceChildren(...state.skip_reasons.map((r) => new Option(r, r)));
+    $('skip-reason').replaceChildren(...state.skip_reasons.map((r, i) => new Option(`${i + 1} ${r}`, r)));
   }
 
   function choose(name, value) {
@@ -103,6 +130,7 @@
       current = state.total;
       $('pair').hidden = true;
       $('done').hidden = false;
+      $('actions').hidden = true;
       progress();
       return;
     }
@@ -110,6 +138,7 @@
     current = n;
     $('pair').hidden = false;
     $('done').hidden = true;
+    $('actions').hidden = false;
     $('instruction-text').textContent = pair.instruction.text || '';
     $('instruction').hidden = !pair.instruction.audio;
     if (pair.instruction.audio) $('instruction').src = audioUrl(n, 'instruction');
@@ -159,7 +188,7 @@
     if (missing.length) {
       for (const name of missing) document.querySelector(`.field[data-field="${name}"]`).classList.add('missing');
       document.querySelector(`.choices[data-field="${missing[0]}"]`).focus();
-      setStatus(`label ${missing.join(', ')} first (or skip the pair)`, 'error');
+      setStatus(`label ${missing.map(title).join(', ')} first (or skip the pair: S)`, 'error');
       return;
     }
     const reasons = {};
@@ -172,19 +201,38 @@
   async function send(body, startedAt) {
     const n = current;
     busy = true;
+    clearTimeout(retryTimer);
     try {
       await api(`/api/pair/${n}`, { method: 'POST', body: JSON.stringify(body) });
+      pending = null;
       timings.saves.push(performance.now() - startedAt);
       state.done[n] = true;
       setStatus('saved', 'saved');
       await show(n + 1);
       if (current === n + 1) setStatus(`pair ${n + 1} saved`, 'saved');
     } catch (error) {
-      setStatus(`not saved: ${error.message}`, 'error');
+      if (error instanceof ServerGone) {
+        pending = { n, skip: 'skip' in body };
+        retryTimer = setTimeout(retry, RETRY_MS);
+        setStatus(stopped(`pair ${n + 1} not saved yet`), 'error');
+      } else {
+        setStatus(`not saved: ${error.message}`, 'error');
+      }
     } finally {
       busy = false;
       drain();
     }
+  }
+
+  // Send the pending save again, as the page shows it now (labels changed meanwhile are what is saved).
+  function retry() {
+    if (!pending || pending.n !== current) return;
+    if (busy) {
+      retryTimer = setTimeout(retry, RETRY_MS);
+      return;
+    }
+    if (pending.skip) skip(performance.now());
+    else save(performance.now());
   }
 
   async function go(n) {
@@ -192,7 +240,8 @@
     try {
       await show(n);
     } catch (error) {
-      setStatus(`could not load pair ${n + 1}: ${error.message}`, 'error');
+      const what = `could not load pair ${n + 1}`;
+      setStatus(error instanceof ServerGone ? stopped(what) : `${what}: ${error.message}`, 'error');
     } finally {
       busy = false;
       drain();
@@ -200,7 +249,10 @@
   }
 
   function moveFocus(step) {
-    const stops = [...document.querySelectorAll('.field:not([hidden]) .choices, .field:not([hidden]) .reason')];
+    const stops = [
+      ...document.querySelectorAll('.field:not([hidden]) .choices, .field:not([hidden]) .reason'),
+      $('skip-reason'),
+    ];
     const at = stops.indexOf(document.activeElement);
     stops[(at + step + stops.length) % stops.length].focus();
   }
@@ -217,6 +269,30 @@
     send({ skip: $('skip-reason').value }, startedAt);
   }
 
+  // S: the skip reason in focus, chosen with its number or the arrows; S again or Enter skips, Escape goes back.
+  function askSkip() {
+    $('skip-reason').focus();
+    const reasons = state.skip_reasons.map((r, i) => `${i + 1} ${r}`).join(', ');
+    setStatus(`skip this pair because: ${reasons} (number or ↑/↓), then Enter or S; Esc: back to the labels`);
+  }
+
+  function onSkipReason(event) {
+    const select = event.target;
+    const key = event.key;
+    if (/^[1-9]$/.test(key) && Number(key) <= select.options.length) {
+      event.preventDefault();
+      select.selectedIndex = Number(key) - 1;
+    } else if (key === 'Enter' || key.toLowerCase() === 's') {
+      event.preventDefault();
+      if (current < state.total) skip(event.timeStamp);
+    } else if (key === 'Escape') {
+      event.preventDefault();
+      setStatus('');
+      document.querySelector('.field:not([hidden]) .choices').focus();
+    }
+    // Anything else (the arrows, a letter that picks a reason) the list handles itself.
+  }
+
   function onKey(event) {
     if (!state) return;
     const target = event.target;
@@ -226,6 +302,10 @@
     if (busy && !typing) {
       event.preventDefault();
       queued.push({ key, shiftKey: event.shiftKey, timeStamp: event.timeStamp });
+      return;
+    }
+    if (target === $('skip-reason')) {
+      onSkipReason(event);
       return;
     }
     if (key === 'Enter') {
@@ -261,7 +341,7 @@
     } else if (lower === 'n') {
       if (current < state.total) go(current + 1);
     } else if (lower === 's') {
-      if (current < state.total) skip(event.timeStamp);
+      if (current < state.total) askSkip();
     }
   }
 
@@ -287,5 +367,7 @@
     drain();
   }
 
-  start().catch((error) => setStatus(`could not load: ${error.message}`, 'error'));
+  start().catch((error) => {
+    setStatus(error instanceof ServerGone ? stopped('could not load') : `could not load: ${error.message}`, 'error');
+  });
 })();

@@ -10,13 +10,19 @@ An answer is appended to `labels/<annotator>.jsonl` and fsynced before the reply
 (store.py). Labels arrive in the order shown (A, B) and are stored in the manifest's numbering, with the
 order shown. Each annotator sees each pair in its own order (a hash of annotator and pair), the same on
 every restart.
+
+The page's token and port are kept beside the labels, in `labels/<annotator>.page.json` (readable by its
+owner alone), so a server started again after a crash serves the same URL: a page left open saves its
+labels there once the server is back.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
+import shlex
 import socket
 import sys
 from dataclasses import dataclass
@@ -25,15 +31,26 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from trace_eval.labels.store import LabelRecord, LabelStore, PairContent, content_keys, label_spaces, now, swapped
+from trace_eval.io import read_json, write_json
+from trace_eval.labels.store import (
+    LabelError,
+    LabelRecord,
+    LabelStore,
+    PairContent,
+    content_keys,
+    label_spaces,
+    now,
+    swapped,
+)
 
-__all__ = ["LabelSession", "MAX_BODY", "make_app", "serve"]
+__all__ = ["LabelSession", "MAX_BODY", "make_app", "page_file", "serve"]
 
 MAX_BODY = 64 * 1024  # bytes of one answer: labels and short reasons
 MAX_REASON = 2000  # characters of one reason
 SKIP_REASONS = ("no sound", "cannot decide", "broken audio", "other")
 TYPED_TIE_NAMES = {"1": "A better", "2": "B better", "both_good": "both good", "both_bad": "both bad"}
 WIN_LOSE_NAMES = {"1": "A better", "2": "B better", "tie": "tie"}
+_TOKEN = re.compile(r"[A-Za-z0-9._~-]{8,}")  # URL-safe as it is printed
 
 
 class BadRequest(ValueError):
@@ -53,7 +70,14 @@ class Field:
 class LabelSession:
     """One annotator on one benchmark: the pairs to label, in order, and what is saved of them."""
 
-    def __init__(self, bench_root: str | Path, annotator: str, rubric: Any = None, ids: list[str] | None = None):
+    def __init__(
+        self,
+        bench_root: str | Path,
+        annotator: str,
+        rubric: Any = None,
+        ids: list[str] | None = None,
+        restart: str | None = None,
+    ):
         from trace_eval.bench import load_benchmark
         from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric
 
@@ -61,7 +85,12 @@ class LabelSession:
         self.bench = load_benchmark(bench_root, rubric=None)
         self.store = LabelStore(self.bench.root)
         self.store.path(annotator)  # checks the name
+        self.store.check_new_name(annotator)
         self.annotator = annotator
+        # The command that starts this page again, shown on the page when the server stops.
+        self.restart = restart or shlex.join(
+            ["python", "-m", "trace_eval", "label", str(self.bench.root), "--annotator", annotator]
+        )
         chosen = set(ids) if ids is not None else None
         self.pairs = [p for p in self.bench.pairs if chosen is None or p.id in chosen]
         self.contents: dict[str, PairContent] = content_keys(self.bench)
@@ -80,6 +109,17 @@ class LabelSession:
         self.saved: dict[str, LabelRecord] = {}
         for record in self.store.records(annotator)[0]:
             self.saved[record.content_key or f"id:{record.pair_id}"] = record
+
+    def who(self) -> str:
+        """Who labels, beside who else has labelled this benchmark: one line for the terminal."""
+        others = [a for a in self.store.annotators() if a != self.annotator]
+        given = len(self.saved)
+        mine = f"{given} pair(s) answered before" if given else "new on this benchmark"
+        return f"annotator {self.annotator} ({mine}); others: {', '.join(others) if others else 'none yet'}"
+
+    def title(self, name: str) -> str:
+        """A label field as the page names it ("Voice Quality")."""
+        return next((f.title for f in self.fields if f.name == name), name)
 
     def applicable(self, n: int) -> list[str]:
         """The fields item n is labelled on: the rubric's dimensions that apply to it (a rubric may ask some
@@ -116,6 +156,7 @@ class LabelSession:
             "done": [self.record_of(n) is not None for n in range(len(self.pairs))],
             "fields": [f.__dict__ for f in self.fields],
             "skip_reasons": list(SKIP_REASONS),
+            "restart": self.restart,
         }
 
     def pair(self, n: int) -> dict[str, Any]:
@@ -193,7 +234,8 @@ class LabelSession:
             checked[key] = value
         missing = [k for k in fields if k not in checked]
         if skip is None and missing:
-            raise BadRequest(f"missing label(s): {', '.join(missing)} (or skip the pair with a reason)")
+            named = ", ".join(self.title(k) for k in missing)
+            raise BadRequest(f"missing label(s): {named} (or skip the pair with a reason)")
         for key, reason in reasons.items():
             if key not in self.spaces or not isinstance(reason, str) or len(reason) > MAX_REASON:
                 raise BadRequest(f"reason {key!r}: a text of at most {MAX_REASON} characters for a label field")
@@ -321,17 +363,68 @@ def make_app(session: LabelSession, token: str) -> Any:
     return guard
 
 
-def serve(session: LabelSession, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
-    """Bind, print the page's URL (one line, starting with http://), and serve until interrupted."""
-    import uvicorn
+def page_file(store: LabelStore, annotator: str) -> Path:
+    """labels/<annotator>.page.json: the page's token and port, kept for the next start (owner-only)."""
+    return store.dir / f"{annotator}.page.json"
 
-    token = token or secrets.token_urlsafe(18)
+
+def _kept(path: Path) -> dict[str, Any]:
+    """The token and port an earlier start kept ({} when none, or unreadable)."""
+    try:
+        kept = read_json(path)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(kept, dict):
+        return {}
+    token, port = kept.get("token"), kept.get("port")
+    return {
+        "token": token if isinstance(token, str) and _TOKEN.fullmatch(token) else None,
+        "port": port if isinstance(port, int) and 0 < port < 65536 else None,
+    }
+
+
+def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
     sock.listen(128)
+    return sock
+
+
+def serve(session: LabelSession, host: str = "127.0.0.1", port: int | None = None, token: str | None = None) -> None:
+    """Bind, print the page's URL (one line, starting with http://), and serve until interrupted.
+
+    Without `token` and `port`, those of the annotator's last start are used (labels/<annotator>.page.json),
+    so the URL stays the same across restarts; a new token is made the first time, and a free port is taken
+    when the kept one is busy (said on stderr). What is used is kept for the next start.
+    """
+    import uvicorn
+
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise LabelError(f"--token {token!r}: 8 or more letters, digits, '.', '_', '~' or '-' (it goes into the URL)")
+    path = page_file(session.store, session.annotator)
+    kept = _kept(path)
+    token = token or kept.get("token") or secrets.token_urlsafe(18)
+    wanted = port if port is not None else kept.get("port") or 0
+    try:
+        sock = _bind(host, wanted)
+    except OSError as e:
+        if port is not None or not wanted:
+            raise
+        sock = _bind(host, 0)
+        print(
+            f"note: port {wanted}, this page's port last time, is taken ({e.strerror}): serving on another, so a "
+            "page left open must be opened again at the new URL",
+            file=sys.stderr,
+            flush=True,
+        )
     bound = sock.getsockname()[1]
+    write_json(path, {"token": token, "port": bound}, private=True)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(

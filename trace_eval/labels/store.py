@@ -167,6 +167,19 @@ class LabelStore:
             return []
         return sorted(p.stem for p in self.dir.glob("*.jsonl") if _ANNOTATOR.match(p.stem))
 
+    def check_new_name(self, annotator: str, others: set[str] | frozenset[str] = frozenset()) -> None:
+        """LabelError when `annotator` differs only in case from an annotator of this benchmark (or of `others`):
+        on macOS and Windows the two are one file, and as two names they would split one person in two in the
+        agreement figures."""
+        known = set(self.annotators()) | set(others)
+        twins = sorted(a for a in known if a != annotator and a.casefold() == annotator.casefold())
+        if twins:
+            raise LabelError(
+                f"annotator {annotator!r}: this benchmark already has {twins[0]!r}, a name that differs only in case "
+                f"(one file on macOS and Windows, and two people in the agreement figures): give --annotator "
+                f"{twins[0]} to go on as that person, or a name of its own. Annotators here: {', '.join(sorted(known))}"
+            )
+
     def append(self, record: LabelRecord) -> None:
         """Append one record and fsync it: when this returns, the label survives a crash."""
         path = self.path(record.annotator)
@@ -368,6 +381,7 @@ def import_labels(
     by_paths = {tuple(getattr(p, f) for f in _PATH_FIELDS): p.id for p in bench.pairs}
     records: list[LabelRecord] = []
     problems: list[str] = []
+    store = LabelStore(bench.root)
     for n, row in enumerate(rows, 1):
         where = f"{path.name} row {n}"
         who = str(row.get("annotator") or annotator or "")
@@ -376,6 +390,7 @@ def import_labels(
             continue
         try:
             check_annotator(who)
+            store.check_new_name(who, {r.annotator for r in records})
         except LabelError as e:
             problems.append(f"{where}: {e}")
             continue
@@ -428,7 +443,6 @@ def import_labels(
         )
     if problems:
         return 0, problems
-    store = LabelStore(bench.root)
     for record in records:
         store.append(record)
     return len(records), []

@@ -13,7 +13,6 @@ writes nothing.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from trace_eval.audio import AudioLoadingError, load_audio, sha256_file
-from trace_eval.io import read_json, write_json
+from trace_eval.io import close_match, read_json, write_json
 
 __all__ = [
     "Clip",
@@ -98,17 +97,6 @@ class Prepared:
     unchanged: bool  # the folder was already complete from the same sources: nothing was written
     notes: list[str] = field(default_factory=list)
     missing: dict[str, list[str]] = field(default_factory=dict)
-
-
-def close_match(path: Path) -> str:
-    """ "; did you mean X?" naming the entry beside `path` spelt most like it, or ""."""
-    parent = path.parent if str(path.parent) else Path(".")
-    try:
-        names = sorted(p.name for p in parent.iterdir())
-    except OSError:
-        return ""
-    found = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
-    return f"; did you mean {parent / found[0]}?" if found else ""
 
 
 def file_entry(path: Path, name: str | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ and the pairs it would be in are not made.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import random
@@ -154,8 +155,16 @@ def plan_pairs(
         raise PrepareError("pairs need at least two systems (--system NAME=FOLDER, repeated)")
     if schedule not in SCHEDULES:
         raise PrepareError(f"schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
+    if schedule == "reference" and reference is None:
+        raise PrepareError(
+            f"the reference schedule (the default) pits every system against one: name it with --reference "
+            f"({' or '.join(systems) if len(systems) == 2 else 'one of ' + ', '.join(systems)}), or pass "
+            "--schedule all for every two systems"
+        )
     if schedule == "reference" and reference not in systems:
-        raise PrepareError(f"--reference must name one of the systems ({', '.join(systems)}), got {reference!r}")
+        close = difflib.get_close_matches(str(reference), list(systems), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise PrepareError(f"--reference {reference}: not one of the systems ({', '.join(systems)}){hint}")
     if schedule == "sample" and per_instruction < 1:
         raise PrepareError("--per-instruction must be at least 1")
     problems: list[Problem] = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from extractors import Extractor
 from trace_eval.bench import Benchmark
-from trace_eval.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore
 
 __all__ = ["Job", "Plan", "RecordedFailure", "installed_packages", "make_plan", "resolved_from"]
 

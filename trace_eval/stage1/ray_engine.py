@@ -32,13 +32,13 @@ import numpy as np
 from extractors import REGISTRY, Clip, Extractor, ExtractorUnavailable, Section
 from extractors.base import Pool
 from trace_eval.audio import Audio
-from trace_eval.remote import local_copy
-from trace_eval.shelf import display_location
 from trace_eval.stage1.local import Decoded, decode_and_extract, load_per_clip, run_batched, runs_in_workers
 from trace_eval.stage1.plan import Job, Plan
 from trace_eval.stage1.record import AudioInfo, Recorder
+from trace_eval.stage1.remote import local_copy
 from trace_eval.stage1.settings import coerce
-from trace_eval.store import apply_section, new_blueprint
+from trace_eval.stage1.shelf import display_location
+from trace_eval.stage1.store import apply_section, new_blueprint
 
 __all__ = ["EngineUnavailable", "connect", "execute", "resolve_device", "start_local"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from extractors import ClipError, Extractor, ExtractorUnavailable, Section
 from trace_eval.io import write_json
 from trace_eval.stage1.plan import Job, Plan
-from trace_eval.store import BlueprintStore, apply_section, new_blueprint, section_errors
+from trace_eval.stage1.store import BlueprintStore, apply_section, new_blueprint, section_errors
 
 __all__ = ["AudioInfo", "ClipFailure", "Recorder", "RunSummary"]
 
@@ -50,7 +50,7 @@ class RunSummary:
     engine: str = "local"
     # extractor -> reason recorded earlier; not probed again (see --retry-unavailable)
     kept_unavailable: dict[str, str] = dataclasses.field(default_factory=dict)
-    # extractor -> why its weights are stand-ins (trace_eval/standins.py), for those that ran on them
+    # extractor -> why its weights are stand-ins (trace_eval/stage1/standins.py), for those that ran on them
     standin: dict[str, str] = dataclasses.field(default_factory=dict)
     store: str = ""  # where the blueprints are: `bench`, a folder or a URL (BENCH/blueprints/store.json)
 

@@ -17,12 +17,11 @@ from pathlib import Path
 
 from trace_eval.io import atomic_write_text
 
-__all__ = ["DEFAULT_FOLDER", "PAGE_FILES", "ViewError", "ViewFiles", "default_page", "write_view"]
+__all__ = ["PAGE_FILES", "ViewError", "ViewFiles", "write_view"]
 
 PAGE_DIR = Path(__file__).resolve().parent
 PAGE_FILES = ("index.html", "view.css", "view.js")
 DATA_FILE = "data.js"
-DEFAULT_FOLDER = "view"  # RUNDIR/view when one run is viewed
 
 
 class ViewError(ValueError):
@@ -38,11 +37,6 @@ class ViewFiles:
     items: int
     page_bytes: int  # the page and its data, without the audio
     audio_copied: int
-
-
-def default_page(run_dir: str | Path) -> Path:
-    """Where `view RUNDIR` writes the page of one run."""
-    return Path(run_dir) / DEFAULT_FOLDER / "index.html"
 
 
 def write_view(

@@ -37,7 +37,7 @@ from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_s
 from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
 from trace_eval.judge.evidence import unmeasured_reason
 from trace_eval.rubrics import Rubric
-from trace_eval.store import BlueprintStore, get_dotted
+from trace_eval.stage1.store import BlueprintStore, get_dotted
 
 __all__ = [
     "CUES",

@@ -26,12 +26,12 @@ from typing import Any
 
 from extractors import REGISTRY, Extractor
 from trace_eval.bench import load_benchmark
-from trace_eval.shelf import is_url
 from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import make_plan
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
-from trace_eval.store import BENCH_STORE, BlueprintStore
+from trace_eval.stage1.shelf import is_url
+from trace_eval.stage1.store import BENCH_STORE, BlueprintStore
 
 __all__ = [
     "BlueprintOptions",
@@ -61,7 +61,7 @@ class BlueprintOptions:
     ray_address: str | None = None  # ray engine: the cluster to join; None = $RAY_ADDRESS, else a local Ray
     retry_unavailable: bool = False  # probe models recorded as unavailable even when nothing they resolve from changed
     # where blueprints are written: a folder or URL, "bench" (BENCH/blueprints), None = the store this benchmark
-    # was given with --store before, else the default one (trace_eval.store.default_store: $TRACE_STORE, ...)
+    # was given with --store before, else the default one (trace_eval.stage1.store.default_store: $TRACE_STORE, ...)
     store: str | None = None
 
 
@@ -136,7 +136,7 @@ def _with_dependencies(names: Iterable[str]) -> list[str]:
 
 
 def build_extractors(options: BlueprintOptions, device: str) -> tuple[list[Extractor], str]:
-    from trace_eval.profiles import profile_settings
+    from trace_eval.stage1.profiles import profile_settings
 
     profile = options.profile or ("paper" if device.startswith("cuda") else "cpu")
     settings = profile_settings(profile)
@@ -172,8 +172,8 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
     remote = None
     if isinstance(bench_dir, str) and bench_dir.startswith("file://"):
         bench_dir = bench_dir[len("file://") :]
-    if is_url(bench_dir):  # a folder in object storage: Stage 1 works on a local mirror (trace_eval.remote)
-        from trace_eval.remote import mirror_bench
+    if is_url(bench_dir):  # a folder in object storage: Stage 1 works on a local mirror (trace_eval.stage1.remote)
+        from trace_eval.stage1.remote import mirror_bench
 
         remote = mirror_bench(str(bench_dir))
         bench_dir = remote.root

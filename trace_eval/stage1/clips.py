@@ -24,6 +24,7 @@ from typing import Any, Union
 
 from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_bytes, write_json
+from trace_eval.resources import user_cache_dir
 
 __all__ = ["AudioInput", "ClipFolder", "default_clip_dir"]
 
@@ -37,9 +38,7 @@ _SIGNATURES = ((b"RIFF", ".wav"), (b"fLaC", ".flac"), (b"OggS", ".ogg"), (b"ID3"
 
 def default_clip_dir() -> Path:
     """$TRACE_CACHE_DIR/clips, else $XDG_CACHE_HOME/trace-eval/clips, else ~/.cache/trace-eval/clips."""
-    from trace_eval.judge.cache import default_cache_dir
-
-    return default_cache_dir().parent / CLIPS
+    return user_cache_dir(CLIPS)
 
 
 def _suffix_of(data: bytes) -> str:
@@ -134,8 +133,8 @@ class ClipFolder:
     ) -> tuple[dict[str, dict | None], dict[str, str], Any]:
         """({clip: its blueprint or None}, {clip: why it has none}, Stage 1's summary), Stage 1 run on `clips`
         with `options` (pipeline.BlueprintOptions) through the normal pipeline and store."""
-        from trace_eval.pipeline import run_blueprints
-        from trace_eval.store import BlueprintStore
+        from trace_eval.stage1.pipeline import run_blueprints
+        from trace_eval.stage1.store import BlueprintStore
 
         wanted = list(dict.fromkeys(clips))
         with self._locked():

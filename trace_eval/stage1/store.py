@@ -38,8 +38,10 @@ from typing import Any
 
 from trace_eval.audio import sha256_file
 from trace_eval.io import atomic_write_text, read_json, write_json
+from trace_eval.items import Pair
+from trace_eval.resources import user_cache_dir
 from trace_eval.schemas import validation_errors
-from trace_eval.shelf import Shelf, display_location, is_url, open_shelf
+from trace_eval.stage1.shelf import Shelf, check_folder, display_location, is_url, open_shelf
 
 __all__ = [
     "BlueprintStore",
@@ -66,12 +68,10 @@ BENCH_STORE = "bench"  # --store bench: the blueprints live in BENCH/blueprints,
 def default_store() -> str:
     """The user-level store: $TRACE_STORE, else $TRACE_CACHE_DIR/blueprints, else
     $XDG_CACHE_HOME/trace-eval/blueprints (~/.cache when unset), as the judge's answer cache is found."""
-    if os.environ.get("TRACE_STORE"):
-        return os.environ["TRACE_STORE"]
-    if os.environ.get("TRACE_CACHE_DIR"):
-        return str(Path(os.environ["TRACE_CACHE_DIR"]).expanduser() / "blueprints")
-    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return str(Path(cache).expanduser() / "trace-eval" / "blueprints")
+    named = os.environ.get("TRACE_STORE")
+    if named and not is_url(named):
+        check_folder(Path(named).expanduser().resolve(), "$TRACE_STORE=")
+    return named or str(user_cache_dir("blueprints"))
 
 
 def ref_name(bench_root: Path) -> str:
@@ -384,6 +384,16 @@ class BlueprintStore:
         if sha is None and (self.root / relative).is_file():
             sha = self.hash_of(relative)
         return self.get(sha) if sha else None
+
+    def for_pair(self, pair: Pair) -> tuple[dict | None, dict | None, dict | None]:
+        """(instruction, response 1, response 2) blueprints of an item; None where missing.
+        A pointwise item's answer is response 1. Uses the path index, so no audio is read."""
+
+        def stored(path: str | None) -> dict | None:
+            return self.get_by_path(path) if path else None
+
+        first = pair.audio_path if pair.pointwise else pair.audio1_path
+        return stored(pair.instruction_path), stored(first), stored(pair.audio2_path)
 
 
 # -- looking after a store (python -m trace_eval store) ----------------------------------

@@ -10,7 +10,7 @@ store (`--store s3://bucket/store` on a cluster).
 
 fsspec is imported only here, and only for a URL. Credentials come from the
 environment or profiles as each fsspec backend reads them; a location shown or
-recorded never carries them (trace_eval.shelf.display_location).
+recorded never carries them (trace_eval.stage1.shelf.display_location).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trace_eval.io import read_json, write_json
-from trace_eval.shelf import display_location, is_url
+from trace_eval.stage1.shelf import display_location, is_url
 
 __all__ = ["RemoteBench", "local_copy", "mirror_bench"]
 

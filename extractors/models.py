@@ -12,7 +12,7 @@ Weights resolve in this order:
 When none works, ExtractorUnavailable names the settings that would fix it.
 
 A folder holding STANDIN_MARKER has random weights in the published layout
-(trace_eval/standins.py): `standin_note` says so, and the extractors record it in
+(trace_eval/stage1/standins.py): `standin_note` says so, and the extractors record it in
 provenance and in their fingerprint.
 """
 

@@ -8,7 +8,7 @@ the published models; only the weights are random. `scripts/make_standin_models.
 DIR` writes them; with `TRACE_MODELS_DIR=DIR` the extractors load them like the
 real thing.
 
-Every folder carries `STANDIN.json` (trace_eval.models.STANDIN_MARKER). The
+Every folder carries `STANDIN.json` (extractors.models.STANDIN_MARKER). The
 extractors put it in each section's provenance and in the fingerprint, so a
 blueprint made with stand-ins says so, and is recomputed once real weights are
 in place: its numbers are not cues.
@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from extractors.models import STANDIN_MARKER, is_complete, load_card
 from trace_eval.io import write_json
-from trace_eval.models import STANDIN_MARKER, is_complete, load_card
 
 __all__ = [
     "ACCENT_LABELS",
@@ -153,7 +153,7 @@ def _mark(directory: Path, card: str, parameters: int, note: str) -> None:
             "parameters": parameters,
             "weights": "random",
             "note": note,
-            "made_by": "scripts/make_standin_models.py (trace_eval/standins.py)",
+            "made_by": "scripts/make_standin_models.py (trace_eval/stage1/standins.py)",
         },
     )
 

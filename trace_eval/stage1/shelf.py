@@ -26,11 +26,27 @@ from typing import Any
 
 from trace_eval.io import atomic_write_text
 
-__all__ = ["Shelf", "ShelfFile", "display_location", "is_url", "open_shelf"]
+__all__ = ["Shelf", "ShelfFile", "StoreLocationError", "check_folder", "display_location", "is_url", "open_shelf"]
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _NAME = re.compile(r"^[0-9a-f]{64}\.json$")
 TEMP_SUFFIX = ".tmp"
+
+
+class StoreLocationError(ValueError):
+    """A store location that cannot be a folder of blueprints: it, or a folder above it, is a file."""
+
+
+def check_folder(folder: Path, named: str = "the blueprint store ") -> None:
+    """StoreLocationError unless `folder` is a folder or can be made one (no file in the way)."""
+    blocking = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        where = "it is a file" if blocking == folder else f"{blocking} is a file"
+        raise StoreLocationError(
+            f"{named}{folder} cannot be a folder of blueprints: {where}. Name a folder (a new one is made) with "
+            "--store or $TRACE_STORE, or leave both unset for the default (python -m trace_eval store info says "
+            "which)"
+        )
 
 
 def is_url(location: str | Path) -> bool:
@@ -54,6 +70,7 @@ class Shelf:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder).expanduser().resolve()
+        check_folder(self.folder)
         self.location = str(self.folder)
 
     def __repr__(self) -> str:
