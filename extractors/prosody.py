@@ -10,7 +10,8 @@ powers), on one 10 ms grid:
   to the clip's median voiced F0, the speaker's own register;
 - sounding: the voicing extractor's rule for speech against silence (a level
   threshold relative to the clip, gaps under 0.25 s kept as speech, bursts with
-  no voicing dropped), applied to these levels.
+  no voicing dropped), applied to these levels; in a clip without any voice
+  (whispered) every stretch above the threshold is speech.
 
 The recogniser's word times are moved onto the signal first. Whisper's word
 times (cross-attention alignment) run about 0.1 s late on clear speech, half a
@@ -206,7 +207,12 @@ def frame_tracks(samples: np.ndarray, rate: int, config: ProsodyConfig) -> Frame
         nearest = np.clip(np.round((times - track.times[0]) / _HOP_S).astype(int), 0, len(track.times) - 1)
         close = np.abs(track.times[nearest] - times) <= _HOP_S / 2 + 1e-9
         f0[close] = track.f0[nearest[close]]
-    sounding = sounding_frames(level, f0 > 0, VoicingConfig(time_step_s=_HOP_S))
+    voiced = f0 > 0
+    # Without any voice (whispered speech) nothing tells speech from a breath: every stretch above the level
+    # threshold is speech.
+    if np.count_nonzero(voiced) * _HOP_S < PitchConfig().min_voiced_s:
+        voiced = np.ones(len(times), dtype=bool)
+    sounding = sounding_frames(level, voiced, VoicingConfig(time_step_s=_HOP_S))
     return Frames(times, level, f0, sounding)
 
 

@@ -5,7 +5,8 @@
 - cpu: the same cues with a small recogniser (faster-whisper, Whisper tiny.en
   shipped on PyPI); the default without CUDA.
 
-Any setting can still be overridden with --set NAME.FIELD=VALUE.
+Every registered extractor runs in both; those that load no model (pitch, loudness, voicing, rate, prosody)
+have the same settings in both. Any setting can still be overridden with --set NAME.FIELD=VALUE.
 """
 
 from __future__ import annotations
