@@ -13,7 +13,8 @@ Stage 1 runs them. The truth is how each clip was made:
   middle half of the transcript, its span as prosody aligned it) made 6 dB louder, or 3 semitones higher (sox
   `gain` / `pitch` on its span, spliced back);
 - endings: espeak-ng questions against statements; recorded speech with its last 0.5 s of speech bent 8
-  semitones up or down (sox `bend`), as much as a question's final rise.
+  semitones up (sox `bend`), as much as a question's final rise, or 4 down (8 would take a low male voice,
+  100 Hz, below the pitch tracker's floor for that speaker).
 
 A stressed word is found when it is among the three most prominent words of its clip (top 3), the most
 prominent (top 1), or in `prominent_words`. A case whose stressed word the recogniser did not write is counted
@@ -90,7 +91,8 @@ ASTERISK_PROMPTS = (
     "vm-nobodyavail",
 )
 RECORDED_EFFECTS = {"gain +6 dB": ["gain", "-l", "6"], "pitch +3 st": ["pitch", "300"]}
-BEND_CENTS = 800  # 8 semitones: the size of a question's final rise
+BEND_UP_CENTS = 800  # 8 semitones: the size of a question's final rise
+BEND_DOWN_CENTS = -400
 BEND_S = 0.5
 
 
@@ -337,8 +339,8 @@ def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
     ):
         for made, cents in (
             ("as recorded", 0),
-            (f"last {BEND_S} s bent up 8 st", BEND_CENTS),
-            ("bent down 8 st", -BEND_CENTS),
+            (f"last {BEND_S} s bent up 8 st", BEND_UP_CENTS),
+            ("bent down 4 st", BEND_DOWN_CENTS),
         ):
             heard = [
                 listen(clip if not cents else bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents))
@@ -369,18 +371,26 @@ def cost(costs: list[Heard]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sentences", type=int, default=len(SENTENCES), help="synthetic sentences (default: all)")
+    parser.add_argument("--only", choices=("stress", "endings"), help="one part only (the cost is of that part)")
     args = parser.parse_args(argv)
     from tqdm import tqdm
 
     recorded = len(recorded_clips())
-    clips = args.sentences * len(VARIANTS) + recorded * (1 + len(RECORDED_EFFECTS)) + 2 * len(QUESTIONS) + 3 * recorded
+    stress = args.sentences * len(VARIANTS) + recorded * (1 + len(RECORDED_EFFECTS))
+    clips = {
+        None: stress + 2 * len(QUESTIONS) + 3 * recorded,
+        "stress": stress,
+        "endings": 2 * len(QUESTIONS) + 3 * recorded,
+    }[args.only]
     listen = Listener(tqdm(total=clips, unit="clip", desc="asr + prosody", file=sys.stderr))
     costs: list[Heard] = []
     with tempfile.TemporaryDirectory(prefix="bench_prosody_") as tmp:
-        print("## Stressed words\n")
-        print("\n".join(stressed_words(listen, Path(tmp), args.sentences, costs)))
-        print("\n## Phrase endings\n")
-        print("\n".join(endings(listen, Path(tmp), costs)))
+        if args.only in (None, "stress"):
+            print("## Stressed words\n")
+            print("\n".join(stressed_words(listen, Path(tmp), args.sentences, costs)))
+        if args.only in (None, "endings"):
+            print("\n## Phrase endings\n")
+            print("\n".join(endings(listen, Path(tmp), costs)))
     print("\n## Cost\n")
     print("\n".join(cost(costs)))
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

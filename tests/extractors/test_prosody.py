@@ -228,11 +228,11 @@ def test_questions_rise_and_statements_fall(listen, tmp_path, question, statemen
     "clip", [bench.LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav", bench.ASTERISK / "vm-nobodyavail.wav"]
 )
 def test_recorded_endings_bent_up_rise_and_bent_down_fall(listen, tmp_path, clip):
-    # the last 0.5 s of speech bent 8 semitones: a statement's fall (-4 to -6 semitones) turns into a rise or
-    # levels out, and falls further the other way
+    # the last 0.5 s of speech bent 8 semitones up: a statement's fall (-4 to -6 semitones) turns into a rise or
+    # levels out; bent 4 down, it falls further
     as_recorded = bench.final_contour(listen(clip))
-    up = bench.final_contour(listen(bench.bend_ending(clip, tmp_path / "up.wav", bench.BEND_CENTS)))
-    down = bench.final_contour(listen(bench.bend_ending(clip, tmp_path / "down.wav", -bench.BEND_CENTS)))
+    up = bench.final_contour(listen(bench.bend_ending(clip, tmp_path / "up.wav", bench.BEND_UP_CENTS)))
+    down = bench.final_contour(listen(bench.bend_ending(clip, tmp_path / "down.wav", bench.BEND_DOWN_CENTS)))
     assert as_recorded[0] == "falling" and up[0] != "falling" and down[0] == "falling"
     assert up[1] >= as_recorded[1] + 3 and down[1] <= as_recorded[1] - 1
 
