@@ -315,17 +315,23 @@ def stressed_words(listen: Listener, folder: Path, sentences: int, costs: list[H
 
 def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
     rows = [
-        "| clips | ending made | rising | falling | level | none | final change (semitones), median |",
-        "|---|---|---|---|---|---|---|",
+        "| clips | ending made | rising | falling | level | none | final change (semitones), median "
+        "| against as recorded, median |",
+        "|---|---|---|---|---|---|---|---|",
     ]
 
-    def row(name: str, made: str, heard: list[Heard]) -> str:
+    def row(name: str, made: str, heard: list[Heard], recorded: list[Heard] | None = None) -> str:
         contours = [final_contour(h) for h in heard]
         counts = {c: sum(1 for k, _ in contours if k == c) for c in ("rising", "falling", "level", None)}
         changes = [x for _, x in contours if x is not None]
-        median = f"{np.median(changes):+.1f}" if changes else "-"
+        moved = [
+            x - y
+            for (_, x), (_, y) in zip(contours, [final_contour(h) for h in recorded or []])
+            if x is not None and y is not None
+        ]
         shown = " | ".join(str(counts[c]) for c in ("rising", "falling", "level", None))
-        return f"| {name} | {made} | {shown} | {median} |"
+        median = f"{np.median(changes):+.1f}" if changes else "-"
+        return f"| {name} | {made} | {shown} | {median} | {f'{np.median(moved):+.1f}' if moved else '-'} |"
 
     questions, statements = [], []
     for k, (question, statement) in enumerate(QUESTIONS):
@@ -337,17 +343,13 @@ def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
         ("LibriVox", [c for c in recorded_clips() if c.parent == LIBRIVOX]),
         ("Asterisk", [c for c in recorded_clips() if c.parent == ASTERISK]),
     ):
-        for made, cents in (
-            ("as recorded", 0),
-            (f"last {BEND_S} s bent up 8 st", BEND_UP_CENTS),
-            ("bent down 4 st", BEND_DOWN_CENTS),
-        ):
-            heard = [
-                listen(clip if not cents else bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents))
-                for clip in clips
-            ]
+        recorded = [listen(clip) for clip in clips]
+        costs.extend(recorded)
+        rows.append(row(corpus, "as recorded", recorded))
+        for made, cents in ((f"last {BEND_S} s bent up 8 st", BEND_UP_CENTS), ("bent down 4 st", BEND_DOWN_CENTS)):
+            heard = [listen(bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents)) for clip in clips]
             costs.extend(heard)
-            rows.append(row(corpus, made, heard))
+            rows.append(row(corpus, made, heard, recorded))
     return rows
 
 
