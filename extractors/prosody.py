@@ -10,7 +10,8 @@ powers), on one 10 ms grid:
   to the clip's median voiced F0, the speaker's own register;
 - sounding: the voicing extractor's rule for speech against silence (a level
   threshold relative to the clip, gaps under 0.25 s kept as speech, bursts with
-  no voicing dropped), applied to these levels.
+  no voicing dropped), applied to these levels; in a clip without any voice
+  (whispered) every stretch above the threshold is speech.
 
 The recogniser's word times are moved onto the signal first. Whisper's word
 times (cross-attention alignment) run about 0.1 s late on clear speech, half a
@@ -51,9 +52,12 @@ last sounding frames), each placed at the word boundary it covers or lies
 nearest to (`after_word`), and dropped when no boundary is within `pause_reach_s`.
 
 `phrases`: runs of words split after a pause and after sentence punctuation
-(. ? ! ; : and their full-width forms). `final_change_st` is the Theil-Sen slope of
-the pitch (semitones) over the phrase's last `final_window_s` of voiced frames,
-times the span of those frames: the rise (+) or fall (-) at the end. `rising` at
+(. ? ! ; : and their full-width forms); a phrase runs on to the end of the speech
+its last word ends in (never into the next word). `final_change_st` is the pitch
+of its last 0.1 s of voice against the low (10th percentile) or the high (90th)
+of its last `final_window_s` of voiced frames, whichever is further: a statement's
+fall is negative, a question's rise positive, and a question's fall to the nucleus
+before the rise counts as the rise it ends with. `rising` at
 +`contour_threshold_st` or more, `falling` at -`contour_threshold_st` or less,
 else `level`; null when the window holds fewer than `min_final_voiced_frames`.
 
@@ -203,7 +207,12 @@ def frame_tracks(samples: np.ndarray, rate: int, config: ProsodyConfig) -> Frame
         nearest = np.clip(np.round((times - track.times[0]) / _HOP_S).astype(int), 0, len(track.times) - 1)
         close = np.abs(track.times[nearest] - times) <= _HOP_S / 2 + 1e-9
         f0[close] = track.f0[nearest[close]]
-    sounding = sounding_frames(level, f0 > 0, VoicingConfig(time_step_s=_HOP_S))
+    voiced = f0 > 0
+    # Without any voice (whispered speech) nothing tells speech from a breath: every stretch above the level
+    # threshold is speech.
+    if np.count_nonzero(voiced) * _HOP_S < PitchConfig().min_voiced_s:
+        voiced = np.ones(len(times), dtype=bool)
+    sounding = sounding_frames(level, voiced, VoicingConfig(time_step_s=_HOP_S))
     return Frames(times, level, f0, sounding)
 
 
@@ -482,11 +491,13 @@ def _pauses(words: list[_Word], frames: Frames, config: ProsodyConfig) -> list[d
     return [{"after_word": i, "word": words[i].text, "duration_s": round(placed[i], 2)} for i in sorted(placed)]
 
 
-def final_change(times: np.ndarray, semitones: np.ndarray, config: ProsodyConfig) -> float | None:
+def _final_change(times: np.ndarray, semitones: np.ndarray, config: ProsodyConfig) -> float | None:
     """The rise (+) or fall (-) at the end of a phrase, semitones: the pitch of its last 0.1 s of voiced frames
     against the low (10th percentile) and the high (90th) of its last `final_window_s`, whichever is further.
 
     A question's V (a fall to the nucleus, then the rise) counts as the rise it ends with."""
+    if not len(times):
+        return None
     window = times >= times[-1] - config.final_window_s
     if np.count_nonzero(window) < config.min_final_voiced_frames:
         return None
@@ -518,7 +529,7 @@ def _phrases(
         }
         voiced = frames.within(start, end) & frames.voiced
         change = (
-            final_change(frames.times[voiced], _semitones(frames.f0[voiced], median_hz), config) if median_hz else None
+            _final_change(frames.times[voiced], _semitones(frames.f0[voiced], median_hz), config) if median_hz else None
         )
         if median_hz is None:
             phrase["reason"] = "no voice found in the clip"

@@ -12,8 +12,9 @@ Stage 1 runs them. The truth is how each clip was made:
 - stressed words, recorded: one word of LibriVox read speech and of Asterisk prompts (the longest word of the
   middle half of the transcript, its span as prosody aligned it) made 6 dB louder, or 3 semitones higher (sox
   `gain` / `pitch` on its span, spliced back);
-- endings: espeak-ng questions against statements; recorded speech with its last 0.5 s of speech bent 4
-  semitones up or down (sox `bend`).
+- endings: espeak-ng questions against statements; recorded speech with its last 0.5 s of speech bent 8
+  semitones up (sox `bend`), as much as a question's final rise, or 4 down (8 would take a low male voice,
+  100 Hz, below the pitch tracker's floor for that speaker).
 
 A stressed word is found when it is among the three most prominent words of its clip (top 3), the most
 prominent (top 1), or in `prominent_words`. A case whose stressed word the recogniser did not write is counted
@@ -90,7 +91,8 @@ ASTERISK_PROMPTS = (
     "vm-nobodyavail",
 )
 RECORDED_EFFECTS = {"gain +6 dB": ["gain", "-l", "6"], "pitch +3 st": ["pitch", "300"]}
-BEND_CENTS = 400
+BEND_UP_CENTS = 800  # 8 semitones: the size of a question's final rise
+BEND_DOWN_CENTS = -400
 BEND_S = 0.5
 
 
@@ -144,8 +146,9 @@ def speech_end(path: Path) -> float:
 
 def bend_ending(src: Path, dst: Path, cents: int, seconds: float = BEND_S) -> Path:
     """`src` with its last `seconds` of speech gliding `cents` up (or down)."""
-    end = speech_end(src)
-    sox(src, dst, "bend", f"{max(end - seconds, 0.0):.3f},{cents},{seconds:.3f}")
+    end = min(speech_end(src), load_audio(src).duration_s - 0.01)  # sox skips a bend that runs past the end
+    start = max(end - seconds, 0.0)
+    sox(src, dst, "bend", f"{start:.3f},{cents},{end - start:.3f}")
     return dst
 
 
@@ -177,8 +180,8 @@ class Listener:
     """The recogniser (CPU profile) and prosody, loaded once."""
 
     def __init__(self, progress=None) -> None:
-        from trace_eval.stage1.pipeline import make_config
         from trace_eval.stage1.profiles import profile_settings
+        from trace_eval.stage1.settings import make_config
 
         self.asr = REGISTRY["asr"](make_config(REGISTRY["asr"], profile_settings("cpu").get("asr", {})))
         self.asr.load()
@@ -312,17 +315,23 @@ def stressed_words(listen: Listener, folder: Path, sentences: int, costs: list[H
 
 def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
     rows = [
-        "| clips | ending made | rising | falling | level | none | final change (semitones), median |",
-        "|---|---|---|---|---|---|---|",
+        "| clips | ending made | rising | falling | level | none | final change (semitones), median "
+        "| against as recorded, median |",
+        "|---|---|---|---|---|---|---|---|",
     ]
 
-    def row(name: str, made: str, heard: list[Heard]) -> str:
+    def row(name: str, made: str, heard: list[Heard], recorded: list[Heard] | None = None) -> str:
         contours = [final_contour(h) for h in heard]
         counts = {c: sum(1 for k, _ in contours if k == c) for c in ("rising", "falling", "level", None)}
         changes = [x for _, x in contours if x is not None]
-        median = f"{np.median(changes):+.1f}" if changes else "-"
+        moved = [
+            x - y
+            for (_, x), (_, y) in zip(contours, [final_contour(h) for h in recorded or []])
+            if x is not None and y is not None
+        ]
         shown = " | ".join(str(counts[c]) for c in ("rising", "falling", "level", None))
-        return f"| {name} | {made} | {shown} | {median} |"
+        median = f"{np.median(changes):+.1f}" if changes else "-"
+        return f"| {name} | {made} | {shown} | {median} | {f'{np.median(moved):+.1f}' if moved else '-'} |"
 
     questions, statements = [], []
     for k, (question, statement) in enumerate(QUESTIONS):
@@ -334,17 +343,13 @@ def endings(listen: Listener, folder: Path, costs: list[Heard]) -> list[str]:
         ("LibriVox", [c for c in recorded_clips() if c.parent == LIBRIVOX]),
         ("Asterisk", [c for c in recorded_clips() if c.parent == ASTERISK]),
     ):
-        for made, cents in (
-            ("as recorded", 0),
-            (f"last {BEND_S} s bent up 4 st", BEND_CENTS),
-            ("bent down 4 st", -BEND_CENTS),
-        ):
-            heard = [
-                listen(clip if not cents else bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents))
-                for clip in clips
-            ]
+        recorded = [listen(clip) for clip in clips]
+        costs.extend(recorded)
+        rows.append(row(corpus, "as recorded", recorded))
+        for made, cents in ((f"last {BEND_S} s bent up 8 st", BEND_UP_CENTS), ("bent down 4 st", BEND_DOWN_CENTS)):
+            heard = [listen(bend_ending(clip, folder / f"{clip.stem}-bend{cents}.wav", cents)) for clip in clips]
             costs.extend(heard)
-            rows.append(row(corpus, made, heard))
+            rows.append(row(corpus, made, heard, recorded))
     return rows
 
 
@@ -352,29 +357,42 @@ def cost(costs: list[Heard]) -> list[str]:
     audio = sum(h.duration_s for h in costs)
     asr = sum(h.asr_s for h in costs)
     prosody = sum(h.prosody_s for h in costs)
+    shifts = [h.prosody["time_shift_s"] for h in costs if h.prosody and h.prosody["time_shift_s"] is not None]
+    low, high = np.percentile(shifts, [10, 90]) if shifts else (0.0, 0.0)
     return [
         f"| step | seconds per second of audio ({len(costs)} clips, {audio:.0f} s) |",
         "|---|---|",
         f"| asr (faster-whisper tiny.en, CPU) | {asr / audio:.3f} |",
         f"| prosody | {prosody / audio:.3f} ({prosody / asr:.0%} of the recogniser's) |",
+        "",
+        f"The recogniser's word times, moved onto the syllable nuclei (`time_shift_s`, {len(shifts)} clips): "
+        + (f"median {np.median(shifts):+.3f} s, 10th-90th percentile {low:+.3f} .. {high:+.3f} s" if shifts else "-"),
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sentences", type=int, default=len(SENTENCES), help="synthetic sentences (default: all)")
+    parser.add_argument("--only", choices=("stress", "endings"), help="one part only (the cost is of that part)")
     args = parser.parse_args(argv)
     from tqdm import tqdm
 
     recorded = len(recorded_clips())
-    clips = args.sentences * len(VARIANTS) + recorded * (1 + len(RECORDED_EFFECTS)) + 2 * len(QUESTIONS) + 3 * recorded
+    stress = args.sentences * len(VARIANTS) + recorded * (1 + len(RECORDED_EFFECTS))
+    clips = {
+        None: stress + 2 * len(QUESTIONS) + 3 * recorded,
+        "stress": stress,
+        "endings": 2 * len(QUESTIONS) + 3 * recorded,
+    }[args.only]
     listen = Listener(tqdm(total=clips, unit="clip", desc="asr + prosody", file=sys.stderr))
     costs: list[Heard] = []
     with tempfile.TemporaryDirectory(prefix="bench_prosody_") as tmp:
-        print("## Stressed words\n")
-        print("\n".join(stressed_words(listen, Path(tmp), args.sentences, costs)))
-        print("\n## Phrase endings\n")
-        print("\n".join(endings(listen, Path(tmp), costs)))
+        if args.only in (None, "stress"):
+            print("## Stressed words\n")
+            print("\n".join(stressed_words(listen, Path(tmp), args.sentences, costs)))
+        if args.only in (None, "endings"):
+            print("\n## Phrase endings\n")
+            print("\n".join(endings(listen, Path(tmp), costs)))
     print("\n## Cost\n")
     print("\n".join(cost(costs)))
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -45,7 +45,7 @@ from extractors.numerics import numeric_class  # noqa: E402
 
 GOLDENS = ROOT / "tests" / "goldens"
 AUDIO = GOLDENS / "audio"
-OFFLINE = ["asr", "dnsmos", "pitch", "loudness", "voicing", "rate"]  # every section that needs no download
+OFFLINE = ["asr", "dnsmos", "pitch", "loudness", "voicing", "rate", "prosody"]  # every section that needs no download
 
 
 @dataclass(frozen=True)

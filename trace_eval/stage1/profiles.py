@@ -7,7 +7,8 @@
   multilingual Whisper base detects each clip's language and transcribes the clips
   not in English, Whisper tiny.en transcribes English; the default without CUDA.
 
-Any setting can still be overridden with --set NAME.FIELD=VALUE.
+Every registered extractor runs in both; those that load no model (pitch, loudness, voicing, rate, prosody)
+have the same settings in both. Any setting can still be overridden with --set NAME.FIELD=VALUE.
 """
 
 from __future__ import annotations
