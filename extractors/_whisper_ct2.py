@@ -49,6 +49,7 @@ from extractors._whisper_decoding import Fallback, WindowTranscript, Word
 __all__ = ["FasterWhisper", "encoder_frames"]
 
 FRAMES_PER_S = 100  # Whisper's log-mel frames: one every 10 ms
+SAMPLES_PER_FRAME = 160
 MAX_FRAMES = 3000  # Whisper's input: 30 s
 
 
@@ -59,6 +60,15 @@ def encoder_frames(samples: int, padding_s: float | None, sample_rate: int = 160
         return MAX_FRAMES
     seconds = math.ceil(samples / sample_rate + padding_s - 1e-9)
     return min(MAX_FRAMES, seconds * FRAMES_PER_S)
+
+
+def _cores() -> int:
+    """The cores this process may use: OMP_NUM_THREADS where a scheduler sets it (Ray does, to an actor's CPUs),
+    else the CPUs it may run on."""
+    hint = os.environ.get("OMP_NUM_THREADS", "")
+    if hint.isdigit() and int(hint) > 0:
+        return int(hint)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 _WINDOW = threading.local()  # the window a thread is decoding: its encoder frames and encoder output
@@ -117,7 +127,7 @@ class FasterWhisper:
         logging.getLogger("faster_whisper").setLevel(logging.WARNING)
         kind, _, index = device.partition(":")
         on_cpu = kind == "cpu"
-        self.workers = max(1, workers or (os.cpu_count() or 1)) if on_cpu else 1
+        self.workers = max(1, workers or _cores()) if on_cpu else 1
         self._load_args = dict(
             model_size_or_path=str(directory),
             device=kind,
@@ -150,7 +160,10 @@ class FasterWhisper:
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
         attempts = []
-        with _decoding(encoder_frames(len(audio), self.encoder_padding_s)):
+        frames = encoder_frames(len(audio), self.encoder_padding_s)
+        if frames < MAX_FRAMES:  # the window and digital silence after it, as Whisper's own padding sounds
+            audio = np.concatenate([audio, np.zeros(frames * SAMPLES_PER_FRAME - len(audio), np.float32)])
+        with _decoding(frames):
             for temperature in self.fallback.temperatures:
                 if temperature > 0:
                     return self._sampled(audio, language, seed, attempts)

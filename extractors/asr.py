@@ -30,10 +30,12 @@ passes, the most probable attempt that does not loop is kept. Sampling is seeded
 per window from the clip's audio hash, so a window's transcript does not depend
 on its batch, the engine or the worker (extractors/_whisper_decoding.py).
 
-On the CPU the arithmetic is float32 in a pinned numeric class (extractors/numerics.py: CTranslate2's AVX2 kernels
-with MKL on its compatible branch where the CPU has AVX2, generic kernels elsewhere): int8 kernels differ from one
-instruction set to the next enough to change transcripts, and a sampled fallback amplifies even a float32
-product's last bit. The class is part of the fingerprint and of provenance (docs/reproducibility.md).
+On the CPU, faster-whisper runs int8 in a pinned numeric class (extractors/numerics.py: CTranslate2's AVX2
+kernels and oneDNN capped at AVX2 where the CPU has AVX2, generic kernels elsewhere): its matrix products are
+exact integer sums, and every other operation is the class's, since a sampled fallback amplifies even the last
+bit of a product. Its encoder hears each window with `encoder_padding_s` of padding instead of 30 s, and
+windows are decoded several at a time, one thread each (extractors/_whisper_ct2.py). The class is part of the
+fingerprint and of provenance (docs/reproducibility.md).
 
 `transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the
@@ -339,7 +341,7 @@ def _packaged_weights(card: ModelCard) -> Path | None:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "4"
+    version = "5"
     description = "Whisper transcript, word timings and how far to trust them, decoded only where there is speech"
     sample_rate = SAMPLE_RATE
     uses_gpu = True

@@ -367,6 +367,30 @@ def test_repeats_and_compression_measure_loops_not_speech():
     assert compression_ratio(GATHER) < 1.5 < 2.4 < compression_ratio(" ".join(["kill it"] * 30))
 
 
+def test_fallback_decisions_are_taken_on_the_numbers_as_stored():
+    # Two attempts that store the same average log-probability (-1.052) tie: the lower temperature is kept,
+    # whichever of them the last bit of another CPU's arithmetic would have favoured.
+    fallback = Fallback((0.0, 0.2, 0.4), 2.4, -1.0, seed=0)
+    beam = _window("the quick run fox", avg_logprob=-1.05238, temperature=0.0)
+    sampled = _window("the quick brown fox", avg_logprob=-1.05162, temperature=0.2)
+    kept = fallback.best_of_failed([beam, sampled])
+    assert (kept.text, kept.temperature, kept.tried_up_to) == ("the quick run fox", 0.0, 0.2)
+    assert fallback.best_of_failed([sampled, beam]).temperature == 0.0  # whatever the order
+    clearer = _window("the quick brown fox", avg_logprob=-1.0514, temperature=0.4)  # stored -1.051: better
+    assert fallback.best_of_failed([beam, sampled, clearer]).temperature == 0.4
+    # Retried only when the stored value is below the threshold: -1.0004 is stored as -1.0.
+    assert not fallback.needs_retry(_window("a b c", avg_logprob=-1.0004))
+    assert fallback.needs_retry(_window("a b c", avg_logprob=-1.0006))
+    # The reasons a blueprint gives agree with the numbers it stores.
+    asr = AsrExtractor()
+    assert asr._doubts(_window("yes", no_speech_prob=0.6004, avg_logprob=-1.2), 1.0) == [
+        "low recogniser confidence: average log-probability -1.20 below -1.0"
+    ]
+    assert asr._doubts(_window("yes", no_speech_prob=0.6006, avg_logprob=-1.2), 1.0)[0].startswith(
+        "Whisper takes this speech for silence"
+    )
+
+
 def test_a_tampered_model_file_is_refused(tmp_path, tiny_en):
     source = Path(tiny_en.model().source)
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
