@@ -120,7 +120,7 @@ class FasterWhisper:
         compute_type: str = "int8",
         beam_size: int = 5,
         workers: int = 0,
-        encoder_padding_s: float | None = 1.0,
+        encoder_padding_s: float | None = 5.0,
     ):
         # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
         # another library (funasr) has configured the root logger.

@@ -119,7 +119,7 @@ class AsrConfig:
     num_threads: int = 0  # faster-whisper on the CPU: windows decoded at once, one thread each; 0: one per core
     # faster-whisper: the encoder hears each window and this much padding after it, in whole seconds, instead of
     # Whisper's 30 s (extractors/_whisper_ct2.py); None: 30 s
-    encoder_padding_s: float | None = 1.0
+    encoder_padding_s: float | None = 5.0
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
     vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans

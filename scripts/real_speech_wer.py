@@ -18,7 +18,7 @@ from extractors.asr import AsrConfig, AsrExtractor  # noqa: E402
 
 def main() -> None:
     recordings = _librivox() + _asterisk()
-    asr = AsrExtractor(AsrConfig(num_threads=1), device="cpu")
+    asr = AsrExtractor(AsrConfig(), device="cpu")
     sections = asr.extract([r.clip for r in recordings])
     transcribed = [(r, {"duration_s": r.clip.duration_s, **s.values}) for r, s in zip(recordings, sections)]
     for r, b in transcribed:

@@ -108,7 +108,7 @@ def speech(tmp_path_factory) -> dict[str, Path]:
 # -- faster-whisper with the shipped tiny.en ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_en() -> AsrExtractor:
-    extractor = AsrExtractor(AsrConfig(num_threads=1), device="cpu")
+    extractor = AsrExtractor(AsrConfig(), device="cpu")
     extractor.load()
     return extractor
 
@@ -239,7 +239,7 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
     script = (
         "import json, sys; from extractors.asr import AsrConfig, AsrExtractor; from extractors import Clip; "
         "from trace_eval.audio import load_audio; "
-        "(s,) = AsrExtractor(AsrConfig(num_threads=1, vad=False)).extract([Clip('x' * 64, load_audio(sys.argv[1]))]); "
+        "(s,) = AsrExtractor(AsrConfig(vad=False)).extract([Clip('x' * 64, load_audio(sys.argv[1]))]); "
         "print(json.dumps([s.values['agent_response'], s.values['transcript_quality'], s.values['words']]))"
     )
     root = Path(__file__).resolve().parents[2]
@@ -256,14 +256,16 @@ def test_a_low_confidence_window_is_decoded_again_the_same_way_on_every_run(tmp_
     assert "after decoding at temperatures up to 1 (kept: the attempt at" in (quality["reason"] or ""), quality
 
 
-def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it(tmp_path):
+def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it_or_beside_it(tmp_path):
     # CTranslate2 seeds a worker thread's sampler once; the sampled temperatures of each window run on a
-    # model loaded for it, after its own seed is set, so order and repetition change nothing.
+    # model loaded for it, after its own seed is set, so order, repetition and windows decoded at the same
+    # time (each on a thread of its own) change nothing.
     from extractors._whisper_ct2 import FasterWhisper
     from extractors.asr import _packaged_weights, card_for
 
+    weights = _packaged_weights(card_for("whisper-tiny.en-ct2"))
     sampled_only = Fallback((0.6,), 2.4, -1.0, seed=0)
-    backend = FasterWhisper(_packaged_weights(card_for("whisper-tiny.en-ct2")), sampled_only, num_threads=1)
+    backend = FasterWhisper(weights, sampled_only, workers=1)
     a = clip_of(speak(FOX, tmp_path / "a.wav", Voice(wpm=330))).samples(RATE)
     b = clip_of(speak(GATHER, tmp_path / "b.wav", Voice(wpm=300, voice="en+whisper"))).samples(RATE)
     first = backend.transcribe([a, b, a], "en", [11, 22, 11])
@@ -271,6 +273,9 @@ def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it(tmp_path
     assert first[0] == first[2] == again[1] and first[1] == again[0]
     assert first[0].temperature == 0.6 and first[0].text
     assert backend.transcribe([a], "en", [12])[0].words != first[0].words  # another seed, another sample
+    together = FasterWhisper(weights, Fallback((0.0, 0.6), 2.4, -1.0, seed=0), workers=3)
+    beam_first = together.transcribe([a, b, a, b], "en", [11, 22, 11, 22])
+    assert beam_first == [together.transcribe([w], "en", [s])[0] for w, s in zip([a, b, a, b], [11, 22, 11, 22])]
 
 
 def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
@@ -295,7 +300,7 @@ def test_a_looping_clip_goes_to_the_fallback_and_a_loop_that_survives_it_is_flag
 
     def decoded(**config) -> tuple[dict, dict]:
         config = {"input_loudness_lufs": None, **config}  # as recorded: brought to -23 LUFS, every attempt loops
-        (section,) = AsrExtractor(AsrConfig(num_threads=1, vad=False, **config)).extract([clip])
+        (section,) = AsrExtractor(AsrConfig(vad=False, **config)).extract([clip])
         blueprint = {"duration_s": clip.duration_s, **section.values}
         return blueprint, RateExtractor().extract_one(Clip(clip.sha256, None, blueprint)).values[
             "agent_audio_properties"
