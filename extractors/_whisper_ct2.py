@@ -159,7 +159,7 @@ class FasterWhisper:
             return list(pool.map(self._transcribe_one, audio, [language] * len(audio), seeds))
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int) -> WindowTranscript:
-        attempts = []
+        attempts: list[WindowTranscript] = []
         frames = encoder_frames(len(audio), self.encoder_padding_s)
         if frames < MAX_FRAMES:  # the window and digital silence after it, as Whisper's own padding sounds
             audio = np.concatenate([audio, np.zeros(frames * SAMPLES_PER_FRAME - len(audio), np.float32)])

@@ -204,10 +204,11 @@ def pin() -> None:
 
 def _numpy() -> str:
     """The widest SIMD target numpy dispatches to (its baseline when none is enabled)."""
-    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+    import importlib
 
-    enabled = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
-    return enabled[-1] if enabled else __cpu_baseline__[-1]
+    umath = importlib.import_module("numpy._core._multiarray_umath")
+    enabled = [t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t)]
+    return enabled[-1] if enabled else umath.__cpu_baseline__[-1]
 
 
 def _openblas() -> str:
