@@ -116,7 +116,7 @@ def tiny_en() -> AsrExtractor:
 def test_default_on_cpu_is_the_shipped_tiny_en(tiny_en):
     assert REGISTRY["asr"] is AsrExtractor
     assert tiny_en.config.backend == "faster-whisper"
-    assert tiny_en.config.compute_type == "float32"  # int8 transcripts change with the CPU's instruction set
+    assert tiny_en.config.compute_type == "int8"  # exact integer products, in the numeric class's kernels
     model = tiny_en.model()
     assert model.id == "Systran/faster-whisper-tiny.en" and len(model.revision) == 40
     assert Path(model.source, "model.bin").is_file()
@@ -315,11 +315,12 @@ def test_a_looping_clip_goes_to_the_fallback_and_a_loop_that_survives_it_is_flag
 
     fixed, _ = decoded()
     quality = fixed["transcript_quality"]
-    # The loop sends the window to the sampled temperatures, which end it or shorten it. Which sentence a
-    # sample gives depends on the arithmetic's last bits: each numeric class's exact result is held by the
-    # golden files (tests/goldens/*/loop-whole.json); here, what holds in every class: a loop kept is flagged.
-    assert quality["temperature"] > 0, quality
-    assert len(fixed["agent_response"].split()) < len(looping["agent_response"].split()) / 4, fixed["agent_response"]
+    # The loop sends the window to the sampled temperatures, which may end it. Which sentence a sample gives
+    # depends on the arithmetic's last bits: each numeric class's exact result is held by the golden files
+    # (tests/goldens/*/loop-whole.json); here, what holds in every class: every temperature was tried unless
+    # one passed, and a loop kept is flagged.
+    passed = quality["temperature"] > 0 and quality["reliable"]
+    assert passed or "after decoding at temperatures up to 1 (kept: the attempt at" in quality["reason"], quality
     still_loops = quality["compression_ratio"] > 2.4 or longest_repeat(fixed["agent_response"])[1] > 4
     assert ("repetition loop" in (quality["reason"] or "")) == still_loops, quality
 
@@ -553,7 +554,7 @@ def test_transformers_backend_english_only_model(tmp_path, speech):
         transformers_asr(directory, language="de")
 
 
-def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_path, tiny_en, speech):
+def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_path, speech):
     """The same tiny.en through both backends: same words, word times within 0.1 s.
 
     faster-whisper aligns words inside CTranslate2; the transformers backend with its
@@ -562,7 +563,8 @@ def test_transformers_backend_on_real_weights_agrees_with_faster_whisper(tmp_pat
     directory = build_tiny_whisper_en_from_package(tmp_path / "tiny.en")
     clips = [clip_of(speech[f"plain{i}"]) for i in (1, 2, 4)]
     ours = transformers_asr(directory, batch_seconds=1000.0).extract(clips)
-    reference = tiny_en.extract(clips)
+    # faster-whisper with Whisper's 30 s input as well: a shorter one moves the last word's end by up to 0.2 s
+    reference = AsrExtractor(AsrConfig(encoder_padding_s=None)).extract(clips)
     hypotheses = [normalise(s.values["agent_response"]) for s in ours]
     assert jiwer.wer([normalise(SENTENCES[i]) for i in (1, 2, 4)], hypotheses) <= 0.2, hypotheses
     for clip, section, expected in zip(clips, ours, reference):

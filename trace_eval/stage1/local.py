@@ -300,8 +300,6 @@ def _run_beside_each_other(extractors: list[Extractor], batch_of) -> list[list[t
     thread (one model's working memory at a time). What each computes does not depend on what runs beside it
     (docs/reproducibility.md); its seconds are its own wall time, the others' work included."""
     beside = [e for e in extractors if e.device == "cpu"] if len(extractors) > 1 else []
-    if len(beside) < 2:
-        beside = []
     with ThreadPoolExecutor(max(1, len(beside)), thread_name_prefix="model") as pool:
         futures = {e.name: pool.submit(run_batched, e, batch_of(e)) for e in beside}
         alone = {e.name: run_batched(e, batch_of(e)) for e in extractors if e.name not in futures}
