@@ -10,9 +10,12 @@ import importlib
 import pkgutil
 
 from extractors import numerics
-from extractors.base import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register
 
-numerics.pin()  # before any extractor loads a numeric library: they read their code paths from the environment once
+# Before numpy (imported by extractors.base) or any other numeric library loads: they read their code paths from
+# the environment once.
+numerics.pin()
+
+from extractors.base import REGISTRY, Clip, ClipError, Extractor, ExtractorUnavailable, ModelInfo, Section, register  # noqa: E402
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in ("base", "numerics") and not _module.name.startswith("_"):

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from extractors.base import ClipError
+from extractors.numerics import onnx_session_options
 
 __all__ = [
     "DnsmosScorer",
@@ -449,7 +450,7 @@ class DnsmosScorer:
     ):
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
+        options = onnx_session_options(ort.SessionOptions())  # the numeric class's arithmetic on every CPU
         options.intra_op_num_threads = num_threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

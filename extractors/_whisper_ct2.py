@@ -1,4 +1,4 @@
-"""Whisper through faster-whisper (CTranslate2): the CPU default, float32 on CPU, fp16 on CUDA.
+"""Whisper through faster-whisper (CTranslate2): the CPU default, fp16 on CUDA.
 
 Windows arrive already cut by voice activity detection, so faster-whisper's own
 VAD and no-speech skipping are off here: the gate is applied by the caller, the
@@ -6,16 +6,27 @@ same way for both backends. Decoding uses Whisper's temperature fallback
 (extractors/_whisper_decoding.py), run here one temperature at a time so that
 the attempt kept and its temperature are known.
 
+What makes it fast without making a window's transcript depend on anything but its audio:
+
+- the encoder hears the window and `encoder_padding_s` of silence after it, not the window padded to
+  Whisper's 30 s (CTranslate2 takes any length up to 30 s): a 4 s answer costs a sixth of the encoder
+  passes it cost, and its beam search attends to a sixth of the frames;
+- a window's audio is encoded once: the attempts at every temperature decode the same encoder output
+  (the encoder draws no random numbers, and the models that decode them load the same files with the same
+  options);
+- windows are decoded several at a time, each on one thread of its own (`workers`, by default one per
+  core): a window's arithmetic is the same whatever runs beside it and however many cores the machine has
+  (no thread count cuts its sums);
+- on the CPU, int8 weights and activations: the matrix products are exact integer sums, the same in every
+  GEMM kernel and for every batch, and faster than float32 ones (extractors/numerics.py pins the rest).
+
 CTranslate2 draws its samples from a generator that each worker thread seeds
 once, from the global seed, when it first samples; a model's worker threads live
 as long as the model. So the sampled temperatures of a window run on a model
-loaded for that window, after the window's own seed is set: a few tenths of a
-second for tiny.en, spent only on the windows that beam search could not pass.
-Beam search at temperature 0 uses no randomness and runs on the model loaded once.
-
-The encoder uses no randomness either, and both models are loaded from the same files with the same options:
-so a window's audio is encoded once, and its sampled attempts decode that same encoder output (the encoder is
-most of a window's cost: Whisper pads every window to 30 s).
+loaded for that window, after the window's own seed is set, one window at a time
+(the seed is global): a few tenths of a second for tiny.en, spent only on the
+windows that beam search could not pass. Beam search at temperature 0 uses no
+randomness and runs on the model loaded once.
 """
 
 from __future__ import annotations
@@ -23,7 +34,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
+import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ctranslate2
@@ -31,7 +46,67 @@ import numpy as np
 
 from extractors._whisper_decoding import Fallback, WindowTranscript, Word
 
-__all__ = ["FasterWhisper"]
+__all__ = ["FasterWhisper", "encoder_frames"]
+
+FRAMES_PER_S = 100  # Whisper's log-mel frames: one every 10 ms
+SAMPLES_PER_FRAME = 160
+MAX_FRAMES = 3000  # Whisper's input: 30 s
+
+
+def encoder_frames(samples: int, padding_s: float | None, sample_rate: int = 16000) -> int:
+    """The log-mel frames the encoder hears for a window of `samples`: its own and `padding_s` of padding
+    after them, in whole seconds (None: Whisper's 30 s)."""
+    if padding_s is None:
+        return MAX_FRAMES
+    seconds = math.ceil(samples / sample_rate + padding_s - 1e-9)
+    return min(MAX_FRAMES, seconds * FRAMES_PER_S)
+
+
+def _cores() -> int:
+    """The cores this process may use: OMP_NUM_THREADS where a scheduler sets it (Ray does, to an actor's CPUs),
+    else the CPUs it may run on."""
+    hint = os.environ.get("OMP_NUM_THREADS", "")
+    if hint.isdigit() and int(hint) > 0:
+        return int(hint)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+_WINDOW = threading.local()  # the window a thread is decoding: its encoder frames and encoder output
+
+
+def _model_class():
+    from faster_whisper import WhisperModel
+
+    class WindowModel(WhisperModel):
+        """faster-whisper's model, whose encoder hears only the frames of the window being decoded (the
+        features it is given are padded to 30 s) and keeps its output for the window's other attempts."""
+
+        def encode(self, features: np.ndarray) -> ctranslate2.StorageView:
+            window = getattr(_WINDOW, "current", None)
+            if window is None:
+                return super().encode(features)
+            features = features[..., : window.frames]
+            key = (features.shape, hashlib.sha256(np.ascontiguousarray(features).tobytes()).digest())
+            if key not in window.outputs:
+                window.outputs[key] = super().encode(features)
+            return window.outputs[key]
+
+    return WindowModel
+
+
+class _Window:
+    def __init__(self, frames: int) -> None:
+        self.frames = frames
+        self.outputs: dict[tuple, ctranslate2.StorageView] = {}
+
+
+@contextlib.contextmanager
+def _decoding(frames: int) -> Iterator[None]:
+    _WINDOW.current = _Window(frames)
+    try:
+        yield
+    finally:
+        _WINDOW.current = None
 
 
 class FasterWhisper:
@@ -42,32 +117,35 @@ class FasterWhisper:
         directory: Path,
         fallback: Fallback,
         device: str = "cpu",
-        compute_type: str = "float32",
+        compute_type: str = "int8",
         beam_size: int = 5,
-        num_threads: int = 0,
+        workers: int = 0,
+        encoder_padding_s: float | None = 5.0,
     ):
         # faster-whisper logs a line per clip at INFO, which floods the progress bar whenever
         # another library (funasr) has configured the root logger.
         logging.getLogger("faster_whisper").setLevel(logging.WARNING)
         kind, _, index = device.partition(":")
+        on_cpu = kind == "cpu"
+        self.workers = max(1, workers or _cores()) if on_cpu else 1
         self._load_args = dict(
             model_size_or_path=str(directory),
             device=kind,
             device_index=int(index or 0),
             compute_type=compute_type,
-            # Two threads unless asked: the same count on every machine, whatever its cores (a thread count may
-            # cut a sum differently), and never one (MKL takes another path, with other roundings, on one thread).
-            cpu_threads=max(2, num_threads or 2),
+            # One thread per window: no thread count cuts a window's sums, whatever the machine's cores.
+            cpu_threads=1,
+            num_workers=self.workers,
             local_files_only=True,
         )
         self.model = self._load()
         self.beam_size = beam_size
         self.fallback = fallback
+        self.encoder_padding_s = encoder_padding_s
+        self._sampling = threading.Lock()  # CTranslate2's seed is global: one window samples at a time
 
-    def _load(self):
-        from faster_whisper import WhisperModel
-
-        return WhisperModel(**self._load_args)
+    def _load(self, **overrides):
+        return _model_class()(**{**self._load_args, **overrides})
 
     def supports_language(self, language: str | None) -> bool:
         return language is None or language in self.model.supported_languages
@@ -83,27 +161,42 @@ class FasterWhisper:
     def transcribe(
         self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
     ) -> list[WindowTranscript]:
-        # CTranslate2 batches inside one call only for chunks of one file; windows from
-        # different clips go one at a time (on CPU, batching would not be faster anyway).
-        return [
-            self._transcribe_one(np.asarray(w, dtype=np.float32), language, seed, fallback)
-            for w, seed in zip(windows, seeds)
-        ]
+        """Each window alone (its own encoder input, its own seed), `workers` windows at a time; without
+        `fallback`, beam search alone."""
+        audio = [np.asarray(w, dtype=np.float32) for w in windows]
+        if self.workers == 1 or len(audio) == 1:
+            return [self._transcribe_one(a, language, seed, fallback) for a, seed in zip(audio, seeds)]
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="whisper") as pool:
+            n = len(audio)
+            return list(pool.map(self._transcribe_one, audio, [language] * n, seeds, [fallback] * n))
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int, fallback: bool) -> WindowTranscript:
-        attempts = []
-        sampler = None
-        encoded = _EncoderMemo()
-        for temperature in self.fallback.temperatures if fallback else self.fallback.temperatures[:1]:
-            if temperature > 0 and sampler is None:
-                ctranslate2.set_random_seed(seed)
-                sampler = self._load()  # new worker threads: their generator starts from this window's seed
-            model = sampler if temperature > 0 else self.model
-            with encoded.serving(model):
-                attempt = self._decode(model, audio, language, temperature)
-            if not self.fallback.needs_retry(attempt):
-                return attempt
-            attempts.append(attempt)
+        attempts: list[WindowTranscript] = []
+        frames = encoder_frames(len(audio), self.encoder_padding_s)
+        if frames < MAX_FRAMES:  # the window and digital silence after it, as Whisper's own padding sounds
+            audio = np.concatenate([audio, np.zeros(frames * SAMPLES_PER_FRAME - len(audio), np.float32)])
+        with _decoding(frames):
+            for temperature in self.fallback.temperatures if fallback else self.fallback.temperatures[:1]:
+                if temperature > 0:
+                    return self._sampled(audio, language, seed, attempts)
+                attempt = self._decode(self.model, audio, language, temperature)
+                if not self.fallback.needs_retry(attempt):
+                    return attempt
+                attempts.append(attempt)
+        return self.fallback.best_of_failed(attempts)
+
+    def _sampled(
+        self, audio: np.ndarray, language: str | None, seed: int, attempts: list[WindowTranscript]
+    ) -> WindowTranscript:
+        """The sampled temperatures, on a model whose worker thread seeds its generator from this window's seed."""
+        with self._sampling:
+            ctranslate2.set_random_seed(seed)
+            sampler = self._load(num_workers=1)  # a new worker thread: its generator starts from this seed
+            for temperature in self.fallback.sampled:
+                attempt = self._decode(sampler, audio, language, temperature)
+                if not self.fallback.needs_retry(attempt):
+                    return attempt
+                attempts.append(attempt)
         return self.fallback.best_of_failed(attempts)
 
     def _decode(self, model, audio: np.ndarray, language: str | None, temperature: float) -> WindowTranscript:
@@ -144,31 +237,3 @@ class FasterWhisper:
             tokens,
             tried_up_to=temperature,
         )
-
-
-class _EncoderMemo:
-    """The encoder outputs of one window's features, shared by the attempts at every temperature.
-
-    faster-whisper encodes inside `transcribe` (once per 30 s of features); while `serving` a model, its
-    `encode` returns the output already computed for the same features, by this model or another one
-    loaded from the same files with the same options (the encoder draws no random numbers).
-    """
-
-    def __init__(self) -> None:
-        self._outputs: dict[tuple[tuple[int, ...], str, bytes], ctranslate2.StorageView] = {}
-
-    @contextlib.contextmanager
-    def serving(self, model) -> Iterator[None]:
-        encode = model.encode
-
-        def memo_encode(features: np.ndarray) -> ctranslate2.StorageView:
-            key = (features.shape, features.dtype.str, hashlib.sha256(features.tobytes()).digest())
-            if key not in self._outputs:
-                self._outputs[key] = encode(features)
-            return self._outputs[key]
-
-        model.encode = memo_encode
-        try:
-            yield
-        finally:
-            del model.encode  # the class's method again

@@ -12,6 +12,10 @@ batch, on the engine, or on the order the windows were decoded in. When no
 temperature passes, the attempt kept is the most probable one that does not loop
 (what openai-whisper and faster-whisper keep), and the reported temperature is that
 attempt's own.
+
+Every decision is taken on the numbers as a blueprint stores them (`stored`: 3 decimals), never on a last
+bit: two attempts that store the same average log-probability tie, and the tie goes to the lower
+temperature; an attempt is retried when its stored log-probability is below the threshold.
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Fallback", "WindowTranscript", "Word", "compression_ratio", "window_seed"]
+__all__ = ["DECIMALS", "Fallback", "WindowTranscript", "Word", "compression_ratio", "stored", "window_seed"]
+
+DECIMALS = 3  # of the decoding numbers in a blueprint (transcript_quality)
+
+
+def stored(value: float) -> float:
+    """A decoding number as the blueprint stores it: what decisions compare."""
+    return round(value, DECIMALS)
 
 
 @dataclass(frozen=True)
@@ -92,13 +103,15 @@ class Fallback:
         """The temperatures tried after beam search, in order."""
         return tuple(t for t in self.temperatures if t > 0)
 
+    def loops(self, attempt: WindowTranscript) -> bool:
+        return stored(attempt.compression_ratio) > self.compression_ratio_threshold
+
     def needs_retry(self, attempt: WindowTranscript) -> bool:
-        return (
-            attempt.compression_ratio > self.compression_ratio_threshold or attempt.avg_logprob < self.logprob_threshold
-        )
+        return self.loops(attempt) or stored(attempt.avg_logprob) < self.logprob_threshold
 
     def best_of_failed(self, attempts: list[WindowTranscript]) -> WindowTranscript:
-        """When every attempt failed: the most probable one that does not loop (else of all)."""
-        not_looping = [a for a in attempts if a.compression_ratio <= self.compression_ratio_threshold]
-        kept = max(not_looping or attempts, key=lambda a: a.avg_logprob)
+        """When every attempt failed: the most probable one that does not loop (else of all); of attempts that
+        store the same average log-probability, the one at the lowest temperature."""
+        not_looping = [a for a in attempts if not self.loops(a)]
+        kept = max(not_looping or attempts, key=lambda a: (stored(a.avg_logprob), -a.temperature))
         return dataclasses.replace(kept, tried_up_to=max(a.temperature for a in attempts))

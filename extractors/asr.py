@@ -44,10 +44,12 @@ passes, the most probable attempt that does not loop is kept. Sampling is seeded
 per window from the clip's audio hash, so a window's transcript does not depend
 on its batch, the engine or the worker (extractors/_whisper_decoding.py).
 
-On the CPU the arithmetic is float32 in a pinned numeric class (extractors/numerics.py: CTranslate2's AVX2 kernels
-with MKL on its compatible branch where the CPU has AVX2, generic kernels elsewhere): int8 kernels differ from one
-instruction set to the next enough to change transcripts, and a sampled fallback amplifies even a float32
-product's last bit. The class is part of the fingerprint and of provenance (docs/reproducibility.md).
+On the CPU, faster-whisper runs int8 in a pinned numeric class (extractors/numerics.py: CTranslate2's AVX2
+kernels and oneDNN capped at AVX2 where the CPU has AVX2, generic kernels elsewhere): its matrix products are
+exact integer sums, and every other operation is the class's, since a sampled fallback amplifies even the last
+bit of a product. Its encoder hears each window with `encoder_padding_s` of padding instead of 30 s, and
+windows are decoded several at a time, one thread each (extractors/_whisper_ct2.py). The class is part of the
+fingerprint and of provenance (docs/reproducibility.md).
 
 `transcript_quality` then says
 how far to trust the result: the numbers of the decoding and `reliable` with the
@@ -75,6 +77,7 @@ from extractors._whisper_decoding import (
     WindowTranscript,
     Word,
     compression_ratio,
+    stored,
     window_seed,
 )
 from extractors.base import (
@@ -131,14 +134,17 @@ class AsrConfig:
     min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
     language_candidates: int = 2  # ... in this many of the most probable languages (1: Whisper's first guess)
     beam_size: int = 5
-    compute_type: str | None = (
-        None  # None: float16 on CUDA, float32 on CPU; faster-whisper also int8 (faster, CPU-dependent)
-    )
+    # None: float16 on CUDA; on the CPU int8 for faster-whisper (exact integer products: docs/reproducibility.md),
+    # float32 for transformers
+    compute_type: str | None = None
     # The arithmetic on the CPU (extractors/numerics.py): avx2 | generic | unpinned, set from the process's
     # environment (TRACE_NUMERIC_CLASS); None on CUDA. In the fingerprint: classes are never mixed silently.
     numeric_class: str | None = None
     batch_seconds: float = 300.0  # audio per model batch (speed and memory only)
-    num_threads: int = 0  # CPU threads for faster-whisper, 0: two on every machine (at least two: see _whisper_ct2)
+    num_threads: int = 0  # faster-whisper on the CPU: windows decoded at once, one thread each; 0: one per core
+    # faster-whisper: the encoder hears each window and this much padding after it, in whole seconds, instead of
+    # Whisper's 30 s (extractors/_whisper_ct2.py); None: 30 s
+    encoder_padding_s: float | None = 5.0
     vad: bool = True  # False decodes whole clips in 30 s windows (silence may then be "transcribed")
     vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
     vad_min_silence_ms: int = 1000  # a pause at least this long splits speech spans
@@ -328,10 +334,12 @@ def choose_backend(config: AsrConfig, device: str) -> str:
     return "transformers" if device.startswith("cuda") else "faster-whisper"
 
 
-def _default_compute_type(device: str) -> str:
-    # On the CPU, float32 for both backends: CTranslate2's int8 kernels give other transcripts
-    # on other instruction sets (6 of the example's 23 clips between generic and AVX2 kernels).
-    return "float16" if device.startswith("cuda") else "float32"
+def _default_compute_type(backend: str, device: str) -> str:
+    # On the CPU, CTranslate2 in int8: its products are exact integer sums, the same in every kernel of a
+    # numeric class, and faster than float32 ones; transformers in float32.
+    if device.startswith("cuda"):
+        return "float16"
+    return "int8" if backend == "faster-whisper" else "float32"
 
 
 def _numeric_class(asked: str | None, device: str) -> str | None:
@@ -366,7 +374,7 @@ class ClipLanguage:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "5"
+    version = "6"
     description = (
         "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
         "them, decoded only where there is speech"
@@ -402,7 +410,7 @@ class AsrExtractor(Extractor):
             backend=backend,
             model=self.card.name,
             english_model=(self.english_card or self.card).name,
-            compute_type=self.config.compute_type or _default_compute_type(self.device),
+            compute_type=self.config.compute_type or _default_compute_type(backend, self.device),
             temperatures=_temperatures(self.config.temperatures),
             numeric_class=_numeric_class(self.config.numeric_class, self.device),
         )
@@ -431,7 +439,7 @@ class AsrExtractor(Extractor):
         numerics = {**super().numerics(), "backend": backend, "compute_type": self.config.compute_type}
         numerics["libraries"] = library_versions(_LIBRARIES[backend] + ("onnxruntime",))  # onnxruntime: the VAD
         if backend == "faster-whisper" and not self.device.startswith("cuda"):
-            numerics["kernels"] = ctranslate2_kernels()
+            numerics["ctranslate2"] = ctranslate2_kernels()
         return numerics
 
     # -- loading --------------------------------------------------------------------------------
@@ -467,7 +475,13 @@ class AsrExtractor(Extractor):
             from extractors._whisper_ct2 import FasterWhisper
 
             return FasterWhisper(
-                directory, fallback, self.device, config.compute_type, config.beam_size, config.num_threads
+                directory,
+                fallback,
+                self.device,
+                config.compute_type,
+                config.beam_size,
+                config.num_threads,
+                config.encoder_padding_s,
             )
         except ImportError as e:
             raise ExtractorUnavailable(
@@ -719,17 +733,19 @@ class AsrExtractor(Extractor):
         """Why the transcript of one window of speech cannot be trusted (none: it can)."""
         cfg = self.config
         doubts = []
-        if t.no_speech_prob > cfg.no_speech_threshold and t.avg_logprob < cfg.logprob_threshold:
+        # Compared as stored (extractors/_whisper_decoding.py: `stored`), so the reason agrees with the numbers kept.
+        no_speech_prob, avg_logprob = stored(t.no_speech_prob), stored(t.avg_logprob)
+        if no_speech_prob > cfg.no_speech_threshold and avg_logprob < cfg.logprob_threshold:
             doubts.append(
                 f"Whisper takes this speech for silence (no-speech probability {t.no_speech_prob:.2f} with "
                 f"average log-probability {t.avg_logprob:.2f}) where voice activity detection found speech"
             )
-        elif t.avg_logprob < cfg.logprob_threshold:
+        elif avg_logprob < cfg.logprob_threshold:
             doubts.append(
                 f"low recogniser confidence: average log-probability {t.avg_logprob:.2f} below "
                 f"{cfg.logprob_threshold}{_tried(t)}"
             )
-        if t.compression_ratio > cfg.compression_ratio_threshold:
+        if stored(t.compression_ratio) > cfg.compression_ratio_threshold:
             doubts.append(
                 f"repetition loop: compression ratio {t.compression_ratio:.2f} above "
                 f"{cfg.compression_ratio_threshold}{_tried(t)}"
@@ -821,9 +837,9 @@ def _quality(windows: Sequence[WindowTranscript], doubts: Sequence[str]) -> dict
     if windows:
         tokens = sum(max(t.tokens, 1) for t in windows)
         quality.update(
-            avg_logprob=round(sum(t.avg_logprob * max(t.tokens, 1) for t in windows) / tokens, 3),
-            compression_ratio=round(max(t.compression_ratio for t in windows), 3),
-            no_speech_prob=round(max(t.no_speech_prob for t in windows), 3),
+            avg_logprob=stored(sum(t.avg_logprob * max(t.tokens, 1) for t in windows) / tokens),
+            compression_ratio=stored(max(t.compression_ratio for t in windows)),
+            no_speech_prob=stored(max(t.no_speech_prob for t in windows)),
             temperature=max(t.temperature for t in windows),
         )
     quality["reliable"] = not doubts

@@ -167,8 +167,11 @@ class Extractor:
 
     def numerics(self) -> dict[str, Any]:
         """The numeric set-up that produced this extractor's values (recorded in provenance, never in
-        the fingerprint): enough to explain why two machines stored different numbers."""
-        return {"cpu": cpu_isa(), "libraries": library_versions(self.libraries)}
+        the fingerprint): enough to explain why two machines stored different numbers. The numeric class
+        and the kernels every numeric library runs are those of the process (extractors/numerics.py)."""
+        from extractors.numerics import check
+
+        return {"cpu": cpu_isa(), "libraries": library_versions(self.libraries), **check().record()}
 
     # -- work ---------------------------------------------------------------------
     def load(self) -> None:

@@ -79,7 +79,7 @@ class Config:
 @register
 class DnsmosExtractor(Extractor):
     name = "dnsmos"
-    version = "4"
+    version = "5"
     description = "DNSMOS P.835 personalized signal/background/overall and P.808 overall quality (MOS 1-5)"
     sample_rate = SAMPLE_RATE
     uses_gpu = True  # with onnxruntime-gpu installed; otherwise it runs on the CPU and says so

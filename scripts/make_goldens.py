@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from extractors import REGISTRY  # noqa: E402  (pins the numeric class before any library loads)
-from extractors.numerics import numeric_class  # noqa: E402
+from extractors.numerics import check, numeric_class  # noqa: E402
 
 GOLDENS = ROOT / "tests" / "goldens"
 AUDIO = GOLDENS / "audio"
@@ -228,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     numerics = args.against if args.check and args.against else numeric_class()
     if numerics == "unpinned":
-        parser.error("the environment pins no numeric class (extractors/numerics.py): golden files hold pinned ones")
+        parser.error(
+            "this process runs no numeric class (extractors/numerics.py), and golden files hold pinned ones: "
+            + "; ".join(check().reasons)
+        )
     extra: dict[str, dict[str, Any]] = {}
     for item in args.set:
         key, _, value = item.partition("=")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import extractors  # noqa: F401  (first: pins the numeric class before any test module loads numpy; extractors/numerics.py)
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # Blueprints go to a store of this test session, never to the user's ~/.cache (subprocesses inherit it);

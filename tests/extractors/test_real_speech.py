@@ -42,7 +42,7 @@ def recordings() -> list[Recording]:
 @pytest.fixture(scope="module")
 def transcribed(recordings) -> list[tuple[Recording, dict]]:
     """Each recording with its blueprint so far: duration and the asr section."""
-    asr = AsrExtractor(AsrConfig(num_threads=1), device="cpu")
+    asr = AsrExtractor(AsrConfig(), device="cpu")
     sections = asr.extract([r.clip for r in recordings])
     return [(r, {"duration_s": r.clip.duration_s, **s.values}) for r, s in zip(recordings, sections)]
 

@@ -4,7 +4,9 @@ Work is split by where it runs best:
 - decoding, resampling and the per-clip signal extractors (parselmouth is not
   thread-safe) run in worker processes, one clip per task, over all cores;
 - batched extractors (DNSMOS, the neural models) run in this process on whole
-  chunks of clips, while the workers already decode the next chunk;
+  chunks of clips, while the workers already decode the next chunk; those on the
+  CPU run beside each other, in threads (their libraries leave Python's lock while
+  they compute);
 - extractors that need no audio (speaking rate from ASR words) run last.
 
 Each blueprint is written as soon as its chunk is done, so an interrupted run
@@ -16,7 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,21 +261,49 @@ def _run_chunk(plan: Plan, recorder: Recorder, chunk: list[Job], decoded: list[D
         for name, (result, secs) in dec.sections.items():
             changed[job.sha] |= recorder.apply(bp, job, by_name[name], result, secs)
 
-    for ext in in_main:
-        batch = [clips[j.sha] for j in chunk if j.sha in clips and ext.name in j.needed]
-        if not batch:
-            continue
-        if ext.name in unavailable:
-            for clip in batch:
-                result = ExtractorUnavailable(unavailable[ext.name])
-                changed[clip.sha256] |= recorder.apply(clip.blueprint, jobs[clip.sha256], ext, result, None)
-            continue
-        for clip, result, secs in run_batched(ext, batch):
-            changed[clip.sha256] |= recorder.apply(clip.blueprint, jobs[clip.sha256], ext, result, secs)
+    def batch_of(ext: Extractor) -> list[Clip]:
+        return [clips[j.sha] for j in chunk if j.sha in clips and ext.name in j.needed]
+
+    for stage in _stages(in_main):
+        runnable = [e for e in stage if e.name not in unavailable and batch_of(e)]
+        outcomes = dict(zip((e.name for e in runnable), _run_beside_each_other(runnable, batch_of)))
+        for ext in stage:  # recorded in the plan's order, whatever finished first
+            outcome: Sequence[tuple[Clip, Any, float | None]]
+            if ext.name in outcomes:
+                outcome = outcomes[ext.name]
+            else:
+                outcome = [(clip, ExtractorUnavailable(unavailable[ext.name]), None) for clip in batch_of(ext)]
+            for clip, result, seconds in outcome:
+                changed[clip.sha256] |= recorder.apply(clip.blueprint, jobs[clip.sha256], ext, result, seconds)
 
     for sha, bp in blueprints.items():
         if changed[sha]:
             recorder.write(jobs[sha], bp)
+
+
+def _stages(extractors: list[Extractor]) -> list[list[Extractor]]:
+    """The extractors in stages: each stage needs only the values of earlier ones (speaking rate after ASR)."""
+    stages: list[list[Extractor]] = []
+    placed: dict[str, int] = {}
+    for ext in extractors:  # in dependency order
+        stage = max((placed[d] + 1 for d in ext.depends_on if d in placed), default=0)
+        placed[ext.name] = stage
+        if stage == len(stages):
+            stages.append([])
+        stages[stage].append(ext)
+    return stages
+
+
+def _run_beside_each_other(extractors: list[Extractor], batch_of) -> list[list[tuple[Clip, Any, float]]]:
+    """Each extractor over its batch; those on the CPU in threads beside each other, so that one's idle moments
+    (its Python parts, its last window) are another's working ones; those on a GPU one after the other, in this
+    thread (one model's working memory at a time). What each computes does not depend on what runs beside it
+    (docs/reproducibility.md); its seconds are its own wall time, the others' work included."""
+    beside = [e for e in extractors if e.device == "cpu"] if len(extractors) > 1 else []
+    with ThreadPoolExecutor(max(1, len(beside)), thread_name_prefix="model") as pool:
+        futures = {e.name: pool.submit(run_batched, e, batch_of(e)) for e in beside}
+        alone = {e.name: run_batched(e, batch_of(e)) for e in extractors if e.name not in futures}
+        return [futures[e.name].result() if e.name in futures else alone[e.name] for e in extractors]
 
 
 def run_batched(ext: Extractor, batch: list[Clip]) -> list[tuple[Clip, Any, float]]:
