@@ -155,8 +155,25 @@ class FasterWhisper:
         return bool(self.model.model.is_multilingual)
 
     def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
-        """Whisper's probability of every language it knows, for each window (its first 30 s)."""
-        return [dict(self.model.detect_language(audio=np.asarray(w, dtype=np.float32))[2]) for w in windows]
+        """Whisper's probability of every language it knows, for each window (its first 30 s), `workers`
+        windows at a time. The encoder hears the whole 30 s here: on a window's own frames the language token
+        is less often right (on the example and Asterisk's Spanish prompts, 37 of 43 against 41 of 43)."""
+        audio = [np.asarray(w, dtype=np.float32) for w in windows]
+        if self.workers == 1 or len(audio) == 1:
+            return [self._detect_one(a) for a in audio]
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="whisper") as pool:
+            return list(pool.map(self._detect_one, audio))
+
+    def _detect_one(self, audio: np.ndarray) -> dict[str, float]:
+        return dict(self.model.detect_language(audio=audio)[2])
+
+    def _padded(self, audio: np.ndarray) -> tuple[int, np.ndarray]:
+        """The encoder frames a window is heard in, and the window with digital silence up to them (the silence
+        Whisper's own padding sounds like)."""
+        frames = encoder_frames(len(audio), self.encoder_padding_s)
+        if frames < MAX_FRAMES:
+            audio = np.concatenate([audio, np.zeros(frames * SAMPLES_PER_FRAME - len(audio), np.float32)])
+        return frames, audio
 
     def transcribe(
         self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
@@ -172,9 +189,7 @@ class FasterWhisper:
 
     def _transcribe_one(self, audio: np.ndarray, language: str | None, seed: int, fallback: bool) -> WindowTranscript:
         attempts: list[WindowTranscript] = []
-        frames = encoder_frames(len(audio), self.encoder_padding_s)
-        if frames < MAX_FRAMES:  # the window and digital silence after it, as Whisper's own padding sounds
-            audio = np.concatenate([audio, np.zeros(frames * SAMPLES_PER_FRAME - len(audio), np.float32)])
+        frames, audio = self._padded(audio)
         with _decoding(frames):
             for temperature in self.fallback.temperatures if fallback else self.fallback.temperatures[:1]:
                 if temperature > 0:

@@ -66,6 +66,7 @@ import importlib.util
 import math
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -606,12 +607,22 @@ class AsrExtractor(Extractor):
                 for i, _, _ in batch:
                     results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
                 continue
-            for (i, _, _), probabilities, samples in zip(batch, found, audio, strict=True):
+
+            def settle(i: int, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage | ClipError:
                 seed = window_seed(self.config.seed, clips[i].sha256, 0, len(samples))
                 try:
-                    settled[i] = self._detected(probabilities, samples, seed)
+                    return self._detected(probabilities, samples, seed)
                 except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
-                    results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
+                    return ClipError(f"language detection failed: {type(e).__name__}: {e}")
+
+            # Each clip's candidates are decoded on threads of their own, as windows are: the same values.
+            indices = [i for i, _, _ in batch]
+            with ThreadPoolExecutor(max(1, getattr(self._loaded, "workers", 1))) as pool:
+                for i, outcome in zip(indices, pool.map(settle, indices, found, audio)):
+                    if isinstance(outcome, ClipError):
+                        results[i] = outcome
+                    else:
+                        settled[i] = outcome
         for i, language in list(settled.items()):
             decoder, card = self._decoder(language.decode_in)
             if not decoder.supports_language(language.decode_in):

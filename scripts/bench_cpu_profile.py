@@ -3,6 +3,7 @@
     python scripts/bench_cpu_profile.py                   # three runs of this checkout
     python scripts/bench_cpu_profile.py --tree ../main    # the same runs of another checkout (before/after)
     python scripts/bench_cpu_profile.py --repeat 5 --out figures.json
+    python scripts/bench_cpu_profile.py --set asr.language=en   # the example's language declared: no detection
 
 Each run copies examples/mini (23 clips, 89.6 s of audio) to a temporary folder and runs, in a new process,
 
@@ -53,12 +54,12 @@ def _audio_seconds(folder: Path) -> float:
     return sum(sf.info(str(p)).duration for p in sorted((folder / "audio").glob("*.wav")))
 
 
-def one_run(tree: Path, workdir: Path) -> dict:
+def one_run(tree: Path, workdir: Path, settings: list[str] = ()) -> dict:
     bench = workdir / "mini"
     shutil.copytree(tree / EXAMPLE, bench, ignore=shutil.ignore_patterns("blueprints"))
     store = workdir / "store"
     command = [sys.executable, "-m", "trace_eval", "blueprints", str(bench), "--store", str(store)]
-    command += ["--device", "cpu", "--profile", "cpu"]
+    command += ["--device", "cpu", "--profile", "cpu"] + [arg for s in settings for arg in ("--set", s)]
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("TRACE_STORE", None)
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -110,13 +111,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs, each a fresh process on a fresh store")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run (default: this one)")
     parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an extractor setting for every run (e.g. asr.language=en: the example's language declared)",
+    )
     args = parser.parse_args(argv)
     tree = args.tree.resolve()
     audio_s = _audio_seconds(tree / EXAMPLE)
     commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     print(
         f"CPU profile on {EXAMPLE} ({audio_s:.1f} s of audio), checkout {tree} at {commit.stdout.strip() or '?'}, "
-        f"{os.cpu_count()} cores"
+        f"{os.cpu_count()} cores" + "".join(f", --set {s}" for s in args.settings)
     )
     print(
         f"  {'run':<4} {'wall s':>7} {'x real time':>11} {'CPU s':>7} {'CPU/audio':>9} {'others CPU s':>12} "
@@ -125,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for run in range(max(1, args.repeat)):
         with tempfile.TemporaryDirectory(prefix="bench_cpu_profile_") as tmp:
-            figures = one_run(tree, Path(tmp))
+            figures = one_run(tree, Path(tmp), args.settings)
         runs.append(figures)
         per = ", ".join(f"{k} {v:.1f}" for k, v in sorted(figures["seconds_per_extractor"].items()) if v >= 0.05)
         others = "?" if figures["others_cpu_s"] is None else f"{figures['others_cpu_s']:.1f}"
