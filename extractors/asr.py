@@ -644,12 +644,18 @@ class AsrExtractor(Extractor):
         if probability < cfg.min_language_probability and len(candidates) > 1:
             tried = {c: self._loaded.transcribe([samples], c, [seed], fallback=False)[0] for c in candidates}
             sound = [c for c in candidates if self._sound(tried[c], c)]
+            # Whisper's joint log-probability of the language and its transcript: an average per token would
+            # favour scripts that take more tokens per sound (Spanish speech decoded as Thai scores higher per
+            # token, and far lower in all).
+            joint = {
+                c: math.log(max(probabilities[c], 1e-12)) + tried[c].avg_logprob * tried[c].tokens for c in candidates
+            }
             if sound:
-                code = max(sound, key=lambda c: tried[c].avg_logprob)  # the first guess on a tie
+                code = max(sound, key=lambda c: round(joint[c], 2))  # the first guess on a tie
                 probability = probabilities[code]
             said = "; ".join(
-                f"{c} (probability {probabilities[c]:.2f}): average log-probability {tried[c].avg_logprob:.2f}"
-                + ("" if c in sound else ", loops")
+                f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
+                f"{tried[c].tokens} tokens" + ("" if c in sound else ", loops")
                 for c in candidates
             )
             detection = (

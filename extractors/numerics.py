@@ -76,8 +76,10 @@ class NumericClass:
     needs: frozenset[str] = field(default_factory=frozenset)  # CPU flags the class needs
 
 
-# Same results whatever the load: no library may change its thread count while it runs.
-_THREADS = {"MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+# Same results whatever the load: no library may change its thread count while it runs. OpenBLAS on one
+# thread: its float32 products (Whisper's log-mel filter bank) round differently on one thread than on two,
+# and a scheduler sets its own count (Ray gives an actor OMP_NUM_THREADS of its CPUs).
+_THREADS = {"MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE", "OPENBLAS_NUM_THREADS": "1"}
 # soxr's float engine (the one HQ resampling uses) with its SSE code, which every x86-64 CPU has.
 _SOXR = {"SOXR_USE_SIMD32": "1"}
 # numpy >= 2.4 dispatches by groups (X86_V3: AVX2 and FMA3; X86_V4 and later: AVX-512), older numpy by feature.

@@ -425,10 +425,10 @@ def test_fallback_decisions_are_taken_on_the_numbers_as_stored():
     assert fallback.needs_retry(_window("a b c", avg_logprob=-1.0006))
     # The reasons a blueprint gives agree with the numbers it stores.
     asr = AsrExtractor()
-    assert asr._doubts(_window("yes", no_speech_prob=0.6004, avg_logprob=-1.2), 1.0) == [
+    assert asr._doubts(_window("yes", no_speech_prob=0.6004, avg_logprob=-1.2), 1.0, "en") == [
         "low recogniser confidence: average log-probability -1.20 below -1.0"
     ]
-    assert asr._doubts(_window("yes", no_speech_prob=0.6006, avg_logprob=-1.2), 1.0)[0].startswith(
+    assert asr._doubts(_window("yes", no_speech_prob=0.6006, avg_logprob=-1.2), 1.0, "en")[0].startswith(
         "Whisper takes this speech for silence"
     )
 

@@ -134,7 +134,7 @@ def test_a_word_without_reliable_times_is_null_with_the_reason(fox, fox_path):
     audio = load_audio(fox_path)
     words = [dict(w) for w in fox.blueprint["words"]]
     words[2]["end"] = words[2]["start"]
-    words[5]["start"] = words[5]["end"] = 60.0
+    words[5]["start"], words[5]["end"] = 60.0, 60.4
     prosody = run({**fox.blueprint, "words": words}, audio).values["agent_prosody"]
     assert prosody["words"][2]["reason"] == "times unreliable: zero length"
     assert prosody["words"][5]["reason"] == "times unreliable: beyond the end of the audio"

@@ -193,13 +193,16 @@ def instruction_language(
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:
     """The language the judge reads an instruction in: its code when known (declared, or detected at least
     as surely as `min_probability`); None, read as English as before languages were recorded, when it was never
-    recorded or when Stage 1 could not tell it and decoded it in English (a recogniser that knows English
-    only); `ASKED_UNKNOWN` otherwise (no speech, a detection too unsure or contradicted by the text)."""
+    recorded, when Stage 1 could not tell it and decoded it in English (a recogniser that knows English
+    only), or when English was its most probable language but not a sure one (the English word lists read it
+    as they did before languages were recorded, and no answer is held to it); `ASKED_UNKNOWN` otherwise (no
+    speech, a language other than English too unsure, or one contradicted by the text)."""
     if language is None:
         return None
     if language.code and language.trusted(min_probability):
         return language.code
-    return None if language.code is None and language.decoded == "en" else ASKED_UNKNOWN
+    english = language.code == "en" or (language.code is None and language.decoded == "en")
+    return None if english else ASKED_UNKNOWN
 
 
 def reads_english(language: str | None) -> bool:
