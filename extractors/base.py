@@ -171,7 +171,11 @@ class Extractor:
         and the kernels every numeric library runs are those of the process (extractors/numerics.py)."""
         from extractors.numerics import check
 
-        return {"cpu": cpu_isa(), "libraries": library_versions(self.libraries), **check().record()}
+        record = check().record()
+        # torch only where it computes: elsewhere the record would depend on what else the process imported
+        if "torch" not in self.libraries:
+            record["kernels"].pop("torch", None)
+        return {"cpu": cpu_isa(), "libraries": library_versions(self.libraries), **record}
 
     # -- work ---------------------------------------------------------------------
     def load(self) -> None:

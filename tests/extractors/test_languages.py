@@ -37,7 +37,11 @@ SPOKEN = {
     "ja": ("わたしは まいにち がっこうへ いきます。", "ja"),
 }
 # espeak-ng sentences it does not: declared, they are transcribed in the declared language and script.
-DECLARED = {"cmn": ("我们明天去北京看长城。", "zh"), "ar": ("مرحبا، كيف حالك اليوم؟", "ar")}
+# espeak-ng's Mandarin voice reads its characters' tone numbers aloud here ("你好，很高兴认识你。" is heard as
+# "3k3,3k3,3k1,4k4 ..."), so no recogniser can give it back in characters: Mandarin is declared in the tests of
+# the judges and pages (text), not spoken here; its clip serves the undeclared case below.
+MANDARIN = "我们明天去北京看长城。"
+DECLARED = {"ar": ("مرحبا، كيف حالك اليوم؟", "ar")}
 SCRIPTS = {"zh": ("\u4e00", "\u9fff"), "ar": ("\u0600", "\u06ff")}
 
 
@@ -59,7 +63,7 @@ def synthetic(tmp_path_factory) -> dict[str, Clip]:
     for voice, (text, code) in DECLARED.items():
         audio = load_audio(speak(text, folder / f"{voice}.wav", Voice(voice=voice)))
         clips[f"{voice}-declared"] = Clip(f"espeak-{voice}-declared", audio, language=code)
-    clips["cmn"] = Clip("espeak-cmn", clips["cmn-declared"].audio)
+    clips["cmn"] = Clip("espeak-cmn", load_audio(speak(MANDARIN, folder / "cmn.wav", Voice(voice="cmn"))))
     clips["en"] = Clip("espeak-en", load_audio(speak("We are going to the beach tomorrow.", folder / "en.wav")))
     french = asterisk("fr", ["agent-pass"], declared=True)[0]
     clips["fr-declared"] = french.clip
