@@ -5,24 +5,22 @@ Sensibility) and the Asterisk telephone prompts at 8 kHz in English, Spanish and
 (asterisk-core-sounds-{en,es,fr}-wav, their transcripts in asterisk-core-sounds-{en,es,fr}). Used by
 tests/extractors/test_real_speech.py, tests/extractors/test_languages.py and scripts/real_speech_wer.py.
 
-Scoring follows Whisper's normaliser for other languages: NFKC, case folded, accents folded (the Asterisk
-Spanish transcripts mostly leave them out: "numero", "contrasena"), punctuation dropped; word error rate where
-the language separates words with spaces, character error rate where it does not.
+Scoring is trace_eval.text's (NFKC, case and accents folded: the Asterisk Spanish transcripts mostly leave
+accents out, "numero", "contrasena"; punctuation dropped; word error rate where the language separates words
+with spaces, character error rate where it does not), with LibriVox's spelt-out titles read as written.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-import jiwer
-
 from extractors import Clip
 from trace_eval.audio import load_audio
-from trace_eval.languages import separates_words
+from trace_eval.text import error_rate as text_error_rate
+from trace_eval.text import spaced, units
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 INSTALL = (
@@ -127,21 +125,23 @@ def asterisk(language: str = "en", names: tuple[str, ...] | list[str] | None = N
     ]
 
 
+def _titles_spelt_out(text: str) -> str:
+    """LibriVox's transcripts spell titles out ("mister"), the recogniser writes them short ("Mr.")."""
+    return re.sub(r"\bmr\b\.?", "mister", text, flags=re.IGNORECASE)
+
+
 def fold(text: str, language: str) -> str:
     """The words (or, for a language written without spaces, the characters) a transcript is scored on."""
-    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
-    if not separates_words(language):
-        return " ".join(c for c in text if c.isalnum())
-    words = re.sub(r"[^\w' ]", " ", text.replace("-", " ")).split()
-    return " ".join("mister" if w == "mr" else w.strip("'") for w in words)  # LibriVox spells titles out
+    return " ".join(units(_titles_spelt_out(text), language))
 
 
 def error_rate(pairs: list[tuple[str, str]], language: str) -> float:
     """Word (or character) error rate of (reference, hypothesis) pairs, over all their words together."""
-    folded = [(fold(ref, language), fold(hyp, language)) for ref, hyp in pairs]
-    return jiwer.wer([ref for ref, _ in folded], [hyp for _, hyp in folded])
+    rate = text_error_rate(
+        [_titles_spelt_out(ref) for ref, _ in pairs], [_titles_spelt_out(hyp) for _, hyp in pairs], language
+    )
+    return rate.value or 0.0
 
 
 def unit(language: str) -> str:
-    return "WER" if separates_words(language) else "CER"
+    return "WER" if spaced(language) else "CER"
