@@ -6,28 +6,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from cues_verdict import verdict
 from llm_server import LLMServer, PairSpec, Reply, blueprint, write_benchmark
 
 from trace_eval.cli import main
 from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
-from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction
+from trace_eval.judge.cues import paralinguistic_cues, read_instruction
 from trace_eval.judge.evidence import cue_availability
 from trace_eval.judge.parse import parse_verdict
-from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+from trace_eval.judge.prompts import load_prompt
 from trace_eval.judge.runfolder import read_results
 from trace_eval.rubrics import load_rubric
 
 TRACE = load_rubric("trace")
 
 KEYS = load_prompt("trace").blueprint_keys
-
-
-def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = ()) -> dict:
-    views = (blueprint_view(bp1, KEYS, drop), blueprint_view(bp2, KEYS, drop))
-    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2)))
-    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
-    assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
-    return answer
 
 
 # -- reading instructions ---------------------------------------------------------------------

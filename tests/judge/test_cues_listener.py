@@ -5,28 +5,12 @@ Values are those Stage 1 gives the speech described (docs/calibration.md).
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cues_verdict import verdict
 from llm_server import blueprint
 
-from trace_eval.judge.cues import judge_case
-from trace_eval.judge.parse import parse_verdict
-from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
-from trace_eval.rubrics import load_rubric
-
-TRACE = load_rubric("trace")
-KEYS = load_prompt("trace").blueprint_keys
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}
 FERRY = "The ferry to the island leaves every hour from the western pier."
-
-
-def verdict(instruction: str, bp1: dict, bp2: dict) -> dict:
-    views = (blueprint_view(bp1, KEYS, ()), blueprint_view(bp2, KEYS, ()))
-    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2)))
-    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
-    assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
-    return answer
 
 
 def both_orders(instruction: str, bp1: dict, bp2: dict, dimension: str) -> tuple[dict, dict]:

@@ -4,20 +4,14 @@ manner requests read with each language's table, and a language without one left
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cues_verdict import KEYS, verdict
 from llm_server import blueprint
 
-from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction
+from trace_eval.judge.cues import paralinguistic_cues, read_instruction
 from trace_eval.judge.evidence import language_summary, rows
 from trace_eval.judge.languages import ClipLanguage, asked_language, instruction_language, manner_requests
-from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
-from trace_eval.rubrics import load_rubric
-
-TRACE = load_rubric("trace")
-KEYS = load_prompt("trace").blueprint_keys
 
 
 def spoken(code: str | None, probability: float | None = 0.95, source: str = "detected") -> dict:
@@ -29,14 +23,6 @@ def said(transcript: str, language: str | None, probability: float | None = 0.95
     bp = blueprint(transcript, **values)
     bp["language"] = spoken(language, probability)
     return bp
-
-
-def verdict(instruction: str, bp1: dict, bp2: dict, language: ClipLanguage | None) -> dict:
-    views = (blueprint_view(bp1, KEYS), blueprint_view(bp2, KEYS))
-    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2), instruction_language=language))
-    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
-    assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
-    return answer
 
 
 def detected(code: str, probability: float = 0.95) -> ClipLanguage:

@@ -4,31 +4,17 @@ output of generated and recorded speech."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cues_verdict import verdict
 from llm_server import blueprint, prosody_section
 
-from trace_eval.judge.cues import _words, confidence_of, judge_case, paralinguistic_cues, read_instruction
-from trace_eval.judge.parse import parse_verdict
-from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
+from trace_eval.judge.cues import _words, confidence_of, paralinguistic_cues, read_instruction
 from trace_eval.judge.prosody_rules import stress_targets
-from trace_eval.rubrics import load_rubric
 
-TRACE = load_rubric("trace")
-KEYS = load_prompt("trace").blueprint_keys
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}
 FOX = "The quick brown fox jumps over the lazy dog."
 SAY_FOX = f"Say '{FOX[:-1]}', stressing 'fox'."
 MONEY = "I never said she stole my money"
-
-
-def verdict(instruction: str, bp1: dict, bp2: dict, drop: tuple[str, ...] = ()) -> dict:
-    views = (blueprint_view(bp1, KEYS, drop), blueprint_view(bp2, KEYS, drop))
-    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2)))
-    parsed = parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True)
-    assert parsed.ok and parsed.undetermined == answer.get("undetermined", {})
-    return answer
 
 
 def both_orders(instruction: str, bp1: dict, bp2: dict) -> dict:

@@ -13,17 +13,12 @@ import json
 import shutil
 
 import pytest
+from cues_verdict import verdict
 from script_modules import load_script
 
-from trace_eval.judge.cues import judge_case
-from trace_eval.judge.parse import parse_verdict
-from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
-from trace_eval.rubrics import load_rubric
 from trace_eval.synth import Voice, have_tools, speak
 
 bench = load_script("bench_prosody")
-TRACE = load_rubric("trace")
-KEYS = load_prompt("trace").blueprint_keys
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}
 pytestmark = pytest.mark.skipif(
     not have_tools() or not bench.LIBRIVOX.is_dir() or not bench.ASTERISK.is_dir(),
@@ -96,13 +91,6 @@ def stored(tmp_path_factory) -> dict[str, dict]:
     assert summary.ok, summary.failures
     store = BlueprintStore(root)
     return {name: store.get_by_path(f"audio/{name}.wav") for name in names}
-
-
-def verdict(instruction: str, bp1: dict, bp2: dict) -> dict:
-    views = (blueprint_view(bp1, KEYS), blueprint_view(bp2, KEYS))
-    answer = judge_case(Case("x", None, instruction, views, stored=(bp1, bp2)))
-    assert parse_verdict(json.dumps(answer), TRACE, allow_undetermined=True).ok
-    return answer
 
 
 def paralinguistics(stored: dict, instruction: str, first: str, second: str) -> dict:
