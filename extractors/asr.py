@@ -17,6 +17,10 @@ probability. Whisper reads the language from one token; when that token is unsur
 `language_candidates` most probable languages, and the language of the most probable
 transcript that does not loop is taken (`asr.language_detection` says so): Whisper base
 took noisy English for Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36.
+Three candidates, not two: English speech whose token put Vietnamese and Thai first was
+decoded as Vietnamese on one CPU's arithmetic, with English third. The probability recorded
+is then the language's given the transcripts (`_probability_given_transcripts`): sure when one
+transcript is far more likely, unsure when two are alike.
 The whole clip is then decoded in that one language (`asr.language`), by `english_model`
 for English when one is set (the cpu profile: tiny.en, the transcripts the example's
 golden files hold), by `model` otherwise. A recogniser that knows English only detects
@@ -133,7 +137,7 @@ class AsrConfig:
     # None: each clip's language is detected.
     language: str | None = None
     min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
-    language_candidates: int = 2  # ... in this many of the most probable languages (1: Whisper's first guess)
+    language_candidates: int = 3  # ... in this many of the most probable languages (1: Whisper's first guess)
     beam_size: int = 5
     # None: float16 on CUDA; on the CPU int8 for faster-whisper (exact integer products: docs/reproducibility.md),
     # float32 for transformers
@@ -375,7 +379,7 @@ class ClipLanguage:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "6"
+    version = "7"  # 7: oneDNN capped at AVX in the avx2 class (its AVX2 convolution summed by the L1 size)
     description = (
         "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
         "them, decoded only where there is speech"
@@ -652,7 +656,7 @@ class AsrExtractor(Extractor):
             }
             if sound:
                 code = max(sound, key=lambda c: round(joint[c], 2))  # the first guess on a tie
-                probability = probabilities[code]
+                probability = _probability_given_transcripts(code, {c: joint[c] for c in sound}, probabilities)
             said = "; ".join(
                 f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
                 f"{tried[c].tokens} tokens" + ("" if c in sound else ", loops")
@@ -661,7 +665,7 @@ class AsrExtractor(Extractor):
             detection = (
                 f"Whisper's language token was unsure (below asr.min_language_probability "
                 f"{cfg.min_language_probability:g}), so the first 30 s were decoded by beam search in its first "
-                f"guesses: {said}; {code} kept"
+                f"guesses: {said}; {code} kept, probability {probability:.2f} given the transcripts"
             )
         language = {"code": code, "probability": round(probability, 3), "source": "detected"}
         return ClipLanguage(language, None, code, detection)
@@ -831,6 +835,17 @@ class AsrExtractor(Extractor):
         if language.language is None:
             null_reasons["language"] = language.reason or "not told"
         return Section(values, null_reasons)
+
+
+def _probability_given_transcripts(code: str, joint: dict[str, float], probabilities: dict[str, float]) -> float:
+    """The probability of `code` once the candidates' transcripts are heard: each candidate's share of the joint
+    likelihood (language token and transcript, at stored precision), times the token's probability of the
+    candidates together, which leaves the languages not decoded the share the token gave them. A transcript far
+    more likely in one language makes it sure; two candidates whose transcripts are about as likely stay unsure."""
+    rounded = {c: round(v, 2) for c, v in joint.items()}
+    top = max(rounded.values())
+    weights = {c: math.exp(v - top) for c, v in rounded.items()}
+    return sum(probabilities[c] for c in joint) * weights[code] / sum(weights.values())
 
 
 def _tried(t: WindowTranscript) -> str:

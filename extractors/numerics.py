@@ -19,7 +19,13 @@ what each library actually runs:
 | soxr | float engine with or without SSE | `SOXR_USE_SIMD32` | the engine of a resampler |
 
 - ``avx2`` (the default where the CPU has AVX2 and FMA): every library on its AVX2/FMA3 code, AVX-512 CPUs
-  included (numpy without its X86_V4 group, OpenBLAS on its Haswell kernels, oneDNN capped at AVX2 ...).
+  included (numpy without its X86_V4 group, OpenBLAS on its Haswell kernels ...), but oneDNN, which is
+  capped at AVX: its AVX2 convolution (`brgconv:avx2`, Whisper's two input convolutions) cuts the sum over
+  input channels into blocks sized from the CPU's L1 and L2 caches as CPUID reports them (Intel's real
+  sizes; on AMD CPUs, which its CPUID reader skips, fixed guesses of 32 KiB and 512 KiB), so two AVX2 CPUs
+  with other caches summed in another order. Under the AVX cap it runs the `jit:avx2` convolution in its
+  AVX mode, whose blocks are fixed (8 channels; the caches there only cap a thread count), and its AVX
+  GEMMs, whose blocking follows the instruction set alone (tests/extractors/test_cpu_caches.py).
   onnxruntime's MLAS runs its AVX-512F kernels on AVX-512 CPUs; of those, the networks here (DNSMOS,
   Silero VAD) reach only the float GEMM, whose AVX-512F kernel accumulates every product in the same order
   as the FMA3 one, once the NCHWc layout (blocks of 16 channels on AVX-512, 8 elsewhere) is off:
@@ -58,6 +64,7 @@ __all__ = [
     "ctranslate2_kernels",
     "default_class",
     "kernels",
+    "loaded_before_pinning",
     "numeric_class",
     "onnx_session_options",
     "pin",
@@ -95,7 +102,7 @@ CLASSES: dict[str, NumericClass] = {
             "OPENBLAS_CORETYPE": "Haswell",
             "CT2_FORCE_CPU_ISA": "AVX2",
             "CT2_USE_MKL": "0",
-            "ONEDNN_MAX_CPU_ISA": "AVX2",
+            "ONEDNN_MAX_CPU_ISA": "AVX",  # not AVX2: its convolution's blocks follow the caches (above)
             "ATEN_CPU_CAPABILITY": "avx2",
             "MKL_CBWR": "COMPATIBLE,STRICT",
             **_SOXR,
@@ -105,7 +112,7 @@ CLASSES: dict[str, NumericClass] = {
             "numpy": ("X86_V3", "AVX2"),
             "openblas": ("Haswell",),
             "ctranslate2": ("AVX2",),
-            "onednn": ("AVX2",),
+            "onednn": ("AVX",),
             "torch": ("AVX2",),
             "onnxruntime": ("FMA3", "AVX512F"),
             "soxr": ("cr32s",),
@@ -332,6 +339,16 @@ def check() -> Check:
             "Stage 1) before numpy, or start Python with the class's variables set"
         )
     return Check(chosen if not reasons else "unpinned", found, tuple(reasons))
+
+
+def loaded_before_pinning() -> bool:
+    """Whether this process runs outside its class only because a library loaded before `pin` set the class's
+    variables (a script that imports numpy before trace_eval): a new process with this environment runs the
+    class, where this one cannot (a library's kernels are fixed when it loads)."""
+    chosen = _chosen()
+    if chosen is None or numeric_class() != "unpinned":
+        return False
+    return all(os.environ.get(name) == value for name, value in environment(chosen).items())
 
 
 @functools.cache

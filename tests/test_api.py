@@ -124,6 +124,37 @@ def test_blueprint_of_samples_equals_that_of_their_file(example_with_blueprints,
     assert (tmp_path / "work" / "clips" / f"{made['provenance']['audio_sha256']}.wav").is_file()
 
 
+def test_a_script_that_imports_numpy_first_gets_the_blueprint_the_command_line_made(
+    example_with_blueprints, tmp_path
+):
+    """numpy picks its kernels when it is imported: a script that imports it before trace_eval runs, on an
+    AVX-512 CPU, other kernels than the numeric class's, and heard mini-07_b as Vietnamese where the command
+    line heard English. Stage 1 then runs in a new process that has the class, and gives the same blueprint."""
+    from extractors import numerics
+
+    clip = "audio/mini-07_b.wav"
+    script = (
+        "import numpy, json, sys\n"  # first, as a user's script does
+        "import trace_eval\n"
+        "from extractors.numerics import check\n"
+        "made = trace_eval.blueprint(sys.argv[1], workdir=sys.argv[2], device='cpu')\n"
+        "print(json.dumps({'here': check().record(), 'made': made}))\n"
+    )
+    unpinned = {k: v for k, v in os.environ.items() if k not in numerics.environment("avx2") and k != numerics.CHOOSE}
+    env = {**unpinned, "PYTHONPATH": str(ROOT), "TRACE_STORE": str(tmp_path / "store")}
+    args = [str(example_with_blueprints / clip), str(tmp_path / "work")]
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    stored = BlueprintStore(example_with_blueprints).get_by_path(clip)
+    assert stored is not None
+    if "avx512f" in numerics._cpu_flags():  # elsewhere numpy has no kernels above the class's to pick
+        assert out["here"]["class"] == "unpinned"
+    for key in ("agent_response", "language", "words", "transcript_quality", "agent_audio_quality"):
+        assert out["made"][key] == stored[key], key
+    assert out["made"]["provenance"]["extractors"]["asr"]["numerics"]["class"] == numerics.numeric_class()
+
+
 def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(
     example_with_blueprints, tmp_path, monkeypatch
 ):

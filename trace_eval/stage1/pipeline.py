@@ -16,6 +16,11 @@ With nothing stale a run answers at once: no model is loaded and no model librar
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extractors import REGISTRY, Extractor
+from extractors import REGISTRY, Extractor, numerics
 from trace_eval.bench import load_benchmark
 from trace_eval.stage1.local import runs_in_workers
 from trace_eval.stage1.plan import fingerprints, make_plan
@@ -154,8 +159,14 @@ def build_extractors(options: BlueprintOptions, device: str) -> tuple[list[Extra
 
 
 def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = None) -> RunSummary:
-    """Plan, carry the plan out on the chosen engine, record; returns the summary (also in summary.json)."""
+    """Plan, carry the plan out on the chosen engine, record; returns the summary (also in summary.json).
+
+    In a process whose libraries loaded before the numeric class was pinned (numpy imported by a script before
+    trace_eval), the local engine's models would compute with other kernels than the class's: the run then goes
+    to a new Python process with the class's environment, so every entry point gives the same blueprints."""
     options = BlueprintOptions() if options is None else options
+    if options.engine == "local" and not os.environ.get(_IN_CLASS_PROCESS) and numerics.loaded_before_pinning():
+        return _in_a_new_process(bench_dir, options)
     started = time.perf_counter()
     if options.engine not in ENGINES:
         raise ValueError(f"unknown engine {options.engine!r}; expected one of: {', '.join(ENGINES)}")
@@ -185,7 +196,9 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
         device = resolve_device(options.device)
     try:
         extractors, profile = build_extractors(options, device)
-        plan = make_plan(bench, store, extractors, fingerprints(extractors), options.force, options.retry_unavailable)
+        plan = make_plan(
+            bench, store, extractors, fingerprints(extractors), options.force, options.retry_unavailable, profile
+        )
         recorder = Recorder(plan, options.engine)
         progress = _progress(options.progress)
         try:
@@ -210,6 +223,34 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
         save_summary(store, summary)
         remote.upload_records()
     return summary
+
+
+_IN_CLASS_PROCESS = "TRACE_STAGE1_CLASS_PROCESS"  # set in the new process: it never hands the run on again
+
+
+def _in_a_new_process(bench_dir: str | Path, options: BlueprintOptions) -> RunSummary:
+    """`run_blueprints` in a new Python with this environment (the class's variables set): its summary."""
+    with tempfile.TemporaryDirectory(prefix="trace-stage1-") as tmp:
+        job, result = Path(tmp) / "job.pickle", Path(tmp) / "summary.pickle"
+        job.write_bytes(pickle.dumps((bench_dir, options)))
+        code = "import sys; from trace_eval.stage1.pipeline import _run_pickled; _run_pickled(*sys.argv[1:])"
+        env = {**os.environ, _IN_CLASS_PROCESS: "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        proc = subprocess.run([sys.executable, "-c", code, str(job), str(result)], env=env)
+        if proc.returncode != 0 or not result.exists():
+            raise RuntimeError(f"Stage 1 in a new process (for the numeric class's kernels) exited {proc.returncode}")
+        outcome = pickle.loads(result.read_bytes())
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def _run_pickled(job: str, result: str) -> None:
+    bench_dir, options = pickle.loads(Path(job).read_bytes())
+    try:
+        outcome: Any = run_blueprints(bench_dir, options)
+    except Exception as e:  # noqa: BLE001 - raised again in the process that asked
+        outcome = e
+    Path(result).write_bytes(pickle.dumps(outcome))
 
 
 def _progress(enabled: bool):

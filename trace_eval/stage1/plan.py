@@ -21,9 +21,28 @@ from pathlib import Path
 
 from extractors import Extractor
 from trace_eval.bench import Benchmark
-from trace_eval.stage1.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore, blueprint_key
 
-__all__ = ["Job", "Plan", "RecordedFailure", "fingerprints", "installed_packages", "make_plan", "resolved_from"]
+__all__ = [
+    "Job",
+    "Plan",
+    "RecordedFailure",
+    "fingerprints",
+    "installed_packages",
+    "make_plan",
+    "resolved_from",
+    "variant_of",
+]
+
+DEFAULT_PROFILE = "cpu"  # the profile whose blueprints are an audio's default variant
+
+
+def variant_of(profile: str, language: str | None) -> str:
+    """Which of an audio's blueprints a run makes and reads: the settings that give the same audio other sections
+    are kept apart in the store, side by side, so that neither run recomputes the other's ("" for the cpu
+    profile with the language detected; "language-es", "paper", "paper.language-es" ...)."""
+    parts = ([] if profile == DEFAULT_PROFILE else [profile]) + ([f"language-{language}"] if language else [])
+    return ".".join(parts)
 
 
 @dataclass
@@ -37,6 +56,12 @@ class Job:
     # provenance.extractors as the plan read them: what another process wrote since differs from this
     stored_sections: dict = field(default_factory=dict)
     language: str | None = None  # the language the manifest declares for this audio; None: detected
+    variant: str = ""  # the variant of settings its blueprint is made in (variant_of)
+
+    @property
+    def key(self) -> str:
+        """The name its blueprint is kept under in the store."""
+        return blueprint_key(self.sha, self.variant)
 
 
 @dataclass
@@ -136,8 +161,10 @@ def make_plan(
     fingerprints: dict[str, str],
     force: bool = False,
     retry_unavailable: bool = False,
+    profile: str = DEFAULT_PROFILE,
 ) -> Plan:
-    """Hash every audio file (reusing the index) and list each one's stale sections."""
+    """Hash every audio file (reusing the index) and list each one's stale sections, in the variant of the
+    settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run)."""
     sources = {e.name: resolved_from(e) for e in extractors}
     plan = Plan(
         bench,
@@ -152,6 +179,8 @@ def make_plan(
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
+    asr = next((e for e in extractors if e.name == "asr"), None)
+    run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []
     undecodable: set[str] = set()
     for rel in bench.audio_files():
@@ -160,28 +189,35 @@ def make_plan(
             plan.missing.append(Missing(rel, f"{path}: file not found"))
             continue
         sha = store.hash_of(rel)
+        variant = variant_of(profile, declared.get(rel) or run_language)
+        store.set_variant(rel, variant)
         if sha in plan.jobs:  # identical audio under several paths is processed once, in the language declared
             job = plan.jobs[sha]
             if declared.get(rel) not in (None, job.language):
                 if job.language is not None:
                     conflicts.append(f"{job.path} ({job.language}) and {rel} ({declared[rel]}) are the same audio")
                     continue
-                job.language = declared[rel]
+                job.language, job.variant = declared[rel], variant
+                job.blueprint = _stored_or_started(store, sha, variant)
+                job.stored_sections = copy.deepcopy(_sections(job.blueprint))
                 plan.kept_failures = [f for f in plan.kept_failures if f.sha != sha]
                 job.needed = _stale(plan, job, force, retry_unavailable)
             continue
         if sha in undecodable:
             continue
-        blueprint = store.get(sha)
+        blueprint = _stored_or_started(store, sha, variant)
         failure = recorded_undecodable.get(rel, {})
         if blueprint is None and failure.get("sha256") == sha and failure.get("packages") == plan.packages:
             plan.kept_failures.append(RecordedFailure(rel, sha, "decode", failure.get("reason") or "not decodable"))
             undecodable.add(sha)
             continue
-        current = (blueprint or {}).get("provenance", {}).get("extractors", {})
-        job = Job(rel, sha, blueprint, [], copy.deepcopy(current), declared.get(rel))
+        job = Job(rel, sha, blueprint, [], copy.deepcopy(_sections(blueprint)), declared.get(rel), variant)
         job.needed = _stale(plan, job, force, retry_unavailable)
         plan.jobs[sha] = job
+    for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
+        job = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
+        if job is not None:
+            store.set_variant(rel, job.variant)
     store.save_index()
     if conflicts:
         raise ValueError(
@@ -189,6 +225,20 @@ def make_plan(
             "One blueprint serves both paths: declare one language for them, or none"
         )
     return plan
+
+
+def _stored_or_started(store: BlueprintStore, sha: str, variant: str) -> dict | None:
+    """The stored blueprint of this variant; for a variant not made yet, a copy of the audio's default one, whose
+    sections the variant's settings do not change are current for it too (only the others are computed)."""
+    found = store.get(blueprint_key(sha, variant))
+    if found is None and variant:
+        default = store.get(sha)
+        return copy.deepcopy(default) if default is not None else None
+    return found
+
+
+def _sections(blueprint: dict | None) -> dict:
+    return (blueprint or {}).get("provenance", {}).get("extractors", {})
 
 
 def _stale(plan: Plan, job: Job, force: bool, retry_unavailable: bool) -> list[str]:

@@ -87,7 +87,7 @@ class Recorder:
         self.failed = 0
         for job in plan.jobs.values():  # found in another shelf (an old layout, an earlier store): copied over
             if job.blueprint is not None:
-                plan.store.adopt(job.sha, job.blueprint)
+                plan.store.adopt(job.key, job.blueprint)
 
     def blueprint(self, job: Job, audio: AudioInfo | None) -> dict:
         """The blueprint results go into: the stored one, or a new one for decoded audio."""
@@ -144,14 +144,14 @@ class Recorder:
         (two benchmarks sharing audio, blueprinted at once, with other extractors or settings)."""
         store = self.plan.store
         with store.shelf.lock():
-            latest = store.latest(job.sha)
+            latest = store.latest(job.key)
             if latest is not None and latest["provenance"]["extractors"] != job.stored_sections:
                 ours, before = bp["provenance"]["extractors"], job.stored_sections
                 for ext in self.plan.extractors:
                     if ext.name in ours and ours[ext.name] != before.get(ext.name):  # made by this run
                         apply_section(latest, ext.outputs, ours[ext.name], bp)
                 bp = latest
-            store.put(job.sha, bp)
+            store.put(job.key, bp)
         self.computed += 1
 
     def summary(self, device: str, profile: str, wall_seconds: float) -> RunSummary:

@@ -29,7 +29,7 @@ from trace_eval.io import atomic_write_text
 __all__ = ["Shelf", "ShelfFile", "StoreLocationError", "check_folder", "display_location", "is_url", "open_shelf"]
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-_NAME = re.compile(r"^[0-9a-f]{64}\.json$")
+_NAME = re.compile(r"^[0-9a-f]{64}(\.[a-z0-9-]+)*\.json$")  # an audio's sha256, then its variant (store.py)
 TEMP_SUFFIX = ".tmp"
 
 

@@ -3,9 +3,11 @@
 A blueprint depends on its audio bytes and the extractors' fingerprints alone, so
 one store serves every benchmark, audit and run on a machine (or a cluster):
 
-    STORE/<sha256>.json        one blueprint per unique audio content
-    BENCH/blueprints/index.json    relative audio path -> sha256 (with size and mtime),
-                                   so a pair maps to its blueprints without reading audio
+    STORE/<sha256>.json        one blueprint per unique audio content ...
+    STORE/<sha256>.<variant>.json  ... and one per variant of the settings it was made with, side by side
+                                   (a declared language, a profile other than cpu: stage1.plan.variant_of)
+    BENCH/blueprints/index.json    relative audio path -> sha256 (with size, mtime and the variant its last
+                                   run used), so a pair maps to its blueprints without reading audio
     BENCH/blueprints/store.json    where the last Stage 1 run kept this benchmark's blueprints
     BENCH/blueprints/summary.json, failures.jsonl   that run's summary and failures
 
@@ -46,6 +48,8 @@ from trace_eval.stage1.shelf import Shelf, check_folder, display_location, is_ur
 __all__ = [
     "BlueprintStore",
     "FORMAT_VERSION",
+    "audio_sha",
+    "blueprint_key",
     "BENCH_STORE",
     "default_store",
     "blueprint_problems",
@@ -72,6 +76,17 @@ def default_store() -> str:
     if named and not is_url(named):
         check_folder(Path(named).expanduser().resolve(), "$TRACE_STORE=")
     return named or str(user_cache_dir("blueprints"))
+
+
+def blueprint_key(sha256: str, variant: str = "") -> str:
+    """The name a blueprint is kept under: its audio's sha256, and after a dot the variant of settings it was
+    made with ("" for the default: stage1.plan.variant_of)."""
+    return f"{sha256}.{variant}" if variant else sha256
+
+
+def audio_sha(key: str) -> str:
+    """The audio's sha256 in a blueprint's key."""
+    return key.split(".", 1)[0]
 
 
 def ref_name(bench_root: Path) -> str:
@@ -248,50 +263,52 @@ class BlueprintStore:
         if self.location != BENCH_STORE:
             ref = {
                 "bench": str(self.root),
-                "blueprints": sorted({e["sha256"] for e in self.index().values() if e.get("sha256")}),
+                "blueprints": sorted(_keys_of(self.index())),
                 "written": time.time(),
             }
             self.shelf.write_name(ref_name(self.root), json.dumps(ref, indent=1) + "\n")
 
     # -- blueprints -------------------------------------------------------------------
-    def path_for(self, sha256: str) -> Path:
-        """The local file holding the blueprint of `sha256` (where it was read from, else where it is written)."""
-        shelf = self.found_in.get(sha256)
+    def path_for(self, key: str) -> Path:
+        """The local file holding the blueprint `key` (blueprint_key: an audio's sha256, and its variant) where it
+        was read from, else where it is written."""
+        shelf = self.found_in.get(key)
         if shelf is None:
-            local = [s for s in self.readers if type(s) is Shelf and s.path(sha256).is_file()]
+            local = [s for s in self.readers if type(s) is Shelf and s.path(key).is_file()]
             shelf = local[0] if local else self.shelf
-        return shelf.path(sha256)
+        return shelf.path(key)
 
-    def get(self, sha256: str) -> dict | None:
-        """The blueprint of the audio `sha256`, or None; a damaged file, or one made for other audio, is
-        treated as missing (made again), never trusted."""
+    def get(self, key: str) -> dict | None:
+        """The blueprint `key` (an audio's sha256: its default variant; `blueprint_key` for another), or None; a
+        damaged file, or one made for other audio, is treated as missing (made again), never trusted."""
         for shelf in self.readers:
-            text = shelf.read(sha256)
-            if text is None or blueprint_problems(sha256, text):
+            text = shelf.read(key)
+            if text is None or blueprint_problems(audio_sha(key), text):
                 continue
-            self.found_in[sha256] = shelf
+            self.found_in[key] = shelf
             return json.loads(text)
         return None
 
-    def latest(self, sha256: str) -> dict | None:
+    def latest(self, key: str) -> dict | None:
         """The blueprint as this store's shelf holds it now (another process may have written it since)."""
-        text = self.shelf.read(sha256)
-        return None if text is None or blueprint_problems(sha256, text) else json.loads(text)
+        text = self.shelf.read(key)
+        return None if text is None or blueprint_problems(audio_sha(key), text) else json.loads(text)
 
-    def put(self, sha256: str, blueprint: dict) -> None:
+    def put(self, key: str, blueprint: dict) -> None:
         problems = validation_errors("blueprint", blueprint)
         if problems:
-            raise ValueError(f"blueprint {sha256} does not match schemas/blueprint.schema.json: {problems[:5]}")
-        self.shelf.write(sha256, json.dumps(_ordered(blueprint), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-        self.found_in[sha256] = self.shelf
+            raise ValueError(f"blueprint {key} does not match schemas/blueprint.schema.json: {problems[:5]}")
+        self.shelf.write(key, json.dumps(_ordered(blueprint), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        self.found_in[key] = self.shelf
 
-    def adopt(self, sha256: str, blueprint: dict) -> bool:
+    def adopt(self, key: str, blueprint: dict) -> bool:
         """Copy a blueprint read from another shelf (the benchmark's old layout, an earlier store) into this
         one, so the store the benchmark records holds every blueprint of its index. True when copied."""
-        if self.found_in.get(sha256) is self.shelf:
+        found = self.found_in.get(key)
+        if found is None or found is self.shelf:  # not read under this key (a variant started from another)
             return False
         try:
-            self.put(sha256, blueprint)
+            self.put(key, blueprint)
         except ValueError:  # made by an older version the schema no longer allows: read where it is, not copied
             return False
         return True
@@ -365,6 +382,20 @@ class BlueprintStore:
         if self._index is not None:
             write_json(self.index_path, dict(sorted(self._index.items())))
 
+    def set_variant(self, relative: str, variant: str) -> None:
+        """Record the variant of settings the audio at `relative` is blueprinted with (its entry must exist)."""
+        entry = self.index()[relative]
+        if variant:
+            entry["variant"] = variant
+        else:
+            entry.pop("variant", None)
+
+    def key_for_path(self, relative: str) -> str | None:
+        """The key of the blueprint `relative` maps to (its audio's sha256 and variant), when the file is unchanged
+        since it was indexed; None otherwise."""
+        sha = self.sha_for_path(relative)
+        return None if sha is None else blueprint_key(sha, self.index()[relative].get("variant", ""))
+
     def sha_for_path(self, relative: str) -> str | None:
         """sha256 recorded for `relative` when the file is unchanged since; None otherwise."""
         known = self.index().get(relative)
@@ -379,11 +410,12 @@ class BlueprintStore:
         return known["sha256"]
 
     def get_by_path(self, relative: str) -> dict | None:
-        """Blueprint of an audio file: by the index, or by hashing it when the file moved or changed."""
-        sha = self.sha_for_path(relative)
-        if sha is None and (self.root / relative).is_file():
-            sha = self.hash_of(relative)
-        return self.get(sha) if sha else None
+        """Blueprint of an audio file, in the variant its benchmark's last run made: by the index, or by hashing
+        the file when it moved or changed (then its default variant)."""
+        key = self.key_for_path(relative)
+        if key is None and (self.root / relative).is_file():
+            key = self.hash_of(relative)
+        return self.get(key) if key else None
 
     def for_pair(self, pair: Pair) -> tuple[dict | None, dict | None, dict | None]:
         """(instruction, response 1, response 2) blueprints of an item; None where missing.
@@ -436,7 +468,9 @@ def verify_store(location: str, progress: bool = True) -> dict[str, list[str]]:
     names = [f.name for f in shelf.files() if not _temporary(f)]
     for name in tqdm(names, unit="blueprint", desc="verify", disable=not progress):
         text = shelf.read_name(name)
-        problems = ["unreadable"] if text is None else blueprint_problems(name[: -len(".json")], text, schema=True)
+        problems = (
+            ["unreadable"] if text is None else blueprint_problems(audio_sha(name[: -len(".json")]), text, schema=True)
+        )
         if problems:
             bad[name] = problems
     return bad
@@ -471,7 +505,7 @@ def prune_store(location: str, older_than_s: float, dry_run: bool = False) -> Pr
         if index.is_file():
             benches.append(str(bench))
             try:
-                in_use |= {e["sha256"] for e in read_json(index).values() if isinstance(e, dict) and "sha256" in e}
+                in_use |= _keys_of(read_json(index))
             except (OSError, json.JSONDecodeError):
                 in_use |= set(ref.get("blueprints") or [])
         elif now - float(ref.get("written") or 0) < older_than_s:
@@ -518,20 +552,27 @@ def migrate_bench(bench_root: str | Path, store: str | None = None) -> MigrateRe
         if _temporary(f):
             local.remove(f.name)  # an interrupted write's leftover
             continue
-        sha = f.name[: -len(".json")]
+        key = f.name[: -len(".json")]
         text = local.read_name(f.name) or ""
-        problems = blueprint_problems(sha, text, schema=True)
+        problems = blueprint_problems(audio_sha(key), text, schema=True)
         if problems:
             invalid[f.name] = problems
             continue
-        if target.latest(sha) is None:
-            target.shelf.write(sha, text)
+        if target.latest(key) is None:
+            target.shelf.write(key, text)
             moved += 1
         else:
             already += 1
         local.remove(f.name)
     target.record_store()
     return MigrateResult(str(target.root), target.location, moved, already, invalid)
+
+
+def _keys_of(index: dict) -> set[str]:
+    """The blueprint keys a benchmark's path index maps its audio to."""
+    return {
+        blueprint_key(e["sha256"], e.get("variant", "")) for e in index.values() if isinstance(e, dict) and "sha256" in e
+    }
 
 
 def _temporary(f: Any) -> bool:
