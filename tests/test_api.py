@@ -124,9 +124,7 @@ def test_blueprint_of_samples_equals_that_of_their_file(example_with_blueprints,
     assert (tmp_path / "work" / "clips" / f"{made['provenance']['audio_sha256']}.wav").is_file()
 
 
-def test_a_script_that_imports_numpy_first_gets_the_blueprint_the_command_line_made(
-    example_with_blueprints, tmp_path
-):
+def test_a_script_that_imports_numpy_first_gets_the_blueprint_the_command_line_made(example_with_blueprints, tmp_path):
     """numpy picks its kernels when it is imported: a script that imports it before trace_eval runs, on an
     AVX-512 CPU, other kernels than the numeric class's, and heard mini-07_b as Vietnamese where the command
     line heard English. Stage 1 then runs in a new process that has the class, and gives the same blueprint."""

@@ -1,8 +1,8 @@
 """Stage 1 pipeline: bad input, resume, content addressing, per-section fingerprints."""
 
 import json
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest

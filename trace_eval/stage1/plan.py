@@ -215,9 +215,9 @@ def make_plan(
         job.needed = _stale(plan, job, force, retry_unavailable)
         plan.jobs[sha] = job
     for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
-        job = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
-        if job is not None:
-            store.set_variant(rel, job.variant)
+        made = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
+        if made is not None:
+            store.set_variant(rel, made.variant)
     store.save_index()
     if conflicts:
         raise ValueError(

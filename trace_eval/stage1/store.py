@@ -570,9 +570,8 @@ def migrate_bench(bench_root: str | Path, store: str | None = None) -> MigrateRe
 
 def _keys_of(index: dict) -> set[str]:
     """The blueprint keys a benchmark's path index maps its audio to."""
-    return {
-        blueprint_key(e["sha256"], e.get("variant", "")) for e in index.values() if isinstance(e, dict) and "sha256" in e
-    }
+    entries = [e for e in index.values() if isinstance(e, dict) and "sha256" in e]
+    return {blueprint_key(e["sha256"], e.get("variant", "")) for e in entries}
 
 
 def _temporary(f: Any) -> bool:
