@@ -44,3 +44,10 @@ def test_error_rate_counts_words_where_there_are_spaces_and_characters_where_the
     assert (chinese.unit, chinese.edits, chinese.reference_units) == ("CER", 1, 4)
     # Over a corpus: edits over reference units, summed
     assert error_rate(["a b", "c d e f"], ["a b", "c x e"], "en").value == pytest.approx(2 / 6)
+
+
+def test_a_text_that_begins_with_a_combining_mark_is_folded_not_refused():
+    """An odd transcript or answer ("\u0301abc": an accent with no letter before it) must not end a run."""
+    assert fold("\u0301abc") == "\u0301abc"
+    assert fold("\u0301Café") == "\u0301cafe"
+    assert tokens("\u0301 hola") == ["\u0301", "hola"]

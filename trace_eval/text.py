@@ -68,6 +68,8 @@ def unspaced_char(char: str) -> bool:
 
 
 def _folds(base: str) -> bool:
+    if not base:  # a mark the text begins with has no letter to fold it into: kept
+        return False
     name = unicodedata.name(base, "")
     return name.startswith(_FOLDED_SCRIPTS)
 

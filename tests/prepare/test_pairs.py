@@ -156,3 +156,14 @@ def test_a_system_folder_matching_no_instruction_and_misspelt_paths_are_named(tm
         main(["prepare", "pairs", str(tmp_path / "d"), "--instructions", str(outputs / "instructoins"), *systems]) == 1
     )
     assert f"--instructions {outputs / 'instructoins'}: not found; did you mean" in capsys.readouterr().err
+
+
+def test_an_instruction_text_not_in_utf8_stops_with_where_it_breaks_and_the_fix(tmp_path, outputs, capsys):
+    """A Latin-1 sidecar ("Diga «canción»" saved by an old editor) once ended prepare with a traceback."""
+    copy = tmp_path / "outputs"
+    subprocess.run(["cp", "-r", str(outputs), str(copy)], check=True)
+    (copy / "instructions" / "q03.txt").write_bytes("Diga «canción»".encode("latin-1"))
+    assert prepare(tmp_path / "b", copy, "--schedule", "all") == 1
+    error = capsys.readouterr().err
+    assert "q03.txt: not UTF-8 text (byte 0xab at offset 5)" in error and "iconv -f latin1 -t utf-8" in error
+    assert "Traceback" not in error and not (tmp_path / "b" / "manifest.json").exists()

@@ -75,11 +75,22 @@ def _sidecar(audio: Path) -> str | None:
     text = audio.with_suffix(".txt")
     if not text.is_file():
         return None
-    return text.read_text(encoding="utf-8").strip() or None
+    return _utf8(text).strip() or None
+
+
+def _utf8(path: Path) -> str:
+    """A text file's text; one in another encoding stops with where it breaks and how to convert it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise PrepareError(
+            f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); save it as "
+            f"UTF-8, e.g. iconv -f latin1 -t utf-8 {path} > {path.name}.utf8 && mv {path.name}.utf8 {path}"
+        ) from None
 
 
 def _manifest_instructions(path: Path) -> list[Instruction]:
-    text = path.read_text(encoding="utf-8")
+    text = _utf8(path)
     try:
         rows = (
             [json.loads(line) for line in text.splitlines() if line.strip()]
