@@ -82,11 +82,18 @@ class WhisperBackend(Protocol):
 
     def supports_language(self, language: str | None) -> bool: ...
 
-    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]: ...
+    # Each window's language probabilities. A backend that reads the token on fewer frames than Whisper's 30 s
+    # reads it again on the 30 s input where its first guess is below `sure_at`.
+    def detect_languages(self, windows: list[np.ndarray], sure_at: float = 0.0) -> list[dict[str, float]]: ...
 
     def transcribe(
-        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
-    ) -> list[WindowTranscript]: ...  # fallback=False: the first temperature only (beam search)
+        self,
+        windows: list[np.ndarray],
+        language: str | None,
+        seeds: list[int],
+        fallback: bool = True,
+        max_tokens: int | None = None,
+    ) -> list[WindowTranscript]: ...  # fallback=False: the first temperature only (beam search); max_tokens: a cap
 
 
 @dataclass(frozen=True)

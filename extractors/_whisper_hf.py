@@ -119,9 +119,9 @@ class TransformersWhisper:
             return language == "en"
         return language in self.id_of_language
 
-    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
-        """Whisper's probability of every language it knows, for each window: the language tokens' share of the
-        first token after start-of-transcript (as OpenAI's detect_language)."""
+    def detect_languages(self, windows: list[np.ndarray], sure_at: float = 0.0) -> list[dict[str, float]]:
+        """Whisper's probability of every language it knows, for each window (always heard padded to 30 s): the
+        language tokens' share of the first token after start-of-transcript (as OpenAI's detect_language)."""
         torch = self.torch
         features = self.features(
             [np.asarray(w, dtype=np.float32) for w in windows], sampling_rate=SAMPLE_RATE, return_tensors="pt"
@@ -137,9 +137,15 @@ class TransformersWhisper:
 
     # -- decoding ---------------------------------------------------------------------------
     def transcribe(
-        self, windows: list[np.ndarray], language: str | None, seeds: list[int], fallback: bool = True
+        self,
+        windows: list[np.ndarray],
+        language: str | None,
+        seeds: list[int],
+        fallback: bool = True,
+        max_tokens: int | None = None,
     ) -> list[WindowTranscript]:
-        """Transcribe one batch of windows of at most 30 s of 16 kHz audio (beam search only: not `fallback`)."""
+        """Transcribe one batch of windows of at most 30 s of 16 kHz audio (beam search only: not `fallback`; at
+        most `max_tokens` tokens a window)."""
         torch = self.torch
         features = self.features(
             [np.asarray(w, dtype=np.float32) for w in windows], sampling_rate=SAMPLE_RATE, return_tensors="pt"
@@ -149,19 +155,26 @@ class TransformersWhisper:
             encoder_outputs = self.model.get_encoder()(features)
             languages = self._languages(encoder_outputs, len(windows), language)
             states = encoder_outputs.last_hidden_state
-            results = self._decode_at(0.0, states, languages, encoder_frames)
+            results = self._decode_at(0.0, states, languages, encoder_frames, max_tokens)
             for k, result in enumerate(results):
                 if fallback and self.fallback.needs_retry(result):
                     results[k] = self._fall_back(result, states[k : k + 1], languages[k], encoder_frames[k], seeds[k])
             return results
 
     def _decode_at(
-        self, temperature: float, states, languages: list[str | None], encoder_frames: list[int]
+        self,
+        temperature: float,
+        states,
+        languages: list[str | None],
+        encoder_frames: list[int],
+        max_tokens: int | None = None,
     ) -> list[WindowTranscript]:
         """One transcript per row of encoder states: beam search at 0, plain sampling above."""
         from transformers.modeling_outputs import BaseModelOutput
 
         kwargs: dict = {"return_timestamps": False}
+        if max_tokens is not None:
+            kwargs["max_new_tokens"] = max_tokens
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
         else:

@@ -14,13 +14,17 @@ Every clip's language comes first (`language`): the one the manifest declares fo
 first window of speech (at most 30 s) with the multilingual `model`, recorded with its
 probability. Whisper reads the language from one token; when that token is unsure (below
 `min_language_probability`), the window is also decoded, by beam search, in each of the
-`language_candidates` most probable languages, and the language of the most probable
-transcript that does not loop is taken (`asr.language_detection` says so): Whisper base
-took noisy English for Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36.
-Three candidates, not two: English speech whose token put Vietnamese and Thai first was
-decoded as Vietnamese on one CPU's arithmetic, with English third. The probability recorded
-is then the language's given the transcripts (`_probability_given_transcripts`): sure when one
-transcript is far more likely, unsure when two are alike.
+most probable languages (up to `language_candidates`, each given at least
+`min_candidate_probability`), and the language of the most probable transcript that does
+not loop is taken (`asr.language_detection` says so): Whisper base took noisy English for
+Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36. Not only the first two:
+English speech whose token put Vietnamese and Thai first was decoded as Vietnamese on one
+CPU's arithmetic, with English third at 0.20. The probability recorded is then the
+language's given the transcripts (`_probability_given_transcripts`): sure when one
+transcript is far more likely, unsure when two are alike. The token is first read on the window
+as its decoding hears it (its own frames and `encoder_padding_s`: a fifth of the cost of
+Whisper's 30 s on a 4 s answer); an unsure one is read again on the 30 s input before
+anything else, and the probabilities recorded are those.
 The whole clip is then decoded in that one language (`asr.language`), by `english_model`
 for English when one is set (the cpu profile: tiny.en, the transcripts the example's
 golden files hold), by `model` otherwise. A recogniser that knows English only detects
@@ -137,7 +141,11 @@ class AsrConfig:
     # None: each clip's language is detected.
     language: str | None = None
     min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
-    language_candidates: int = 3  # ... in this many of the most probable languages (1: Whisper's first guess)
+    language_candidates: int = 5  # ... in at most this many of the most probable languages (1: the first guess)
+    min_candidate_probability: float = 0.05  # ... those the token gives at least this (the first guess always),
+    # each decoded to at most this many tokens a second of speech, and 10 (more is a loop: 4 s of English decoded
+    # in Thai ran to 224 tokens), so a guess that loops costs little more than one that does not
+    check_tokens_per_s: float = 12.0
     beam_size: int = 5
     # None: float16 on CUDA; on the CPU int8 for faster-whisper (exact integer products: docs/reproducibility.md),
     # float32 for transformers
@@ -606,7 +614,7 @@ class AsrExtractor(Extractor):
         for batch in batches_by_duration(first_windows, self.config.batch_seconds):
             audio = [heard[i][int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))] for i, start, end in batch]
             try:
-                found = self._loaded.detect_languages(audio)
+                found = self._loaded.detect_languages(audio, self.config.min_language_probability)
             except Exception as e:  # noqa: BLE001 - the clips of this batch fail, the run goes on
                 for i, _, _ in batch:
                     results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
@@ -644,10 +652,15 @@ class AsrExtractor(Extractor):
         ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
         code, probability = ranked[0]
         detection = None
-        candidates = [c for c, _ in ranked[: cfg.language_candidates]]
+        candidates = [
+            c
+            for i, (c, p) in enumerate(ranked[: cfg.language_candidates])
+            if not i or p >= cfg.min_candidate_probability
+        ]
         if probability < cfg.min_language_probability and len(candidates) > 1:
-            tried = {c: self._loaded.transcribe([samples], c, [seed], fallback=False)[0] for c in candidates}
-            sound = [c for c in candidates if self._sound(tried[c], c)]
+            limit = math.ceil(len(samples) / SAMPLE_RATE * cfg.check_tokens_per_s) + 10
+            tried = {c: self._loaded.transcribe([samples], c, [seed], False, limit)[0] for c in candidates}
+            sound = [c for c in candidates if self._sound(tried[c], c) and tried[c].tokens < limit]
             # Whisper's joint log-probability of the language and its transcript: an average per token would
             # favour scripts that take more tokens per sound (Spanish speech decoded as Thai scores higher per
             # token, and far lower in all).

@@ -13,7 +13,7 @@ from trace_eval.cli import main as cli
 from trace_eval.schemas import validation_errors
 from trace_eval.stage1 import local
 from trace_eval.stage1.pipeline import BlueprintOptions, run_blueprints
-from trace_eval.stage1.store import BlueprintStore
+from trace_eval.stage1.store import BlueprintStore, prune_store, verify_store
 
 SR = 16000
 
@@ -572,6 +572,9 @@ def test_a_declared_language_keys_the_sections_that_read_it_and_their_dependants
     assert (shelf / f"{sha}.json").is_file() and (shelf / f"{sha}.language-es.json").is_file()
     assert store.key_for_path("audio/q.wav") == f"{sha}.language-es"
     assert store.key_for_path("audio/a.wav") == store.hash_of("audio/a.wav")  # its language is not declared
+    # Both variants are blueprints the store looks after: valid, and kept by a prune while a benchmark uses them.
+    assert verify_store(str(shelf), progress=False) == {}
+    assert prune_store(str(shelf), older_than_s=0).removed == []
 
 
 def test_the_same_audio_declared_in_two_languages_is_refused(tmp_path):
