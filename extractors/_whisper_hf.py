@@ -173,8 +173,9 @@ class TransformersWhisper:
         from transformers.modeling_outputs import BaseModelOutput
 
         kwargs: dict = {"return_timestamps": False}
-        if max_tokens is not None:
-            kwargs["max_new_tokens"] = max_tokens
+        if max_tokens is not None:  # within what the decoder holds beside the longest start of a transcript
+            room = self.model.config.max_target_positions - max(len(self._prompt(lang)) for lang in languages) - 1
+            kwargs["max_new_tokens"] = min(max_tokens, room)
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
         else:

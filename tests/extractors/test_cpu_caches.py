@@ -100,19 +100,16 @@ def test_oneDNN_capped_at_avx2_sums_by_the_l1_size_as_the_xeon_and_zen_3_did(cac
     xeon = _blueprint(cache_shim, INTEL_XEON, **old_cap)
     zen3 = _blueprint(cache_shim, ONEDNN_GUESS, **old_cap)
     only_l1 = _blueprint(cache_shim, {"L1": ONEDNN_GUESS["L1"]}, **old_cap)
-    # As the Xeon's blueprint and the golden files written on Zen 3 held them before the AVX cap (the language
-    # token's probability: 0.613 there, 0.651 on Zen 3).
+    # As the Xeon's blueprint and the golden files written on Zen 3 held them before the AVX cap.
     assert xeon["agent_response"] == "with run fast dumps over the radio."
-    assert "en (probability 0.61)" in xeon["asr"]["language_detection"]
     assert zen3["agent_response"] == "with run fast-stumps over the radar."
-    assert "en (probability 0.65)" in zen3["asr"]["language_detection"]
     assert _recognised(only_l1) == _recognised(zen3)  # the L1 size alone decides
 
 
 def test_english_speech_stays_english_under_the_arithmetic_that_heard_vietnamese(cache_shim):
     """mini-07_b.wav on the Xeon's old arithmetic: the language token put Vietnamese (0.40) and Thai first and
-    English third, and with two candidates decoded the English answer was heard as Vietnamese. With three, the
-    English transcript is far the most likely, and the language is English whichever arithmetic ran."""
+    English third, and with two candidates decoded the English answer was heard as Vietnamese. With every guess
+    given 5 % decoded, the English transcript is far the most likely: English whichever arithmetic ran."""
     _intel_only()
     clip = "examples/mini/audio/mini-07_b.wav"
     xeon = _blueprint(cache_shim, INTEL_XEON, clip, **OLD_CAP)
