@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AudioLoadingError", "Audio", "load_audio", "repeat_to_length", "sha256_file"]
+__all__ = ["AudioLoadingError", "Audio", "load_audio", "load_channels", "repeat_to_length", "sha256_file"]
 
 # Shorter than this there is nothing any extractor can measure.
 MIN_DURATION_S = 0.02
@@ -112,6 +112,27 @@ def load_audio(path: str | Path) -> Audio:
     if len(mono) / sr < MIN_DURATION_S:
         raise AudioLoadingError(f"{path}: too short ({len(mono) / sr * 1000:.1f} ms)")
     return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(sr), channels)
+
+
+def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
+    """Decode an audio file keeping its channels apart: float32 samples of shape (n, channels), and the rate.
+
+    Raises AudioLoadingError with the reason for anything that is not usable audio."""
+    path = Path(path)
+    if not path.is_file():
+        raise AudioLoadingError(f"{path}: file not found")
+    try:
+        data, sr = _decode_soundfile(path)
+    except Exception as sf_error:  # libsndfile raises a generic error for every kind of bad input
+        try:
+            data, sr = _decode_av(path)
+        except AudioLoadingError:
+            raise
+        except Exception:
+            raise AudioLoadingError(f"{path}: not decodable audio ({sf_error})") from sf_error
+    if data.size == 0 or not np.all(np.isfinite(data)):
+        raise AudioLoadingError(f"{path}: no samples, or samples that are NaN or infinity")
+    return np.ascontiguousarray(data, dtype=np.float32), int(sr)
 
 
 def repeat_to_length(samples: np.ndarray, min_samples: int) -> np.ndarray:

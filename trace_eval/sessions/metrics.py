@@ -1,0 +1,93 @@
+"""Timing metrics of sessions, deterministic functions of their timelines, reported as distributions.
+
+Each metric says where its clock starts. A distribution is n, median, 90th percentile, minimum, maximum and a
+95% interval of the median (from the order statistics: no resampling, the same on every run); a rate is k of n
+with its Wilson interval. A metric with no event to measure is n 0 and null values, never a made-up number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from scipy.stats import binom
+
+from trace_eval.evaluation.metrics import wilson_interval
+from trace_eval.sessions.timeline import Timeline
+
+__all__ = ["DEFINITIONS", "distribution", "rate", "timing_metrics"]
+
+DEFINITIONS = {
+    "response_latency_s": "system's start - user's end of turn, for every user turn the system answered (negative: "
+    "it started before the user ended); clock: the recording's, from the user's end",
+    "jump_in_rate": "share of answers that started before the user's turn ended",
+    "no_answer_rate": "share of user turns with no system turn (but backchannels) before the user's next turn",
+    "stop_latency_s": "how long the system spoke on after the user began to speak over it (barge-in); clock: the "
+    "recording's, from the user's start",
+    "stopped_before_user_ended_rate": "share of barge-ins where the system fell silent before the user's turn ended",
+    "backchannels_per_user_minute": "system turns of at most backchannel_max_s begun while the user spoke, per minute "
+    "of the user's turns",
+    "overlap_share": "seconds both channels speak / seconds either speaks",
+    "leading_silence_s": "the system's silence before it first speaks; clock: the session's first sample",
+}
+
+
+def distribution(values: Iterable[float]) -> dict[str, Any]:
+    found = sorted(float(v) for v in values)
+    n = len(found)
+    if not n:
+        return {"n": 0, "median": None, "p90": None, "min": None, "max": None, "median_interval": None}
+    # The median's 95% interval from order statistics: the k-th smallest and largest with P(Bin(n, 0.5) < k) <= 2.5%.
+    k = int(binom.ppf(0.025, n, 0.5))
+    interval = [round(found[k - 1], 3), round(found[n - k], 3)] if k >= 1 else None
+    return {
+        "n": n,
+        "median": round(float(np.median(found)), 3),
+        "p90": round(float(np.percentile(found, 90)), 3),
+        "min": round(found[0], 3),
+        "max": round(found[-1], 3),
+        "median_interval": interval,
+    }
+
+
+def rate(k: int, n: int) -> dict[str, Any]:
+    """k of n with the Wilson 95% interval."""
+    interval = wilson_interval(k, n)
+    return {
+        "k": k,
+        "n": n,
+        "rate": round(k / n, 4) if n else None,
+        "interval": [round(v, 4) for v in interval] if interval else None,
+    }
+
+
+def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
+    """Every metric of DEFINITIONS over the sessions' timelines."""
+    answers = [a for t in timelines for a in t.answers]
+    answered = [a for a in answers if a.latency_s is not None]
+    barge_ins = [b for t in timelines for b in t.barge_ins]
+    user_minutes = sum(s.duration for t in timelines for s in t.turns["user"]) / 60
+    both = sum(s.duration for t in timelines for s in t.overlaps)
+    either = sum(t.duration_s - sum(g.duration for g in _silence(t)) for t in timelines)
+    backchannels = sum(len(t.backchannels) for t in timelines)
+    leading = [t.leading_silence_s for t in timelines if t.leading_silence_s is not None]
+    return {
+        "sessions": len(timelines),
+        "response_latency_s": distribution(a.latency_s for a in answered if a.latency_s is not None),
+        "jump_in_rate": rate(sum(a.latency_s < 0 for a in answered if a.latency_s is not None), len(answered)),
+        "no_answer_rate": rate(len(answers) - len(answered), len(answers)),
+        "stop_latency_s": distribution(b.stop_latency_s for b in barge_ins),
+        "stopped_before_user_ended_rate": rate(sum(b.stopped_before_user_ended for b in barge_ins), len(barge_ins)),
+        "backchannels_per_user_minute": round(backchannels / user_minutes, 2) if user_minutes else None,
+        "overlap_share": round(both / either, 4) if either else None,
+        "leading_silence_s": distribution(leading),
+        "definitions": DEFINITIONS,
+    }
+
+
+def _silence(t: Timeline):
+    """Where neither channel speaks."""
+    from trace_eval.sessions.segments import Segment, gaps, union
+
+    return gaps(union(t.speech["user"] + t.speech["system"]), Segment(0.0, t.duration_s))
