@@ -89,6 +89,18 @@ def load_audio(path: str | Path) -> Audio:
 
     Raises AudioLoadingError with the reason for anything that is not usable audio.
     """
+    data, sr = load_channels(path)
+    channels = data.shape[1]
+    mono = data.mean(axis=1, dtype=np.float32) if channels > 1 else data[:, 0]
+    if len(mono) / sr < MIN_DURATION_S:
+        raise AudioLoadingError(f"{path}: too short ({len(mono) / sr * 1000:.1f} ms)")
+    return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(sr), channels)
+
+
+def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
+    """Decode an audio file keeping its channels apart: float32 samples of shape (n, channels), and the rate.
+
+    Raises AudioLoadingError with the reason for anything that is not usable audio."""
     path = Path(path)
     if not path.is_file():
         raise AudioLoadingError(f"{path}: file not found")
@@ -105,33 +117,8 @@ def load_audio(path: str | Path) -> Audio:
             raise AudioLoadingError(f"{path}: not decodable audio ({sf_error})") from sf_error
     if data.size == 0:
         raise AudioLoadingError(f"{path}: no samples")
-    channels = data.shape[1]
-    mono = data.mean(axis=1, dtype=np.float32) if channels > 1 else data[:, 0]
-    if not np.all(np.isfinite(mono)):
+    if not np.all(np.isfinite(data)):
         raise AudioLoadingError(f"{path}: samples contain NaN or infinity")
-    if len(mono) / sr < MIN_DURATION_S:
-        raise AudioLoadingError(f"{path}: too short ({len(mono) / sr * 1000:.1f} ms)")
-    return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(sr), channels)
-
-
-def load_channels(path: str | Path) -> tuple[np.ndarray, int]:
-    """Decode an audio file keeping its channels apart: float32 samples of shape (n, channels), and the rate.
-
-    Raises AudioLoadingError with the reason for anything that is not usable audio."""
-    path = Path(path)
-    if not path.is_file():
-        raise AudioLoadingError(f"{path}: file not found")
-    try:
-        data, sr = _decode_soundfile(path)
-    except Exception as sf_error:  # libsndfile raises a generic error for every kind of bad input
-        try:
-            data, sr = _decode_av(path)
-        except AudioLoadingError:
-            raise
-        except Exception:
-            raise AudioLoadingError(f"{path}: not decodable audio ({sf_error})") from sf_error
-    if data.size == 0 or not np.all(np.isfinite(data)):
-        raise AudioLoadingError(f"{path}: no samples, or samples that are NaN or infinity")
     return np.ascontiguousarray(data, dtype=np.float32), int(sr)
 
 
