@@ -387,7 +387,7 @@ class ClipLanguage:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "7"  # 7: oneDNN capped at AVX in the avx2 class (its AVX2 convolution summed by the L1 size)
+    version = "7"  # 7: oneDNN at AVX in the avx2 class; the language token on the window, its guesses checked
     description = (
         "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
         "them, decoded only where there is speech"
