@@ -167,3 +167,31 @@ def test_an_instruction_text_not_in_utf8_stops_with_where_it_breaks_and_the_fix(
     error = capsys.readouterr().err
     assert "q03.txt: not UTF-8 text (byte 0xab at offset 5)" in error and "iconv -f latin1 -t utf-8" in error
     assert "Traceback" not in error and not (tmp_path / "b" / "manifest.json").exists()
+
+
+def test_the_instructions_language_is_declared_by_their_rows_or_the_option_and_checked(tmp_path, outputs, capsys):
+    """A lab's instructions in Spanish: the row's instruction_language reaches the manifest, --instruction-language
+    declares it for the rows that say nothing, and a code Whisper does not know stops with the one meant."""
+    rows = json.loads((outputs / "instructions.json").read_text())
+    rows[0]["instruction_language"] = "fr"
+    listing = tmp_path / "instructions.jsonl"
+    listing.write_text("".join(json.dumps({**r, "instruction_path": str(outputs / r["instruction_path"])}) + "\n"
+                               for r in rows))  # fmt: skip
+    systems = [a for name in SYSTEMS for a in ("--system", f"{name}={outputs / name}")]
+    common = ["prepare", "pairs", "--instructions", str(listing), *systems, "--quiet", "--schedule", "all"]
+    assert main([*common[:2], str(tmp_path / "b"), *common[2:], "--instruction-language", "es"]) == 0
+    items = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    declared = {i["instruction_id"]: i.get("instruction_language") for i in items}
+    assert declared["q00"] == "fr" and set(declared.values()) == {"fr", "es"}
+    from trace_eval.bench import load_benchmark
+
+    languages = load_benchmark(tmp_path / "b").declared_languages()
+    assert languages[items[0]["instruction_path"]] in ("fr", "es") and not any("answers/" in p for p in languages)
+
+    assert main([*common[:2], str(tmp_path / "c"), *common[2:], "--instruction-language", "spanish"]) == 1
+    assert "did you mean 'es' (Spanish)?" in capsys.readouterr().err
+    rows[1]["instruction_language"] = "castilian"
+    listing.write_text("".join(json.dumps({**r, "instruction_path": str(outputs / r["instruction_path"])}) + "\n"
+                               for r in rows))  # fmt: skip
+    assert main([*common[:2], str(tmp_path / "d"), *common[2:]]) == 1
+    assert "row 1, instruction_language: 'castilian' is not a language code" in capsys.readouterr().err

@@ -107,6 +107,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
             p.add_argument("--reference", metavar="NAME", help="the reference system (schedule reference)")
             p.add_argument("--per-instruction", type=int, default=1, help="pairs per instruction (schedule sample)")
             p.add_argument("--seed", type=int, default=0, help="seed of the sampled schedule and seat draws")
+            p.add_argument(
+                "--instruction-language",
+                metavar="CODE",
+                help="the language the instructions are in (es, fr, en ...), for those whose row in --instructions "
+                "declares no instruction_language; the answers' language is left to be detected",
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
                 args.reference,
                 args.per_instruction,
                 args.seed,
+                instruction_language=args.instruction_language,
                 **common,
             )
     except PrepareError as error:

@@ -17,6 +17,7 @@ and the pairs it would be in are not made.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import json
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trace_eval.languages import code_problem
 from trace_eval.prepare.folder import (
     Clip,
     Plan,
@@ -50,10 +52,14 @@ class Instruction:
     id: str
     audio: Path | None
     text: str | None
+    language: str | None = None  # declared: the manifest row's instruction_language, else --instruction-language
 
 
-def read_instructions(path: str | Path) -> list[Instruction]:
+def read_instructions(path: str | Path, language: str | None = None) -> list[Instruction]:
+    """The instructions of a folder or a manifest; `language`, declared for those that declare none."""
     path = Path(path)
+    if language is not None and code_problem(language):
+        raise PrepareError(f"--instruction-language: {code_problem(language)}")
     if path.is_dir():
         found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
         if not found:
@@ -63,6 +69,8 @@ def read_instructions(path: str | Path) -> list[Instruction]:
         instructions = _manifest_instructions(path)
     else:
         raise PrepareError(f"--instructions {path}: not found{close_match(path)}")
+    if language is not None:
+        instructions = [i if i.language else dataclasses.replace(i, language=language) for i in instructions]
     counts = Counter(i.id for i in instructions)
     twice = sorted(i for i, n in counts.items() if n > 1)
     if twice:
@@ -109,7 +117,10 @@ def _manifest_instructions(path: Path) -> list[Instruction]:
         )
         if iid is None or not (audio or said):
             raise PrepareError(f"{path}: row {n} needs an id and an instruction_path or instruction_text")
-        out.append(Instruction(str(iid), path.parent / audio if audio else None, said))
+        language = row.get("instruction_language")
+        if language is not None and code_problem(language):
+            raise PrepareError(f"{path}: row {n}, instruction_language: {code_problem(language)}")
+        out.append(Instruction(str(iid), path.parent / audio if audio else None, said, language))
     return out
 
 
@@ -124,8 +135,12 @@ def prepare_pairs(
     skip_bad: bool = False,
     progress: bool = True,
     force: bool = False,
+    instruction_language: str | None = None,
 ) -> Prepared:
-    plan = plan_pairs(read_instructions(instructions), systems, schedule, reference, per_instruction, seed)
+    """The benchmark folder of pairs `out`; `instruction_language`: the language the instructions are in, for
+    those whose manifest row declares none (docs/languages.md: declare what the audio cannot tell surely)."""
+    found = read_instructions(instructions, instruction_language)
+    plan = plan_pairs(found, systems, schedule, reference, per_instruction, seed)
     return prepare_folder(out, plan, skip_bad=skip_bad, progress=progress, force=force)
 
 
@@ -227,6 +242,8 @@ def plan_pairs(
             )
         if instruction.text:
             item["instruction_text"] = instruction.text
+        if instruction.language:
+            item["instruction_language"] = instruction.language
         for field, system in (("audio1_path", a), ("audio2_path", b)):
             source = answers[system][instruction.id]
             rel = f"answers/{system}/{instruction.id}{source.suffix.lower()}"
