@@ -258,3 +258,13 @@ def test_one_clip_declared_in_two_languages_is_refused(folder):
         ManifestError, match="item 1: instruction_language 'pt' for audio/q.wav, which item 0 declares 'es'"
     ):
         load_benchmark(folder)
+
+
+@pytest.mark.parametrize(
+    "written, meant",
+    [("spa", "es"), ("castellano", "es"), ("Español", "es"), ("fre", "fr"), ("deu", "de"), ("日本語", "ja")],
+)
+def test_three_letter_codes_and_a_language_s_own_name_are_answered_with_the_code_meant(written, meant):
+    from trace_eval.languages import LANGUAGES, code_problem
+
+    assert f"did you mean {meant!r} ({LANGUAGES[meant]})?" in (code_problem(written) or "")

@@ -123,7 +123,16 @@ LANGUAGES: dict[str, str] = {
 WITHOUT_SPACES = frozenset({"zh", "yue", "ja", "th", "lo", "km", "my", "bo"})
 
 # What people write for a language that Whisper codes otherwise.
-_ALIASES = {"cmn": "zh", "zho": "zh", "chi": "zh", "mandarin": "zh", "jv": "jw", "iw": "he", "nb": "no"}
+_ALIASES = {  # what people write for a code: ISO 639-2/3 codes, names in the language itself, older codes
+    "cmn": "zh", "zho": "zh", "chi": "zh", "mandarin": "zh", "jv": "jw", "iw": "he", "nb": "no",
+    "eng": "en", "spa": "es", "fra": "fr", "fre": "fr", "deu": "de", "ger": "de", "ita": "it", "por": "pt",
+    "jpn": "ja", "kor": "ko", "rus": "ru", "ara": "ar", "hin": "hi", "nld": "nl", "dut": "nl", "pol": "pl",
+    "tur": "tr", "vie": "vi", "tha": "th", "ukr": "uk", "swe": "sv", "ces": "cs", "cze": "cs", "ell": "el",
+    "gre": "el", "heb": "he", "ind": "id", "cat": "ca", "ron": "ro", "rum": "ro", "hun": "hu", "fin": "fi",
+    "dan": "da", "nor": "no", "español": "es", "castellano": "es", "castilian": "es", "français": "fr",
+    "deutsch": "de", "italiano": "it", "português": "pt", "中文": "zh", "日本語": "ja", "한국어": "ko",
+    "русский": "ru", "العربية": "ar",
+}  # fmt: skip
 
 
 def separates_words(code: str) -> bool:
