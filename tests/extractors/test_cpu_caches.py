@@ -96,10 +96,9 @@ OLD_CAP = {"ONEDNN_MAX_CPU_ISA": "AVX2"}  # the avx2 class's cap before the conv
 def test_oneDNN_capped_at_avx2_sums_by_the_l1_size_as_the_xeon_and_zen_3_did(cache_shim):
     """The arithmetic the class held before: the Xeon's values with its caches, Zen 3's with oneDNN's guess."""
     _intel_only()
-    old_cap = OLD_CAP
-    xeon = _blueprint(cache_shim, INTEL_XEON, **old_cap)
-    zen3 = _blueprint(cache_shim, ONEDNN_GUESS, **old_cap)
-    only_l1 = _blueprint(cache_shim, {"L1": ONEDNN_GUESS["L1"]}, **old_cap)
+    xeon = _blueprint(cache_shim, INTEL_XEON, **OLD_CAP)
+    zen3 = _blueprint(cache_shim, ONEDNN_GUESS, **OLD_CAP)
+    only_l1 = _blueprint(cache_shim, {"L1": ONEDNN_GUESS["L1"]}, **OLD_CAP)
     # As the Xeon's blueprint and the golden files written on Zen 3 held them before the AVX cap.
     assert xeon["agent_response"] == "with run fast dumps over the radio."
     assert zen3["agent_response"] == "with run fast-stumps over the radar."

@@ -14,6 +14,7 @@ import numpy as np
 from scipy.stats import binom
 
 from trace_eval.evaluation.metrics import wilson_interval
+from trace_eval.sessions.segments import Segment, gaps, union
 from trace_eval.sessions.timeline import Timeline
 
 __all__ = ["DEFINITIONS", "distribution", "rate", "timing_metrics"]
@@ -65,7 +66,7 @@ def rate(k: int, n: int) -> dict[str, Any]:
 def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
     """Every metric of DEFINITIONS over the sessions' timelines."""
     answers = [a for t in timelines for a in t.answers]
-    answered = [a for a in answers if a.latency_s is not None]
+    latencies = [a.latency_s for a in answers if a.latency_s is not None]
     barge_ins = [b for t in timelines for b in t.barge_ins]
     user_minutes = sum(s.duration for t in timelines for s in t.turns["user"]) / 60
     both = sum(s.duration for t in timelines for s in t.overlaps)
@@ -74,9 +75,9 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
     leading = [t.leading_silence_s for t in timelines if t.leading_silence_s is not None]
     return {
         "sessions": len(timelines),
-        "response_latency_s": distribution(a.latency_s for a in answered if a.latency_s is not None),
-        "jump_in_rate": rate(sum(a.latency_s < 0 for a in answered if a.latency_s is not None), len(answered)),
-        "no_answer_rate": rate(len(answers) - len(answered), len(answers)),
+        "response_latency_s": distribution(latencies),
+        "jump_in_rate": rate(sum(v < 0 for v in latencies), len(latencies)),
+        "no_answer_rate": rate(len(answers) - len(latencies), len(answers)),
         "stop_latency_s": distribution(b.stop_latency_s for b in barge_ins),
         "stopped_before_user_ended_rate": rate(sum(b.stopped_before_user_ended for b in barge_ins), len(barge_ins)),
         "backchannels_per_user_minute": round(backchannels / user_minutes, 2) if user_minutes else None,
@@ -86,8 +87,6 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
     }
 
 
-def _silence(t: Timeline):
+def _silence(t: Timeline) -> list[Segment]:
     """Where neither channel speaks."""
-    from trace_eval.sessions.segments import Segment, gaps, union
-
     return gaps(union(t.speech["user"] + t.speech["system"]), Segment(0.0, t.duration_s))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_eval.audio import AudioLoadingError, load_channels
+from trace_eval.audio import Audio, AudioLoadingError, load_channels
 
 __all__ = ["RATE", "Session", "SessionError", "read_session"]
 
@@ -130,14 +130,6 @@ def _mono(path: Path) -> tuple[np.ndarray, int]:
     return data[:, 0], rate
 
 
-def _at_rate(samples: np.ndarray, rate: int) -> np.ndarray:
-    if rate == RATE:
-        return samples.astype(np.float32, copy=False)
-    import soxr
-
-    return soxr.resample(samples, rate, RATE, quality="HQ").astype(np.float32, copy=False)
-
-
 def _made(
     name: str, user: np.ndarray, user_rate: int, system: np.ndarray, system_rate: int, layout: str, annotations: dict
 ) -> Session:
@@ -145,7 +137,7 @@ def _made(
     for who, samples in (("user", user), ("system", system)):
         if not len(samples):
             raise SessionError(f"{name}: the {who}'s channel holds no sample")
-    user, system = _at_rate(user, user_rate), _at_rate(system, system_rate)
+    user, system = Audio(user, user_rate).at(RATE), Audio(system, system_rate).at(RATE)
     longer = max(len(user), len(system))
     for who, samples in (("user", user), ("system", system)):
         if len(samples) < longer:

@@ -190,7 +190,6 @@ def make_plan(
             continue
         sha = store.hash_of(rel)
         variant = variant_of(profile, declared.get(rel) or run_language)
-        store.set_variant(rel, variant)
         if sha in plan.jobs:  # identical audio under several paths is processed once, in the language declared
             job = plan.jobs[sha]
             if declared.get(rel) not in (None, job.language):
