@@ -17,41 +17,18 @@ import json
 import numpy as np
 import pytest
 import soundfile as sf
-from recorded_speech import ENGLISH_PROMPTS, asterisk, plain_prompts
+from planted_sessions import Track
+from planted_sessions import prompts as recorded_prompts
 
-from trace_eval.sessions import SessionError, TimelineSettings, make_timeline, read_session, timing_metrics
+from trace_eval.sessions import SessionError, make_timeline, read_session, timing_metrics
 from trace_eval.sessions.session import RATE, Session
-from trace_eval.sessions.timeline import speech_of
 
 TOLERANCE_S = 0.15
 
 
-def _speech_only(samples: np.ndarray) -> np.ndarray:
-    """The prompt from the start of its first stretch of speech to the end of its last, as heard alone."""
-    silence = np.zeros(RATE, dtype=np.float32)
-    found = speech_of(np.concatenate([silence, samples, silence]), TimelineSettings())
-    start, end = (max(0, int(t * RATE) - RATE) for t in (found[0].start, found[-1].end))
-    return samples[start:end]
-
-
 @pytest.fixture(scope="module", params=["en", "es"])
 def prompts(request) -> list[np.ndarray]:
-    names = ENGLISH_PROMPTS[:12] if request.param == "en" else plain_prompts("es", 12)
-    return sorted((_speech_only(r.clip.audio.at(RATE)) for r in asterisk(request.param, names)), key=len)[:8]
-
-
-class Track:
-    """One channel being laid out: prompts placed at chosen seconds; where each lies, as planted."""
-
-    def __init__(self, seconds: float) -> None:
-        self.samples = np.zeros(int(seconds * RATE), dtype=np.float32)
-
-    def place(self, clip: np.ndarray, at_s: float) -> tuple[float, float]:
-        start = int(round(at_s * RATE))
-        if start + len(clip) > len(self.samples):
-            self.samples = np.pad(self.samples, (0, start + len(clip) - len(self.samples) + RATE))
-        self.samples[start : start + len(clip)] += clip
-        return at_s, at_s + len(clip) / RATE
+    return [p.samples for p in recorded_prompts(request.param)]
 
 
 def _session(user: Track, system: Track) -> Session:

@@ -1,0 +1,94 @@
+"""Full-Duplex-Bench's v1 tasks on sample folders in its layout, built from recorded speech (English and Spanish)
+with planted timing: compat mode gives what the benchmark's scripts compute (checked against its own scripts by
+scripts/full_duplex_bench_compat.py --built, figures in docs/realtime.md); the default gives back what was planted,
+within TOLERANCE_S (about five of the speech detector's 32 ms frames, as in test_sessions.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from planted_sessions import full_duplex_bench_samples
+
+from trace_eval.sessions import SessionError
+from trace_eval.sessions.full_duplex_bench import read_words, score_sample, score_task
+
+TOLERANCE_S = 0.15
+
+
+@pytest.fixture(scope="module", params=["en", "es"])
+def built(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"fdb-{request.param}")
+    return root, full_duplex_bench_samples(root, request.param)
+
+
+def _samples(result: dict) -> dict[str, dict]:
+    return {s["sample"].rsplit("/", 1)[-1]: s for s in result["samples"]}
+
+
+def test_compat_mode_computes_what_the_benchmarks_scripts_print(built):
+    root, _ = built
+    pause = score_task(root / "pause_handling", compat=True)
+    assert pause["summary"] == {"average_take_turn": pytest.approx(2 / 3)}  # an answer after the end counts
+    turn = score_task(root / "smooth_turn_taking", compat=True)
+    latencies = {name: s["latency_s"] for name, s in _samples(turn).items()}
+    # From the annotation (0.1 s after the user's end), the first word's start, a negative latency counted as 0.
+    assert latencies == pytest.approx(
+        {"answers-after-0.8-s": 0.7, "jumps-in": 0.0, "mm-hm-then-answers": 0.1}, abs=0.002
+    )
+    assert turn["summary"]["average_latency"] == pytest.approx(0.8 / 3, abs=0.002)
+    interruption = score_task(root / "user_interruption", compat=True)
+    # Words are transcribed from the interruption's end on: one that talks through it answers "at once".
+    answers = {name: s["latency_s"] for name, s in _samples(interruption).items()}
+    assert answers == pytest.approx({"stops-and-answers": 0.8, "talks-through": 0.0}, abs=0.002)
+    assert interruption["summary"]["average_rating"] is None and "rating.json" in interruption["summary"]["rating_note"]
+
+
+def test_the_default_gives_back_what_was_planted(built):
+    root, planted = built
+    pause = _samples(score_task(root / "pause_handling"))
+    assert pause["answers-after-the-end"]["took_turn"] is False  # no takeover: it waited for the end
+    assert pause["takes-over-in-the-pause"]["where"] == "in the pause"
+    assert pause["takes-over-in-the-pause"]["system_start_s"] == pytest.approx(
+        planted["pause_handling/takes-over-in-the-pause"]["pause"][0] + 0.3, abs=TOLERANCE_S
+    )
+    assert pause["waits"]["took_turn"] is False
+    result = score_task(root / "pause_handling")["summary"]
+    assert result["takeover_rate"]["k"] == 1 and result["takeover_in_pause_rate"]["k"] == 1
+
+    turn = _samples(score_task(root / "smooth_turn_taking"))
+    for name, latency in (("answers-after-0.8-s", 0.8), ("jumps-in", -0.6), ("mm-hm-then-answers", 2.5)):
+        assert turn[name]["latency_s"] == pytest.approx(latency, abs=2 * TOLERANCE_S), name
+    summary = score_task(root / "smooth_turn_taking")["summary"]
+    assert summary["jump_in_rate"]["k"] == 1 and summary["latency_s"]["n"] == 3
+
+    interruption = _samples(score_task(root / "user_interruption"))
+    stops = interruption["stops-and-answers"]
+    assert stops["stopped"] and stops["answered"] and stops["success"]
+    assert stops["stop_latency_s"] == pytest.approx(0.3, abs=2 * TOLERANCE_S)
+    assert stops["latency_s"] == pytest.approx(0.8, abs=2 * TOLERANCE_S)
+    through = interruption["talks-through"]
+    assert not through["stopped"] and not through["answered"] and not through["success"]
+    gone_on = planted["user_interruption/talks-through"]
+    assert through["stop_latency_s"] == pytest.approx(gone_on["system_end"] - gone_on["barge_in"], abs=2 * TOLERANCE_S)
+
+
+def test_bad_sample_folders_are_named_with_the_reason(built, tmp_path):
+    root, _ = built
+    with pytest.raises(SessionError, match="samples of several tasks"):
+        score_task(root)
+    with pytest.raises(SessionError, match="no sample folder"):
+        score_task(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "output.json").write_text(json.dumps({"text": "hi", "chunks": [{"text": "hi"}]}))
+    with pytest.raises(SessionError, match="chunk 0 has no \\[start, end\\] timestamp"):
+        read_words(bad / "output.json")
+    with pytest.raises(SessionError, match="no task annotation"):
+        score_sample(bad)
+    (bad / "output.json").write_text(json.dumps({"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.5, None]}]}))
+    assert read_words(bad / "output.json")[0].end is None  # the benchmark's recogniser leaves some ends null
+    (bad / "pause.json").write_text(json.dumps([{"text": "[PAUSE]"}]))
+    assert score_sample(bad, compat=True)["took_turn"] == 0  # one word: no turn, pause.json unread
+    with pytest.raises(SessionError, match="expected a list of"):
+        score_sample(bad)

@@ -1,0 +1,302 @@
+"""Full-Duplex-Bench's v1 tasks scored on its own sample folders: as its scripts do, or as its definitions mean.
+
+A sample folder holds `input.wav` (the user), `output.wav` (the system), the system's words with times in
+`output.json` (`{"text", "chunks": [{"text", "timestamp": [start, end]}]}`, made by the benchmark's recogniser)
+and the task's annotation: `pause.json` (pause handling), `turn_taking.json` (smooth turn-taking) or
+`interrupt.json` (user interruption).
+
+`compat=True` gives the numbers the benchmark's own scripts print, quirks included: system speech anywhere in the
+output counts as taking the turn, latencies start at the annotation and a negative one counts as 0, the
+latency is the first word's start (whatever came before the user's end), and only means are reported.
+The default reads the same words and annotations, adds the speech activity of both channels (the session's
+timeline), and computes what the task asks: whether the system took a turn before the user had ended (and
+where: before, inside or after the annotated pause), the signed latency from the user's end as heard, how long
+the system went on once interrupted and whether it then answered; every figure a distribution or a rate with
+its interval. docs/realtime.md lists each difference with a sample where it changes the result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trace_eval.sessions.metrics import distribution, rate
+from trace_eval.sessions.segments import Segment
+from trace_eval.sessions.session import SessionError, read_session
+from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
+
+__all__ = ["TASKS", "Word", "read_words", "score_sample", "score_task", "task_of"]
+
+# The benchmark's rule for "the system took the turn": its words span at least TURN_MIN_S, or number more than
+# TURN_MAX_WORDS (fewer, shorter words are a backchannel). Kept in both modes: it is the benchmark's definition.
+TURN_MIN_S = 1.0
+TURN_MAX_WORDS = 3
+TASKS = {
+    "pause.json": "pause_handling",
+    "turn_taking.json": "smooth_turn_taking",
+    "interrupt.json": "user_interruption",
+}
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: float
+    end: float | None  # the benchmark's recogniser leaves some ends null
+
+
+def read_words(path: Path) -> list[Word]:
+    """The system's words from an `output.json`, in the file's order."""
+    data = _json(path)
+    chunks = data.get("chunks") if isinstance(data, dict) else None
+    if not isinstance(chunks, list):
+        raise SessionError(f"{path}: expected {{'text': ..., 'chunks': [{{'text', 'timestamp': [start, end]}}]}}")
+    words = []
+    for k, chunk in enumerate(chunks):
+        stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
+        if not isinstance(stamp, list) or len(stamp) != 2 or not isinstance(stamp[0], int | float):
+            raise SessionError(f"{path}: chunk {k} has no [start, end] timestamp: {chunk!r}")
+        words.append(Word(str(chunk.get("text", "")), float(stamp[0]), None if stamp[1] is None else float(stamp[1])))
+    return words
+
+
+def task_of(folder: Path) -> str:
+    """The task a sample folder belongs to, from the annotation it holds."""
+    found = [task for name, task in TASKS.items() if (folder / name).is_file()]
+    if len(found) != 1:
+        raise SessionError(
+            f"{folder}: {'no' if not found else 'more than one'} task annotation; expected exactly one of "
+            + ", ".join(TASKS)
+        )
+    return found[0]
+
+
+def score_task(
+    root: str | Path, task: str | None = None, *, compat: bool = False, settings: TimelineSettings | None = None
+) -> dict[str, Any]:
+    """Every sample folder under `root` (those holding an `output.json`), scored and summarised."""
+    root = Path(root)
+    folders = sorted(p.parent for p in root.rglob("output.json"))
+    if not folders:
+        raise SessionError(f"{root}: no sample folder (none holds an output.json)")
+    tasks = {task or task_of(folder) for folder in folders}
+    if len(tasks) > 1:
+        raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
+    (task,) = tasks
+    samples = [score_sample(folder, task, compat=compat, settings=settings) for folder in folders]
+    summary = _compat_summary(samples) if compat else _summary(task, samples)
+    return {"task": task, "mode": "full-duplex-bench" if compat else "default", "summary": summary, "samples": samples}
+
+
+def score_sample(
+    folder: str | Path, task: str | None = None, *, compat: bool = False, settings: TimelineSettings | None = None
+) -> dict[str, Any]:
+    folder = Path(folder)
+    task = task or task_of(folder)
+    if task not in TASKS.values():
+        raise SessionError(f"unknown task {task!r}; expected one of {', '.join(TASKS.values())}")
+    words = read_words(folder / "output.json")
+    if compat:
+        return {"sample": str(folder), **_compat_sample(folder, task, words)}
+    _annotations(folder, task)  # a bad annotation is named before any audio is read
+    timeline = make_timeline(read_session(folder), settings)
+    scored = {"pause_handling": _pause, "smooth_turn_taking": _turn_taking, "user_interruption": _interruption}
+    return {"sample": str(folder), **scored[task](folder, words, timeline)}
+
+
+# -- as the benchmark's scripts compute --------------------------------------------------------------------------
+
+
+def _compat_sample(folder: Path, task: str, words: list[Word]) -> dict[str, Any]:
+    notes = []
+    took_turn = False
+    if words:
+        last = words[-1].end if words[-1].end is not None else words[-1].start
+        if words[-1].end is None and task != "pause_handling":
+            notes.append("the last word has no end: the benchmark's script stops with an error on this sample")
+        took_turn = last - words[0].start >= TURN_MIN_S or len(words) > TURN_MAX_WORDS
+    record: dict[str, Any] = {"took_turn": int(took_turn), "notes": notes}
+    if task == "pause_handling":
+        return record  # pause.json is not read
+    annotation = _annotation(folder, task)
+    # turn_taking.json: the start of its span; interrupt.json: the end of the interruption.
+    clock = annotation["timestamp"][0] if task == "smooth_turn_taking" else annotation["timestamp"][1]
+    if took_turn:
+        record["latency_s"] = round(max(0.0, words[0].start - clock), 6)  # a negative latency is counted as 0
+    if task == "user_interruption":
+        record["rating"] = _stored_rating(folder) if took_turn else None
+    return record
+
+
+def _compat_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(values: list[float]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    summary: dict[str, Any] = {"average_take_turn": mean([s["took_turn"] for s in samples])}
+    if any("latency_s" in s for s in samples):
+        summary["average_latency"] = mean([s["latency_s"] for s in samples if "latency_s" in s])
+    if any("rating" in s for s in samples):
+        ratings = [s["rating"] for s in samples if s.get("rating") is not None]
+        summary["average_rating"] = mean(ratings)
+        if len(ratings) < sum(s["took_turn"] for s in samples):
+            summary["rating_note"] = "ratings are read from each sample's rating.json (the benchmark asks GPT-4 " \
+                "Turbo for them); samples without one are left out"  # fmt: skip
+    return summary
+
+
+def _stored_rating(folder: Path) -> int | None:
+    path = folder / "rating.json"
+    if not path.is_file():
+        return None
+    rating = _json(path).get("rating")
+    return rating if isinstance(rating, int) else None
+
+
+# -- as the tasks mean -------------------------------------------------------------------------------------------
+
+
+def _turns(timeline: Timeline, words: list[Word]) -> list[Segment]:
+    """The system's turns (speech activity, silences under turn_gap_s bridged) that take the turn by the
+    benchmark's rule, applied to the words heard inside each turn rather than to the whole output."""
+    taken = []
+    for turn in timeline.turns["system"]:
+        inside = [w for w in words if turn.start - 0.5 <= _middle(w) <= turn.end + 0.5]
+        span = (max(_end(w) for w in inside) - min(w.start for w in inside)) if inside else turn.duration
+        if max(span, turn.duration) >= TURN_MIN_S or len(inside) > TURN_MAX_WORDS:
+            taken.append(turn)
+    return taken
+
+
+def _user_end(timeline: Timeline) -> float | None:
+    return timeline.speech["user"][-1].end if timeline.speech["user"] else None
+
+
+def _pause(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+    pauses = [Segment(*map(float, p["timestamp"])) for p in _annotations(folder, "pause_handling")]
+    user_end = _user_end(timeline)
+    if user_end is None:
+        return {"took_turn": None, "notes": ["no speech on the user's channel"]}
+    early = next((t for t in _turns(timeline, words) if t.start < user_end), None)
+    if early is None:
+        where = None
+    elif any(p.start <= early.start <= p.end for p in pauses):
+        where = "in the pause"
+    elif pauses and early.start < pauses[0].start:
+        where = "before the pause"
+    else:
+        where = "after the pause"
+    return {
+        "took_turn": early is not None,  # before the user had ended: an answer after the end is no takeover
+        "where": where,
+        "system_start_s": None if early is None else round(early.start, 3),
+        "user_end_s": round(user_end, 3),
+        "pauses": [p.record() for p in pauses],
+        "notes": timeline.notes,
+    }
+
+
+def _turn_taking(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+    annotated = float(_annotation(folder, "smooth_turn_taking")["timestamp"][0])
+    user_end = _user_end(timeline)
+    if user_end is None:
+        return {"took_turn": None, "latency_s": None, "notes": ["no speech on the user's channel"]}
+    answer = next((t for t in _turns(timeline, words) if t.end > user_end), None)
+    return {
+        "took_turn": answer is not None,
+        # signed: negative is a jump-in; clock: the user's end as heard
+        "latency_s": None if answer is None else round(answer.start - user_end, 3),
+        "latency_from_annotation_s": None if answer is None else round(answer.start - annotated, 3),
+        "user_end_s": round(user_end, 3),
+        "notes": timeline.notes,
+    }
+
+
+def _interruption(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+    start, end = map(float, _annotation(folder, "user_interruption")["timestamp"])
+    heard = [t for t in timeline.turns["user"] if t.end > start - 0.5 and t.start < end + 0.5]
+    if not heard:
+        return {"stopped": None, "answered": None, "notes": ["no user speech where the interruption is annotated"]}
+    barge_in = Segment(heard[0].start, heard[-1].end)
+    talking = next((s for s in timeline.turns["system"] if s.start < barge_in.start < s.end), None)
+    stop_latency = 0.0 if talking is None else talking.end - barge_in.start
+    stopped = talking is None or talking.end < barge_in.end
+    answer = next((t for t in _turns(timeline, words) if t.start > barge_in.start and t is not talking), None)
+    return {
+        "stopped": stopped,  # fell silent before the user's interruption ended
+        "stop_latency_s": round(stop_latency, 3),  # clock: the interruption's start as heard
+        "answered": answer is not None,
+        "latency_s": None if answer is None else round(answer.start - barge_in.end, 3),  # from its end as heard
+        "success": stopped and answer is not None,
+        "interruption_s": barge_in.record(),
+        "notes": timeline.notes,
+    }
+
+
+def _summary(task: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    def share(key: str) -> dict[str, Any]:
+        known = [s[key] for s in samples if s.get(key) is not None]
+        return rate(sum(bool(v) for v in known), len(known))
+
+    def values(key: str) -> dict[str, Any]:
+        return distribution(s[key] for s in samples if s.get(key) is not None)
+
+    if task == "pause_handling":
+        return {
+            "takeover_rate": share("took_turn"),
+            "takeover_in_pause_rate": rate(
+                sum(s.get("where") == "in the pause" for s in samples), sum(s["took_turn"] is not None for s in samples)
+            ),
+        }
+    if task == "smooth_turn_taking":
+        return {
+            "take_turn_rate": share("took_turn"),
+            "latency_s": values("latency_s"),
+            "jump_in_rate": rate(
+                sum(s["latency_s"] < 0 for s in samples if s.get("latency_s") is not None),
+                sum(s.get("latency_s") is not None for s in samples),
+            ),
+        }
+    return {
+        "stopped_rate": share("stopped"),
+        "stop_latency_s": values("stop_latency_s"),
+        "answered_rate": share("answered"),
+        "latency_s": values("latency_s"),
+        "success_rate": share("success"),
+    }
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+
+def _json(path: Path) -> Any:
+    if not path.is_file():
+        raise SessionError(f"{path}: not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SessionError(f"{path}: not JSON ({e})") from None
+
+
+def _annotations(folder: Path, task: str) -> list[dict[str, Any]]:
+    name = next(n for n, t in TASKS.items() if t == task)
+    found = _json(folder / name)
+    ok = isinstance(found, list) and all(
+        isinstance(a, dict) and isinstance(a.get("timestamp"), list) and len(a["timestamp"]) == 2 for a in found
+    )
+    if not ok or not found:
+        raise SessionError(f"{folder / name}: expected a list of {{..., 'timestamp': [start, end]}}")
+    return found
+
+
+def _annotation(folder: Path, task: str) -> dict[str, Any]:
+    return _annotations(folder, task)[0]  # the benchmark annotates one event per sample and reads the first
+
+
+def _end(word: Word) -> float:
+    return word.end if word.end is not None else word.start
+
+
+def _middle(word: Word) -> float:
+    return (word.start + _end(word)) / 2
