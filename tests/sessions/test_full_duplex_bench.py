@@ -92,3 +92,34 @@ def test_bad_sample_folders_are_named_with_the_reason(built, tmp_path):
     assert score_sample(bad, compat=True)["took_turn"] == 0  # one word: no turn, pause.json unread
     with pytest.raises(SessionError, match="expected a list of"):
         score_sample(bad)
+
+
+def test_the_sessions_command_scores_each_task_and_writes_everything(built, tmp_path, capsys):
+    from trace_eval.cli import main
+
+    root, _ = built
+    out = tmp_path / "scores.json"
+    assert main(["sessions", str(root), "--compat", "full-duplex-bench", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "smooth_turn_taking (3 samples, full-duplex-bench)" in printed and "average_latency" in printed
+    written = json.loads(out.read_text())
+    assert written["mode"] == "full-duplex-bench" and set(written["tasks"]) == {
+        "pause_handling",
+        "smooth_turn_taking",
+        "user_interruption",
+    }
+    assert main(["sessions", str(root / "user_interruption")]) == 0
+    assert "stopped_rate             1 of 2" in capsys.readouterr().out
+    # Plain sessions (no benchmark annotation): the timing over all of them; a folder that is no session is named.
+    plain = tmp_path / "plain"
+    for sample in (root / "smooth_turn_taking").iterdir():
+        (plain / sample.name).mkdir(parents=True)
+        for name in ("input.wav", "output.wav"):
+            (plain / sample.name / name).write_bytes((sample / name).read_bytes())
+    (plain / "lone").mkdir()
+    (plain / "lone" / "x.wav").write_bytes((root / "smooth_turn_taking" / "jumps-in" / "input.wav").read_bytes())
+    assert main(["sessions", str(plain), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "3 sessions" in captured.out and "response_latency_s" in captured.out
+    assert "lone: no session here" in captured.err
+    assert len(json.loads(out.read_text())["timelines"]) == 3

@@ -27,7 +27,7 @@ from trace_eval.sessions.segments import Segment
 from trace_eval.sessions.session import SessionError, read_session
 from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
 
-__all__ = ["TASKS", "Word", "read_words", "score_sample", "score_task", "task_of"]
+__all__ = ["TASKS", "Word", "read_words", "score_sample", "score_task", "summarise", "task_of"]
 
 # The benchmark's rule for "the system took the turn": its words span at least TURN_MIN_S, or number more than
 # TURN_MAX_WORDS (fewer, shorter words are a backchannel). Kept in both modes: it is the benchmark's definition.
@@ -86,8 +86,13 @@ def score_task(
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
     (task,) = tasks
     samples = [score_sample(folder, task, compat=compat, settings=settings) for folder in folders]
-    summary = _compat_summary(samples) if compat else _summary(task, samples)
+    summary = summarise(task, samples, compat=compat)
     return {"task": task, "mode": "full-duplex-bench" if compat else "default", "summary": summary, "samples": samples}
+
+
+def summarise(task: str, samples: list[dict[str, Any]], *, compat: bool = False) -> dict[str, Any]:
+    """The figures over a task's scored samples: the benchmark's means (compat), or distributions and rates."""
+    return _compat_summary(samples) if compat else _summary(task, samples)
 
 
 def score_sample(
