@@ -90,6 +90,13 @@ def _folder(folder: Path) -> Session:
                 annotations[name] = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise SessionError(f"{path}: not JSON ({e})") from None
+    if (folder / "session.json").is_file():  # the live client's layout: its manifest names the files
+        from trace_eval.sessions.live import read_manifest
+
+        user_path, system_path, recorded = read_manifest(folder)
+        user, user_rate = _mono(user_path)
+        system, system_rate = _mono(system_path)
+        return _made(folder.name, user, user_rate, system, system_rate, "live", {**annotations, **recorded})
     if (folder / "input.wav").is_file() and (folder / "output.wav").is_file():
         user, user_rate = _mono(folder / "input.wav")
         system, system_rate = _mono(folder / "output.wav")
