@@ -12,8 +12,21 @@ transcripts are compared character by character (a character error rate rather t
 from __future__ import annotations
 
 import difflib
+import functools
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["LANGUAGES", "WITHOUT_SPACES", "characters", "code_problem", "language_name", "separates_words"]
+__all__ = [
+    "LANGUAGES",
+    "TEXT_MIN_LETTERS",
+    "WITHOUT_SPACES",
+    "TextLanguage",
+    "characters",
+    "code_problem",
+    "language_name",
+    "separates_words",
+    "text_language",
+]
 
 # Whisper's languages (openai/whisper tokenizer.py), in its order: code -> English name.
 LANGUAGES: dict[str, str] = {
@@ -173,3 +186,40 @@ def code_problem(value: object) -> str | None:
             meant = by_name[close[0]] if close else None
     hint = f"; did you mean {meant!r} ({LANGUAGES[meant]})?" if meant else ""
     return f"{value!r} is not a language code Whisper knows (ISO 639-1, e.g. en, es, fr, zh){hint}"
+
+
+# -- the language a text is written in ------------------------------------------------------------------
+
+TEXT_MIN_LETTERS = 8  # fewer letters than this say nothing of a text's language ("Di", "hola")
+
+
+@dataclass(frozen=True)
+class TextLanguage:
+    """The language a text reads as: py3langid's (langid.py's model) over Whisper's languages."""
+
+    code: str  # Whisper's code
+    probability: float  # the identifier's probability of it, over Whisper's languages
+
+
+@functools.lru_cache(maxsize=1)
+def _identifier() -> Any:
+    """langid.py's model (py3langid), told to choose among the languages Whisper knows only: a text is compared
+    with a clip's detected language, and the model's many close dialects (Aragonese, Extremaduran, Galician
+    beside Spanish) would share out the probability of the language meant."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    identifier.set_languages([code for code in LANGUAGES if code in identifier.labels])
+    return identifier
+
+
+def text_language(text: str | None) -> TextLanguage | None:
+    """The language `text` reads as, with its probability; None for a text of fewer than TEXT_MIN_LETTERS letters.
+
+    Its probability is calibrated enough to stand on: on the Asterisk prompts' transcripts of three words or more
+    (282 English, 232 Spanish, 276 French), every text read at 0.5 or more (725 of 790) was read right."""
+    letters = sum(c.isalpha() for c in text or "")
+    if letters < TEXT_MIN_LETTERS:
+        return None
+    code, probability = _identifier().classify(text)
+    return TextLanguage(str(code), round(float(probability), 3))

@@ -135,25 +135,88 @@ def test_requests_to_answer_in_a_language(instruction, language, asked):
     assert asked_language(read_instruction(instruction).manner, language) == asked
 
 
-def test_a_detection_the_written_instruction_contradicts_is_not_believed():
-    # Whisper base hears espeak-ng's Spanish as Thai: the text, in Latin letters, says it is not Thai.
+def test_a_detection_the_written_instruction_contradicts_gives_way_to_the_text():
+    # Whisper base hears espeak-ng's Spanish as Thai: the text, in Latin letters, says it is not Thai, and reads
+    # as Spanish.
     heard = {"language": {"code": "th", "probability": 0.79, "source": "detected"}}
     language = instruction_language({}, heard, 'Di "Su mensaje ha sido guardado."')
-    assert language is not None and language.code is None
-    assert (
-        language.reason == "detected as Thai (th), which is not written in the latin script of the instruction's text"
-    )
+    assert language is not None and (language.code, language.source) == ("es", "text")
+    assert language.probability is not None and language.probability >= 0.5
+    assert language.evidence == "detected as Thai (th), not written in the latin script of its text"
     answer = verdict(
         'Di "Su mensaje ha sido guardado."',
         said("Su mensaje ha sido guardado.", "es"),
         said("Votre message a été sauvegardé.", "fr"),
         language,
     )
-    assert answer["content"] == "1"  # on the quoted words alone: neither answer is held to Thai
-    assert "manner asked: not understood" in answer["undetermined"]["paralinguistics"]
+    assert answer["content"] == "1" and "in French, not Spanish expected" in answer["reasoning"]
+    assert answer["paralinguistics"] == "both_good"  # read with the Spanish table: no manner asked
+    # A text too short to tell: the detection is refused and nothing takes its place.
+    short = instruction_language({}, heard, 'Di "Hola"')
+    assert short is not None and short.code is None
+    assert short.reason == (
+        "detected as Thai (th), not written in the latin script of its text; its text too short to tell"
+    )
     # Where the text is in the detected language's script, or declared, the language stands.
     assert instruction_language({}, heard, "พูดว่า สวัสดี").code == "th"
     assert instruction_language({"instruction_language": "es"}, heard, "Di hola").code == "es"
+
+
+def test_an_unsure_detection_gives_way_to_a_text_that_reads_surely_as_one_language():
+    # espeak-ng's Spanish, slowed, heard as Latin at 0.46: no language held against an English answer that says
+    # the cognates of the quoted sentence ("conference", "extended") before the text was read.
+    heard = {"language": {"code": "la", "probability": 0.46, "source": "detected"}, "agent_response": "di la"}
+    text = "Di «La conferencia ha sido extendida.»"
+    language = instruction_language({}, heard, text)
+    assert language is not None and (language.code, language.source) == ("es", "text")
+    assert language.describe() == (
+        "Spanish (es), read from the instruction's text with probability 0.82 "
+        "(its audio: Latin (la), detected with probability 0.46)"
+    )
+    right = said("La conferencia ha sido extendida.", "es", 0.77)
+    english = said("The conference has been extended.", "en", 0.99)
+    answer = verdict(text, english, right, language)
+    assert answer["content"] == "2", answer["reasoning"]
+    assert "response 1 in English, not Spanish expected" in answer["reasoning"]
+    # A detection that is sure, and that a sure text contradicts (espeak-ng's Spanish heard as Finnish at 0.80).
+    finnish = {"language": {"code": "fi", "probability": 0.8, "source": "detected"}}
+    told = instruction_language({}, finnish, text)
+    assert told is not None and (told.code, told.source) == ("es", "text")
+    assert "its audio: Finnish (fi), detected with probability 0.80, while its text reads as Spanish" in told.describe()
+    # A sure detection the text agrees with stands as detected.
+    spanish = {"language": {"code": "es", "probability": 0.9, "source": "detected"}}
+    assert instruction_language({}, spanish, text).source == "detected"
+
+
+def test_where_neither_audio_nor_text_tells_the_language_an_answer_is_not_passed_on_its_words():
+    heard = {"language": {"code": "es", "probability": 0.27, "source": "detected"}}
+    text = "Di «La conferencia»"  # too short for its language to be read
+    language = instruction_language({}, heard, text)
+    assert language is not None and language.code is None
+    assert language.reason == (
+        "its audio: Spanish (es), detected with probability 0.27; its text read as Spanish (es) only with "
+        "probability 0.28"
+    )
+    english = said("The conference.", "en", 0.99)
+    silent = said("", None)
+    answer = verdict(text, english, silent, language)
+    assert answer["content"] is None  # not "1": response 1 says the cognate, but in which language was it asked?
+    assert (
+        "the instruction's language could not be told, so response 1 may not be in it"
+        in (answer["undetermined"]["content"])
+    )
+    wrong = verdict(text, said("Good night to you all.", "en", 0.99), silent, language)
+    assert wrong["content"] == "both_bad"  # an answer that does not say the words fails in any language
+
+
+def test_a_spoken_instruction_whose_audio_is_unsure_is_read_from_its_transcript():
+    heard = {
+        "language": {"code": "es", "probability": 0.27, "source": "detected"},
+        "agent_response": "Di, la conferencia ha sido extendida.",
+    }
+    language = instruction_language({}, heard, None)
+    assert language is not None and (language.code, language.source) == ("es", "transcript")
+    assert "its audio: Spanish (es), detected with probability 0.27" in language.describe()
 
 
 # -- manner requests per language ------------------------------------------------------------------------

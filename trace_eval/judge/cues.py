@@ -144,7 +144,11 @@ __all__ = [
 # in another language than asked fails Content, manner requests read per language.
 # 9: prosody requests decided from agent_prosody (prosody_rules.py): a stressed word, a question or a statement,
 # a pause after each word, louder / quieter / higher / lower along the answer (English instructions).
-CUES_VERSION = "9"
+# 10: the instruction's language read from its text where its audio cannot tell it; where neither can, an answer
+# that says the words is not passed on them; a spoken instruction's words to say read from its transcript
+# ("Di la conferencia ..."); an answer longer than `content_max_s` fails Content; a response whose audio is
+# empty or broken (`answer_failed`) fails every dimension.
+CUES_VERSION = "10"
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,9 @@ class Thresholds:
     content_min_recall: float = 0.2  # share of the quoted words (weighted by letters) said, in order
     content_min_length: float = 0.75  # transcript letters over quoted letters
     content_word_match: float = 0.8  # spelling similarity at which a heard word counts as the quoted one
+    # An answer longer than this (seconds) fails Content whatever it says: no listener waits through it for the
+    # answer to one instruction (a rambling answer is a wrong one, not one whose content is unknown).
+    content_max_s: float = 300.0
     # Voice quality, DNSMOS MOS (1-5), fitted on scripts/make_calibration.py's set (docs/calibration.md).
     quality_min_p808: float = 2.7  # P.808 overall
     quality_min_background: float = 1.45  # personalised background (noise) quality, BAK
@@ -175,7 +182,8 @@ class Thresholds:
     low_max_hz: float = 90.0
     emotion_min_score: float = 0.3  # or the top-scoring class
     pace_change_min_ratio: float = 1.8  # later over earlier speaking rate (or its inverse)
-    language_min_probability: float = 0.5  # a detected language less sure than this is not held against an answer
+    # A detected language less sure than this is not held against an answer (nor an instruction's read from its text).
+    language_min_probability: float = languages.MIN_PROBABILITY
     prosody: ProsodyThresholds = ProsodyThresholds()  # stressed words, endings, pauses, changes (prosody_rules.py)
 
 
@@ -327,6 +335,11 @@ def typed_tie(ok1: bool, ok2: bool, better: str | None = None) -> str:
     return fusion.label_of(ok1, ok2)
 
 
+def _duration(blueprint: dict | None) -> float | None:
+    value = (blueprint or {}).get("duration_s")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _get(blueprint: dict | None, group: str, key: str) -> float | None:
     section = (blueprint or {}).get(group)
     value = section.get(key) if isinstance(section, dict) else None
@@ -410,6 +423,12 @@ def judge_content(
     notes, missing = [], []
     for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
         transcript = (bp or {}).get("agent_response")
+        duration = _duration(bp)
+        if duration is not None and duration > t.content_max_s:
+            # Whatever it says, and however unsure its transcript: no listener waits this long for one answer.
+            oks.append(False)
+            notes.append(f"response {n} runs {duration:.0f} s, past the {t.content_max_s:g} s an answer may take")
+            continue
         if transcript is None or doubt:
             oks.append(None)
             what = doubt or "transcript unmeasured"
@@ -435,6 +454,11 @@ def judge_content(
         in_language, heard = languages.heard_in(asked, bp, t.language_min_probability)
         if in_language is False:
             oks[-1] = False  # an answer in another language than asked fails whatever it says
+        elif oks[-1] and asked.language is None and asked.instruction == languages.ASKED_UNKNOWN:
+            # Words said are no pass when the language they had to be said in is not known: an English answer
+            # says most of a Spanish sentence's cognates ("conference", "extended").
+            oks[-1] = None
+            missing.append(f"the instruction's language could not be told, so response {n} may not be in it")
         if heard:
             notes.append(f"response {n} {heard}")
     rule = "no quoted words: only speech presence is evidence"
@@ -896,6 +920,7 @@ MARGIN_SCALES = {
     "emotion_min_score": 0.15,
     "pace_change_min_ratio": 0.3,
     "language_min_probability": 0.15,  # the detector's probability of the language heard
+    "content_max_s": 60.0,  # seconds past the longest answer
 }
 SURE_MARGIN = 3.0  # a response with no speech at all: no threshold decides it
 DEFAULT_MARGIN = 1.0  # Paralinguistics with no cue word: both acceptable by default, not by measurement
@@ -953,10 +978,14 @@ def content_margin(
     quoted = _words(read.quoted, language)
     asked = languages.expected(read.manner, language)
     margins: list[Margin] = []
+    unknown_language = asked.language is None and asked.instruction == languages.ASKED_UNKNOWN
     for bp, doubt in zip((bp1, bp2), doubts, strict=True):
         transcript = (bp or {}).get("agent_response")
         spoken = _language_check(asked, bp, t)
-        if transcript is not None and not transcript.strip():
+        duration = _duration(bp)
+        if duration is not None and duration > t.content_max_s:
+            margins.append(_distance(duration, "content_max_s", t))
+        elif transcript is not None and not transcript.strip():
             margins.append(SURE_MARGIN)
         elif spoken and not spoken[0][0]:
             margins.append(spoken[0][1])  # in another language than asked: as sure as that detection
@@ -978,8 +1007,9 @@ def content_margin(
                 (recall >= t.content_min_recall, below),
                 (length >= t.content_min_length, _distance(length, "content_min_length", t)),
             ]
-            if asked.translating and not all(ok for ok, _ in checks):
-                margins.append(None)  # the quoted words may be to translate: not saying them decides nothing
+            if (asked.translating or unknown_language) and all(ok for ok, _ in checks) != asked.translating:
+                # to translate, not saying them decides nothing; in a language not known, saying them decides nothing
+                margins.append(None)
                 continue
             margins.append(_response_margin(checks + spoken, False))
     return _pair_margin(margins)
@@ -1137,6 +1167,22 @@ def cue_confidence(
 # -- the backbone ----------------------------------------------------------------------
 
 
+def spoken_words(transcript: str, language: str | None, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[str, str] | None:
+    """A spoken instruction's transcript with its words to say in quotation marks, and the lead-in that told them
+    ("Di, la conferencia ha sido extendida." -> 'di "la conferencia ha sido extendida"', "di"); None where it
+    quotes them already, does not begin as an instruction that gives them, or asks for more than saying them (a
+    manner or a language after the lead-in: "say potato in a British accent" is left as it is)."""
+    if not transcript or read_instruction(transcript).quoted:
+        return None
+    found = languages.spoken_quote(transcript, language)
+    if found is None:
+        return None
+    quoted, lead, code = found
+    if paralinguistic_cues(quoted, t, code) or languages.asked_language(quoted, code):
+        return None
+    return f'{lead} "{quoted}"', lead
+
+
 def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     """The verdict document for one case, reasoning included; `undetermined` names each dimension left null."""
     # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
@@ -1157,7 +1203,12 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     language = languages.reading_language(case.instruction_language, thresholds.language_min_probability)
+    spoken = None if (case.instruction_text or "").strip() else spoken_words(instruction, language, thresholds)
+    if spoken is not None:
+        instruction, lead = spoken
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts, language)
+    if spoken is not None:
+        why_c = f"words to say read from the instruction's transcript, after “{lead}”; {why_c}"
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction, language)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts, language)
     reasoning = (

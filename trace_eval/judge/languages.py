@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from trace_eval.languages import language_name
+from trace_eval.languages import language_name, text_language
 from trace_eval.text import fold
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "not_understood",
     "reading_language",
     "reads_english",
+    "spoken_quote",
 ]
 
 # The instruction's language was recorded but could not be told (ISO 639-2's code for "undetermined").
@@ -77,6 +78,9 @@ class ClipLanguage:
     # The language its transcript was decoded in (`asr.language`): English where the recogniser knows English
     # only, or where a detection too unsure fell back to it.
     decoded: str | None = None
+    # An instruction's: what the other evidence said, beside the one that decided ("its audio: Latin (la),
+    # detected with probability 0.46"); None where nothing else was read.
+    evidence: str | None = None
 
     @classmethod
     def of(cls, blueprint: dict | None) -> ClipLanguage | None:
@@ -101,7 +105,9 @@ class ClipLanguage:
         """Known, and declared or detected at least as surely as `min_probability`."""
         if self.code is None:
             return False
-        return self.source == "declared" or self.probability is None or self.probability >= min_probability
+        if self.source in ("declared", "text", "transcript"):  # a text's language is kept only when sure
+            return True
+        return self.probability is None or self.probability >= min_probability
 
     def describe(self) -> str:
         """ "Spanish (es), detected with probability 0.93", "French (fr), declared", or why it is unknown."""
@@ -110,7 +116,9 @@ class ClipLanguage:
         if self.source == "declared":
             return f"{name(self.code)} ({self.code}), declared"
         sure = f" with probability {self.probability:.2f}" if self.probability is not None else ""
-        return f"{name(self.code)} ({self.code}), detected{sure}"
+        how = {"text": "read from the instruction's text", "transcript": "read from the instruction's transcript"}
+        told = f"{name(self.code)} ({self.code}), {how.get(self.source or '', 'detected')}{sure}"
+        return told + (f" ({self.evidence})" if self.evidence else "")
 
 
 def _null_reason(blueprint: dict) -> str | None:
@@ -165,29 +173,77 @@ def script_of(text: str) -> str | None:
     return found.most_common(1)[0][0]
 
 
+# A detected language less sure than this is not held against an answer (the cues rules' default,
+# `Thresholds.language_min_probability`), and a text's language less sure than this tells nothing.
+MIN_PROBABILITY = 0.5
+
+
 def instruction_language(
-    declared: dict[str, Any], blueprint: dict | None, text: str | None = None
+    declared: dict[str, Any],
+    blueprint: dict | None,
+    text: str | None = None,
+    min_probability: float = MIN_PROBABILITY,
 ) -> ClipLanguage | None:
-    """The instruction's language: declared by the manifest (`instruction_language`, the item's
-    `Pair.languages`), else its blueprint's; None when neither records one. A detection the written
-    instruction (`text`) contradicts, a language not written in the script of that text (synthetic Spanish
-    heard as Thai), is not known."""
+    """The instruction's language, and which evidence told it:
+
+    1. declared by the manifest (`instruction_language`, the item's `Pair.languages`);
+    2. else detected from its audio, when the detection is sure (`min_probability`) and the written instruction
+       (`text`) does not contradict it: a text in another script (synthetic Spanish heard as Thai), or a text
+       that reads surely as another language (espeak-ng's Spanish heard as Finnish at 0.80);
+    3. else read from the written instruction, when it reads surely as one language (`text_language`);
+    4. else, an instruction with no written text, read from its transcript, when that reads surely as one
+       language (a transcript is written in the language it was decoded in, so it is read only where the
+       audio could not tell);
+    5. else not known (`code` None), with what the audio and the text said.
+
+    None when nothing records a language: no declaration, and a blueprint made before languages were (or no
+    spoken instruction)."""
     code = declared.get("instruction_language")
     if isinstance(code, str) and code:
         return ClipLanguage(code, None, "declared", None, code)
-    language = ClipLanguage.of(blueprint)
-    script = script_of(text or "")
-    if language is None or language.code is None or script is None:
-        return language
-    if script not in SCRIPTS.get(language.code, frozenset({"LATIN"})):
-        return ClipLanguage(
-            None,
-            None,
-            None,
-            f"detected as {name(language.code)} ({language.code}), which is not written in the {script.lower()} "
-            "script of the instruction's text",
+    audio = ClipLanguage.of(blueprint)
+    if audio is None:
+        return None
+    written = (text or "").strip()
+    script = script_of(written)
+    read = text_language(written) if written else None
+    sure_text = read if read is not None and read.probability >= min_probability else None
+    heard = f"its audio: {audio.describe()}" if audio.code else f"its audio: {audio.reason or 'no language told'}"
+    if audio.code and script is not None and script not in SCRIPTS.get(audio.code, frozenset({"LATIN"})):
+        refused = (
+            f"detected as {name(audio.code)} ({audio.code}), not written in the {script.lower()} script of its text"
         )
-    return language
+    elif audio.code and sure_text is not None and sure_text.code != audio.code and audio.trusted(min_probability):
+        refused = f"{heard}, while its text reads as {name(sure_text.code)} ({sure_text.code})"
+    elif audio.trusted(min_probability):
+        return audio
+    else:
+        refused = ""
+    if sure_text is not None:
+        return replace(
+            audio,
+            code=sure_text.code,
+            probability=sure_text.probability,
+            source="text",
+            reason=None,
+            evidence=refused or heard,
+        )
+    if not written and audio.code is not None:
+        transcript = (blueprint or {}).get("agent_response")
+        quality = (blueprint or {}).get("transcript_quality")
+        trusted = not (isinstance(quality, dict) and quality.get("reliable") is False)
+        said = text_language(transcript) if isinstance(transcript, str) and trusted else None
+        if said is not None and said.probability >= min_probability:
+            return replace(audio, code=said.code, probability=said.probability, source="transcript", evidence=heard)
+    if not refused and (audio.code is None or not written):
+        return audio  # the audio's own reading, unsure or unknown: reading_language says what follows
+    texts = (
+        "its text too short to tell"
+        if read is None
+        else f"its text read as {name(read.code)} ({read.code}) only with probability {read.probability:.2f}"
+    )
+    # Refused, the audio's decoding language says nothing either (not read as English by default).
+    return ClipLanguage(None, None, None, f"{refused or heard}; {texts}", None if refused else audio.decoded, heard)
 
 
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:
@@ -527,6 +583,44 @@ def manner_requests(text: str, language: str) -> list[str] | None:
         if not known and f"{word} (a manner)" not in asked:
             asked.append(f"{word} (a manner)")
     return asked
+
+
+# -- the words to say, in a spoken instruction ------------------------------------------------------------
+
+# How an instruction that gives the words to say begins, per language, matched on `fold`ed text: "say ...",
+# "di ...", "dis ...", "sag ...", "说 ...". A transcript has no quotation marks: what follows the lead-in (or a
+# colon after it) is the words to say.
+SAY_LEADS: dict[str, str] = {
+    "en": r"^(?:(?:please|now|okay|ok)\W+)*(?:(?:can|could|would|will) you\s+)?(?:repeat after me|repeat|say|read out|"
+    r"read aloud|read)\b",
+    "es": r"^(?:(?:por favor|ahora)\W+)*(?:repite|repita|repitan|di|diga|digan|dime|lee|lea)\b",
+    "fr": r"^(?:(?:s'il (?:te|vous) plait|maintenant)\W+)*(?:repete|repetez|dis|dites|lis|lisez)\b",
+    "de": r"^(?:(?:bitte|jetzt)\W+)*(?:sag|sage|sagen sie|wiederhole|wiederholen sie|lies|lesen sie)\b",
+    "zh": r"^(?:请|請)?(?:跟我说|跟我說|重复|重複|说|說|读|讀)",
+}
+
+
+def spoken_quote(transcript: str, language: str | None) -> tuple[str, str, str] | None:
+    """(the words to say, the lead-in, the language whose lead-in it is) of a spoken instruction's transcript
+    that begins as one that gives them ("Say the conference has been extended", "Di: la conferencia ..."); None
+    when it does not. Read with the instruction language's lead-ins, or every language's where it is not known.
+    The words to say are what follows the lead-in, or a colon after it."""
+    codes = [language] if language in SAY_LEADS else list(SAY_LEADS)
+    if language is None:
+        codes = ["en"]  # a language never recorded is read as English
+    for code in codes:
+        folded = fold(transcript, code).strip()
+        match = re.match(SAY_LEADS[code], folded)
+        if not match:
+            continue
+        rest = folded[match.end() :]
+        lead, colon, after = rest.partition(":")
+        quoted = after if colon else rest
+        lead = folded[: match.end()] + (lead if colon else "")
+        quoted = re.sub(r"[\"“”«»]", " ", quoted).strip(" ,.;!?")
+        if sum(ch.isalnum() for ch in quoted) >= 2:
+            return quoted, lead.strip(" ,"), code
+    return None
 
 
 # -- the language an answer is asked in ------------------------------------------------------------
