@@ -164,6 +164,8 @@ def test_what_cannot_be_set_up_fails_at_once_naming_the_url_and_writes_nothing(s
         with pytest.raises(LiveError, match=f"{server.url}: the system refused the declaration .*8000.*this system"):
             record_session(server.url, user, out, sample_rate=8000)
     assert not out.exists() and not (tmp_path / "sessions").exists()
+    with pytest.raises(LiveError, match="sample rate 11025: a 20 ms frame must be a whole number of samples"):
+        record_session(url, user, out, sample_rate=11025)
     out.mkdir(parents=True)
     with pytest.raises(LiveError, match="already exists"):
         record_session(url, user, out)

@@ -83,6 +83,11 @@ def record_session(
     settings = settings or LiveSettings()
     if changes:
         settings = LiveSettings(**{**asdict(settings), **changes})
+    if settings.sample_rate <= 0 or settings.sample_rate * FRAME_MS % 1000:
+        raise LiveError(f"sample rate {settings.sample_rate}: a {FRAME_MS} ms frame must be a whole number of samples")
+    if settings.tail_s < 0 or settings.setup_timeout_s <= 0:
+        raise LiveError(f"tail {settings.tail_s} s, setup timeout {settings.setup_timeout_s} s: the tail cannot be "
+                        "negative, the timeout must be more than 0")  # fmt: skip
     out = Path(out)
     if out.exists():
         raise LiveError(f"{out}: already exists; a session is written to a new folder")
@@ -201,11 +206,13 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
         played_until = 0  # in samples on the session clock: where the audio received so far stops playing
         try:
             async for message in ws:
+                if closing:
+                    break  # what arrives after the client closed is after the session's end
                 arrived = time.monotonic() - zero
                 if isinstance(message, str):
                     log("text_received", text=message)
                     continue
-                samples = np.frombuffer(message[: len(message) // 2 * 2], dtype="<i2")
+                samples = np.frombuffer(message[: len(message) // 2 * 2], dtype="<i2")  # an odd byte is no sample
                 at = max(round(arrived * rate), played_until)
                 played_until = at + len(samples)
                 chunks.append((at, samples))
@@ -217,12 +224,15 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
             log("closed", by="system", code=ws.close_code, reason=ws.close_reason or "")
 
     receiving = asyncio.create_task(receive())
-    await send()
-    if not receiving.done():
-        closing = True
-        log("closed", by="client", code=1000, reason="the tail after the user's audio is over")
-        await ws.close()
-    await receiving
+    try:
+        await send()
+        if not receiving.done():
+            closing = True
+            log("closed", by="client", code=1000, reason="the tail after the user's audio is over")
+            await ws.close()
+        await receiving
+    finally:
+        receiving.cancel()  # when sending failed: nothing is left running
     end = next(e["t"] for e in reversed(events) if e["event"] == "closed") - zero
     for e in events:
         e["t"] -= zero
