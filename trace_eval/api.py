@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trace_eval.judge.options import JudgeOptions
+from trace_eval.languages import code_problem
 from trace_eval.rubrics import DEFAULT_RUBRIC
 from trace_eval.stage1.clips import AudioInput, ClipFolder
 
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 # One pair for compare_many: (instruction, a, b), (instruction, a, b, instruction_text), or a mapping with the
-# keys instruction, a, b and optionally instruction_text, id, model_a, model_b.
+# keys instruction, a, b and optionally instruction_text, instruction_language, id, model_a, model_b.
 PairInput = Sequence[Any] | Mapping[str, Any]
 # compare_many's progress: a bar on stderr (True), none (False), or progress(done, total) after each verdict.
 Progress = bool | Callable[[int, int], Any]
@@ -153,7 +154,8 @@ class Judge:
         self.prompt = self.setup.prompt
         self.profile = profile
         self.device = device
-        self._blueprints: dict[str, dict] = {}  # clip -> blueprint, once Stage 1 gave it (a clip is its content)
+        # (clip, declared language or "") -> blueprint, once Stage 1 gave it (a clip is its content)
+        self._blueprints: dict[tuple[str, str], dict] = {}
         self.calls = 0  # answers asked of the backbone, over every compare
         self.cache_hits = 0  # answers read from the answer cache
         self.stage1_runs = 0  # times Stage 1 ran (for clips this judge had no blueprint of yet)
@@ -174,14 +176,18 @@ class Judge:
         id: str | None = None,
         model_a: str | None = None,
         model_b: str | None = None,
+        instruction_language: str | None = None,
     ) -> Verdict:
         """The verdict on one pair: `instruction` (its audio, or None with `instruction_text`), answers `a`, `b`.
 
-        Audio is a path, the bytes of an audio file, or (samples, sample rate). A clip without a blueprint
-        (its extraction failed) raises MissingBlueprintsError naming why.
+        Audio is a path, the bytes of an audio file, or (samples, sample rate). `instruction_language` declares
+        the instruction's language (Whisper's code: "es", "fr" ...), as a manifest's `instruction_language`
+        does: its audio is transcribed in it and the answers are held to it (the answers' own language is
+        detected). A code Whisper does not know raises ValueError naming the one meant. A clip without a
+        blueprint (its extraction failed) raises MissingBlueprintsError naming why.
         """
         item = {"instruction": instruction, "a": a, "b": b, "instruction_text": instruction_text, "id": id}
-        item |= {"model_a": model_a, "model_b": model_b}
+        item |= {"model_a": model_a, "model_b": model_b, "instruction_language": instruction_language}
         return _run_sync(self._compare_one(item))
 
     async def acompare(
@@ -194,10 +200,11 @@ class Judge:
         id: str | None = None,
         model_a: str | None = None,
         model_b: str | None = None,
+        instruction_language: str | None = None,
     ) -> Verdict:
         """`compare` in a running event loop."""
         item = {"instruction": instruction, "a": a, "b": b, "instruction_text": instruction_text, "id": id}
-        item |= {"model_a": model_a, "model_b": model_b}
+        item |= {"model_a": model_a, "model_b": model_b, "instruction_language": instruction_language}
         return await self._compare_one(item, close=False)
 
     async def _compare_one(self, item: dict[str, Any], close: bool = True) -> Verdict:
@@ -314,6 +321,9 @@ class Judge:
             text = item.get("instruction_text")
             if item.get("instruction") is None and not text:
                 raise ValueError("a pair needs its instruction: its audio, or instruction_text")
+            language = item.get("instruction_language")
+            if language is not None and code_problem(language):
+                raise ValueError(f"instruction_language: {code_problem(language)}")
             clips: dict[str, str | None] = {}
             names: dict[str, str] = {}
             problems = []
@@ -344,6 +354,7 @@ class Judge:
                 audio2_path=clips["b"],
                 model_a=item.get("model_a"),
                 model_b=item.get("model_b"),
+                languages={"instruction_language": language} if language else {},
             )
             if pair.id in given.names or pair.id in given.unreadable:
                 raise ValueError(f"two pairs have the id {pair.id!r}; give each pair its own")
@@ -360,29 +371,39 @@ class Judge:
 
     def _stage1(self, given: _Given, strict: bool) -> _Stage1:
         """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
-        from trace_eval.judge.runner import Blueprints, MissingBlueprintsError
+        from trace_eval.judge.runner import Blueprints, MissingBlueprintsError, with_failed_answers
 
         if not self.prompt.needs_blueprints:
             return _Stage1(None, self.clips.root)
         readable = [pair for pair in given.pairs if pair.id not in given.unreadable]
+        # Each clip with the language it is declared in ("": detected): a declared instruction has a blueprint
+        # of its own, decoded in that language.
+        declared = {clip: code for pair in readable for clip, code in pair.declared_languages().items() if code}
         clips = list(dict.fromkeys(c for pair in readable for c in pair.audio_paths()))
         failures: dict[str, str] = {}
-        wanted = [c for c in clips if c not in self._blueprints]
-        if wanted:
+        wanted = [c for c in clips if (c, declared.get(c, "")) not in self._blueprints]
+        for language in dict.fromkeys(declared.get(c, "") for c in wanted):
             from trace_eval.stage1.pipeline import BlueprintOptions
 
-            found, failures, summary = self.clips.blueprints(
-                wanted, BlueprintOptions(device=self.device, profile=self.profile, progress=False)
+            found, failed, summary = self.clips.blueprints(
+                [c for c in wanted if declared.get(c, "") == language],
+                BlueprintOptions(device=self.device, profile=self.profile, progress=False),
+                language or None,
             )
+            failures |= failed
             self.stage1_runs += 1
             self.blueprints_made += summary.computed
-            self._blueprints.update({clip: bp for clip, bp in found.items() if bp is not None})
+            self._blueprints.update({(clip, language): bp for clip, bp in found.items() if bp is not None})
+        found = {c: self._blueprints.get((c, declared.get(c, ""))) for c in clips}
+        # An answer whose audio does not decode loses its pair, as on the command line.
+        found = with_failed_answers(found, failures, readable, self.clips.root)
+        failures = {c: why for c, why in failures.items() if found.get(c) is None}
         if strict and failures:
             # Named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
             names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}
             named = {names[c]: _in_words(reason, self.clips.root, c, names[c]) for c, reason in failures.items()}
             raise MissingBlueprintsError(self.clips.root, list(named), named)
-        view = Blueprints({c: self._blueprints.get(c) for c in clips}, failures)
+        view = Blueprints(found, failures)
         return _Stage1(view, self.clips.root)
 
 
@@ -432,7 +453,16 @@ def _in_words(reason: str, root: Path, clip: str, name: str) -> str:
 
 def _pair_item(n: int, given: PairInput) -> dict[str, Any]:
     if isinstance(given, Mapping):
-        unknown = set(given) - {"instruction", "a", "b", "instruction_text", "id", "model_a", "model_b"}
+        unknown = set(given) - {
+            "instruction",
+            "a",
+            "b",
+            "instruction_text",
+            "instruction_language",
+            "id",
+            "model_a",
+            "model_b",
+        }
         if unknown:
             raise ValueError(f"pair {n}: unknown keys {', '.join(sorted(unknown))}")
         item = dict(given)

@@ -65,7 +65,7 @@ def test_evaluate_reports_agreement_per_language(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["judge", "--bench", str(bench), "--model", "cues", "--out", str(run), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "language: responses en 4, es 4, fr 4; 6 of 12 in another language than their instruction's" in printed
+    assert "language: response clips en 4, es 4, fr 4; 6 of 12 in another language than their instruction's" in printed
     records = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     # The answer in the instruction's language beats the same sentence in another: every item, either order.
     assert {r["id"]: r["verdicts"]["content"] for r in records} == {

@@ -326,15 +326,16 @@ def test_the_prompts_state_each_clips_language_and_mark_one_that_differs():
 
 def test_the_run_summary_counts_the_languages_heard():
     spanish = ClipLanguage("es", 0.97, "detected")
+    hello = said("Hello.", "en")
     heard = language_summary(
         [
-            (spanish, said("Hola.", "es")),
-            (spanish, said("Hello.", "en")),
-            (spanish, {**said("...", None), "language": None}),
+            ("a/1.wav", spanish, said("Hola.", "es")),
+            ("b/1.wav", spanish, hello),
+            ("c/1.wav", spanish, {**said("...", None), "language": None}),
+            ("b/1.wav", spanish, hello),  # the same answer in a second pair (`--schedule all`): one clip
         ]
     )
     assert heard == {"responses": {"es": 1, "en": 1, "not known": 1}, "instructions": {"es": 3}, "differ": 1, "of": 3}
-    assert ("language", "responses es 1, en 1, not known 1; 1 of 3 in another language than their instruction's") in (
-        rows({"clips": 3, "groups": {}, "languages": heard})
-    )
-    assert language_summary([(None, blueprint("Hello."))]) is None  # nothing recorded: nothing to say
+    line = "response clips es 1, en 1, not known 1; 1 of 3 in another language than their instruction's"
+    assert ("language", line) in rows({"clips": 3, "groups": {}, "languages": heard})
+    assert language_summary([("a.wav", None, blueprint("Hello."))]) is None  # nothing recorded: nothing to say

@@ -436,7 +436,10 @@ def judge_content(
             missing.append(f"response {n} {what}")
         elif not transcript.strip():
             oks.append(False)
-            notes.append(f"response {n} has no recognised speech")
+            failed = (bp or {}).get("answer_failed")
+            notes.append(
+                f"response {n} " + (f"could not be heard ({failed})" if failed else "has no recognised speech")
+            )
         elif quoted_words:
             said = _words(transcript, language)
             recall = _recall(quoted_words, said, t)
@@ -1194,7 +1197,9 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
         None
         if view is None
         else {
-            **{key: (stored or {})[key] for key in ("language", "provenance") if key in (stored or {})},
+            **{
+                key: (stored or {})[key] for key in ("language", "provenance", "answer_failed") if key in (stored or {})
+            },
             **view,
             "words": (stored or {}).get("words") if timed else None,
             **shown_prosody(view, stored),

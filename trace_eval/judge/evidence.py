@@ -15,7 +15,7 @@ missing for more than `WARN_ABOVE` of the clips is warned about, and so is one
 made with stand-in weights for any clip (`standin`: how many).
 
 Where the blueprints record languages, `languages` counts the response clips by language and those heard in
-another language than their instruction (`language_summary`):
+another language than their instruction (`language_summary`), each clip once, as `clips` counts them:
 
     {"responses": {"es": 12, "fr": 11, "not known": 1}, "instructions": {"es": 12, "fr": 12},
      "differ": 3, "of": 24}
@@ -131,14 +131,21 @@ def _code(language: ClipLanguage | None) -> str:
     return language.code or "not known"
 
 
-def language_summary(clips: Iterable[tuple[ClipLanguage | None, dict | None]]) -> dict[str, Any] | None:
-    """Over (instruction's language, response blueprint) per response judged: the responses and instructions
-    counted by language, and the responses heard in another language than their instruction. None when no
-    clip records a language (blueprints made before languages were)."""
+def language_summary(clips: Iterable[tuple[str, ClipLanguage | None, dict | None]]) -> dict[str, Any] | None:
+    """Over (response clip, its instruction's language, its blueprint) per answer judged: the response clips and
+    their instructions counted by language, and the response clips heard in another language than their
+    instruction. A clip is counted once however many pairs it is in (with the `all` schedule every answer is in
+    as many pairs as there are other systems), as `cue_availability` counts clips. None when no clip records a
+    language (blueprints made before languages were)."""
     responses: Counter[str] = Counter()
     instructions: Counter[str] = Counter()
     differ = 0
-    for instruction, blueprint in clips:
+    seen: set[tuple[str, str | None]] = set()
+    for clip, instruction, blueprint in clips:
+        key = (clip, instruction.code if instruction else None)
+        if key in seen:
+            continue
+        seen.add(key)
         heard = ClipLanguage.of(blueprint)
         responses[_code(heard)] += 1
         instructions[_code(instruction)] += 1
@@ -176,8 +183,8 @@ def rows(cues: dict[str, Any]) -> list[tuple[str, str]]:
         found.append(
             (
                 "language",
-                f"responses {heard}; {languages['differ']} of {languages['of']} in another language than their "
-                "instruction's",
+                f"response clips {heard}; {languages['differ']} of {languages['of']} in another language than "
+                "their instruction's",
             )
         )
     return found

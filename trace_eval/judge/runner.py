@@ -263,10 +263,48 @@ class Blueprints(Mapping[str, "dict | None"]):
 
 def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> Blueprints:
     """The blueprint of every clip of `pairs` and the recorded failures, read from the store once: the cases,
-    the items lacking one and the summary of the cues measured all come from it."""
+    the items lacking one and the summary of the cues measured all come from it. An answer whose audio did not
+    decode stands as one that says nothing (`failed_answer`)."""
     store = BlueprintStore(bench.root)
     paths = dict.fromkeys(p for pair in pairs for p in pair.audio_paths())
-    return Blueprints({path: store.get_by_path(path) for path in paths}, store.recorded_failures())
+    clips = {path: store.get_by_path(path) for path in paths}
+    failures = store.recorded_failures()
+    return Blueprints(with_failed_answers(clips, failures, pairs, bench.root), failures)
+
+
+# A Stage 1 failure of the audio itself, as recorded (`stage: reason`): the file is empty, or does not decode.
+_DECODE_FAILURE = "decode: "
+
+
+def failed_answer(reason: str) -> dict:
+    """What a judge reads of an answer whose audio is empty or does not decode: nothing was said. A system that
+    returns nothing, or a file no player opens, has given no answer a listener could hear, so it loses to any
+    answer (and both lose where both failed) rather than leave the pair out of the count; `answer_failed` says
+    why, and every cue but the (empty) transcript is null with that reason."""
+    why = f"the answer's audio could not be heard: {reason}"
+    return {
+        "agent_response": "",
+        "answer_failed": reason,
+        "language": None,
+        "provenance": {
+            "extractors": {"decode": {"status": "failed", "reason": why, "null_reasons": {"language": why}}}
+        },
+    }
+
+
+def with_failed_answers(
+    clips: dict[str, dict | None], failures: dict[str, str], pairs: list[Pair], root: Path
+) -> dict[str, dict | None]:
+    """`clips` with each answer (not instruction) that has no blueprint because its file, present, is empty or
+    does not decode, standing as `failed_answer`. A missing file is no answer of the system's, but a benchmark
+    to repair: it stays without a blueprint."""
+    answers = {p for pair in pairs for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p}
+    found = dict(clips)
+    for path, blueprint in clips.items():
+        reason = failures.get(path, "")
+        if blueprint is None and path in answers and reason.startswith(_DECODE_FAILURE) and (root / path).is_file():
+            found[path] = failed_answer(reason.removeprefix(_DECODE_FAILURE))
+    return found
 
 
 def lacking_clips(bench: Benchmark, pairs: list[Pair], blueprints: Blueprints | None) -> dict[str, str]:
@@ -668,7 +706,7 @@ def _run_judge(options: JudgeOptions, notice: Callable[[str], None] | None = Non
     )
     if cues is not None and shown is not None:
         heard = evidence.language_summary(
-            (cases[pair.id][0].instruction_language, shown[p])
+            (p, cases[pair.id][0].instruction_language, shown[p])
             for pair in pairs
             if pair.id in cases
             for p in (pair.audio1_path, pair.audio2_path, pair.audio_path)

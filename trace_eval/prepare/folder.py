@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -70,6 +71,10 @@ class Clip:
     read: Callable[[], bytes]  # the encoded source audio; raises FileNotFoundError/KeyError when absent
     mode: Literal["encode", "copy"] = "encode"
     suffix: str = ".wav"  # what the source bytes are (a decoder hint)
+    # A system's answer (`prepare pairs`): copied as it is even when it is empty or does not decode, since a
+    # system that returned nothing, or a broken file, has answered badly and loses its pairs (the judge reads it
+    # as an answer that says nothing) rather than leave them out of the count.
+    answer: bool = False
 
 
 @dataclass
@@ -97,6 +102,7 @@ class Prepared:
     unchanged: bool  # the folder was already complete from the same sources: nothing was written
     notes: list[str] = field(default_factory=list)
     missing: dict[str, list[str]] = field(default_factory=dict)
+    failed_answers: dict[str, str] = field(default_factory=dict)  # answer path -> why it does not decode
 
 
 def file_entry(path: Path, name: str | None = None) -> dict[str, Any]:
@@ -183,6 +189,18 @@ def _write_clip(clip: Clip, target: Path) -> None:
             Path(probe).unlink(missing_ok=True)
 
 
+def _write_as_it_is(clip: Clip, target: Path) -> None:
+    """A system's answer that does not decode, written atomically byte for byte."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(clip.read())
+        _replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _replace(tmp: str, target: Path) -> None:
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
@@ -207,7 +225,8 @@ def prepare_folder(
         if source.get("matches_release") is False and source.get("release")
     ]
     if not force and _complete(root, fingerprint):
-        return Prepared(root, len(plan.items), 0, 0, [], True, plan.notes, plan.missing)
+        failed = _read_source(root).get("failed_answers") or {}
+        return Prepared(root, len(plan.items), 0, 0, [], True, plan.notes, plan.missing, failed)
     root.mkdir(parents=True, exist_ok=True)
     earlier = _read_source(root)
     # Files an interrupted run made from the same sources are whole (atomic writes) and are kept.
@@ -215,6 +234,7 @@ def prepare_folder(
     write_json(root / SOURCE_FILE, _source_record(plan, fingerprint, complete=False, outputs={}, left_out=[]))
 
     problems = list(plan.problems)
+    failed: dict[str, str] = {}  # answers written as they are: empty, or not decodable
     joined_badly = {p.item for p in plan.problems}  # their clips are not written: they would go unused
     outputs: dict[str, dict[str, Any]] = {}
     written = reused = 0
@@ -230,6 +250,8 @@ def prepare_folder(
                 problems += [Problem(item, f"{clip.path}: outside the benchmark folder") for item in clip.items]
             elif resumable and target.is_file():
                 reused += 1
+                if clip.answer and clip.path in earlier.get("failed_answers", {}):
+                    failed[clip.path] = earlier["failed_answers"][clip.path]
             else:
                 try:
                     _write_clip(clip, target)
@@ -239,8 +261,15 @@ def prepare_folder(
                         Problem(i, f"{clip.path}: missing from the source ({_said(error)})") for i in clip.items
                     ]
                 except AudioLoadingError as error:
-                    reason = str(error).split(": ", 1)[-1]
-                    problems += [Problem(i, f"{clip.path}: {reason} (from {clip.origin})") for i in clip.items]
+                    # Named by its path in the folder, not by the temporary copy it was tried as.
+                    probe = re.escape(str(target.parent)) + r"/\.[^'\"\s]+"
+                    reason = re.sub(probe, clip.path, str(error).split(": ", 1)[-1])
+                    if clip.answer:
+                        _write_as_it_is(clip, target)
+                        failed[clip.path] = reason
+                        written += 1
+                    else:
+                        problems += [Problem(i, f"{clip.path}: {reason} (from {clip.origin})") for i in clip.items]
             if target.is_file() and len(problems) == found:
                 outputs[clip.path] = {
                     "bytes": target.stat().st_size,
@@ -253,16 +282,17 @@ def prepare_folder(
     if problems and not skip_bad:
         write_json(
             root / SOURCE_FILE,
-            _source_record(plan, fingerprint, complete=False, outputs=outputs, left_out=problems),
+            _source_record(plan, fingerprint, complete=False, outputs=outputs, left_out=problems, failed=failed),
         )
         raise PrepareError(_problems_message(plan.benchmark, problems))
     items = [item for item in plan.items if _item_id(item) not in bad]
     if not items:
         raise PrepareError(f"{plan.benchmark}: no item could be prepared")
     write_json(root / "manifest.json", items)
-    write_json(root / SOURCE_FILE, _source_record(plan, fingerprint, complete=True, outputs=outputs, left_out=problems))
+    record = _source_record(plan, fingerprint, complete=True, outputs=outputs, left_out=problems, failed=failed)
+    write_json(root / SOURCE_FILE, record)
     _check_loads(root)
-    return Prepared(root, len(items), written, reused, problems, False, plan.notes, plan.missing)
+    return Prepared(root, len(items), written, reused, problems, False, plan.notes, plan.missing, failed)
 
 
 def _said(error: BaseException) -> str:
@@ -287,7 +317,12 @@ def _read_source(root: Path) -> dict[str, Any]:
 
 
 def _source_record(
-    plan: Plan, fingerprint: str, complete: bool, outputs: dict[str, Any], left_out: list[Problem]
+    plan: Plan,
+    fingerprint: str,
+    complete: bool,
+    outputs: dict[str, Any],
+    left_out: list[Problem],
+    failed: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from trace_eval import __version__
 
@@ -301,6 +336,7 @@ def _source_record(
         "notes": plan.notes,
         "missing_answers": plan.missing,
         "left_out": [{"item": p.item, "reason": p.reason} for p in left_out],
+        "failed_answers": dict(sorted((failed or {}).items())),
         "outputs": outputs,
     }
 
@@ -353,6 +389,8 @@ def print_prepared(done: Prepared, out: Any = None) -> None:
         print(f"{done.root}: {done.items} items, {done.written} clips written{again}", file=out)
     for problem in done.left_out:
         print(f"  left out: {problem}", file=out)
+    for path, reason in done.failed_answers.items():
+        print(f"  failed answer, kept (it loses its pairs): {path}: {reason}", file=out)
     for system, ids in done.missing.items():
         shown = ", ".join(ids[:10]) + (f", ... ({len(ids)} in all)" if len(ids) > 10 else "")
         print(f"  {system}: no answer for {len(ids)} instruction(s): {shown}", file=out)

@@ -248,7 +248,7 @@ def plan_pairs(
             source = answers[system][instruction.id]
             rel = f"answers/{system}/{instruction.id}{source.suffix.lower()}"
             item[field] = rel
-            clips.append(Clip(rel, [pid], str(source), file_reader(source), "copy", source.suffix))
+            clips.append(Clip(rel, [pid], str(source), file_reader(source), "copy", source.suffix, answer=True))
         item["model_a"], item["model_b"] = a, b
         items.append(item)
     if not items:

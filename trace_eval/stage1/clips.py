@@ -129,17 +129,19 @@ class ClipFolder:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def blueprints(
-        self, clips: Iterable[str], options: Any = None
+        self, clips: Iterable[str], options: Any = None, language: str | None = None
     ) -> tuple[dict[str, dict | None], dict[str, str], Any]:
         """({clip: its blueprint or None}, {clip: why it has none}, Stage 1's summary), Stage 1 run on `clips`
-        with `options` (pipeline.BlueprintOptions) through the normal pipeline and store."""
+        with `options` (pipeline.BlueprintOptions) through the normal pipeline and store; `language`: the
+        language the clips are declared in (their blueprints are then the declared variant), else detected."""
         from trace_eval.stage1.pipeline import run_blueprints
         from trace_eval.stage1.store import BlueprintStore
 
         wanted = list(dict.fromkeys(clips))
         with self._locked():
+            declared = {"audio_language": language} if language else {}
             items = [
-                {"id": clip, "instruction_text": "(a clip handed over from code)", "audio_path": clip}
+                {"id": clip, "instruction_text": "(a clip handed over from code)", "audio_path": clip, **declared}
                 for clip in wanted
             ]
             write_json(self.root / "manifest.json", items)

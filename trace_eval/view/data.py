@@ -11,7 +11,9 @@ script beside it, but not fetch a JSON file.
     reasons      [text]: why a value is null, each text once (clips refer to them by index)
     clips        [clip]: one per unique audio (see `clip_data`); items refer to them by index
     pairs        [{id, systems, instruction, responses, human, results, differ}] in manifest order; with a label
-                 store (BENCH/labels/), `people` too: annotator -> that person's labels (`human` is the majority)
+                 store (BENCH/labels/), `people` too: annotator -> that person's labels (`human` is the majority);
+                 `instruction.expect`: the language the answers are held to, as the judges tell it (null: not
+                 known, and no answer is marked off it), `instruction.told`: how, where its text or transcript told it
     leaderboard  what `python -m trace_eval leaderboard` computes for the runs and the human labels, ranked
                  on the overall label (a rubric that does not fuse: its first dimension; see `leaderboard_panel`),
                  or null; leaderboard_note says why null
@@ -37,6 +39,7 @@ from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_s
 from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
 from trace_eval.judge import prosody
 from trace_eval.judge.evidence import unmeasured_reason
+from trace_eval.judge.languages import MIN_PROBABILITY, instruction_language
 from trace_eval.languages import language_name, separates_words
 from trace_eval.rubrics import Rubric
 from trace_eval.stage1.store import BlueprintStore, get_dotted
@@ -585,6 +588,13 @@ def page_data(
             "lang": pair.languages.get("instruction_language"),
         }
         instruction.update(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {})
+        # The language the answers are held to, told as the judges tell it (declared, detected surely, else read
+        # from the text or transcript): null where it is not known, and no answer is marked off its language.
+        spoken = clips.store.get_by_path(pair.instruction_path) if pair.instruction_path else None
+        told = instruction_language(pair.languages, spoken, pair.instruction_text)
+        instruction["expect"] = told.code if told is not None and told.trusted(MIN_PROBABILITY) else None
+        if told is not None and told.code is not None and told.source in ("text", "transcript"):
+            instruction["told"] = told.describe()
         results = [run_result(run.raws[pair.id], run, rubric, labels) if pair.id in run.raws else None for run in runs]
         answers = [pair.audio_path] if pair.pointwise else [pair.audio1_path, pair.audio2_path]
         pairs.append(

@@ -498,6 +498,12 @@
     return (pair.instruction && pair.instruction.lang) || langOf(clip);
   }
 
+  // The language the answers are held to: declared, detected surely, or read from the instruction's text or
+  // transcript; null where it is not known (then no answer is marked off its language).
+  function expectedCode(pair) {
+    return pair.instruction && pair.instruction.expect !== undefined ? pair.instruction.expect : instructionCode(pair);
+  }
+
   function reliability(clip) {
     const q = clip.transcript_quality;
     if (!q) return h("div", { class: "reliability unknown" }, why(reason(clip.why.transcript_quality),
@@ -667,7 +673,8 @@
       slot && slot.why !== undefined ? why(reason(slot.why), "no cues: ") : "";
     const code = instructionCode(pair);
     return h("section", { class: "card instruction" },
-      h("h3", {}, "Instruction", languageTag(clip, null)),
+      h("h3", {}, "Instruction", languageTag(clip, null),
+        slot && slot.told ? h("span", { class: "language told", title: slot.told }, `${slot.expect} text`) : ""),
       slot && slot.text ? h("p", { class: "instruction-text", dir: "auto", lang: code }, slot.text) : "",
       el, said);
   }
@@ -688,7 +695,7 @@
       return h("section", { class: `card response r${number || 1}` },
         h("h3", {}, number ? `Response ${number}` : "Response",
           pair.systems[i] ? h("span", { class: "system", dir: "auto" }, pair.systems[i]) : "",
-          languageTag(clip, instructionCode(pair)),
+          languageTag(clip, expectedCode(pair)),
           clip && clip.duration ? h("span", { class: "duration" }, `${clip.duration} s`) : ""),
         el, body);
     }));
