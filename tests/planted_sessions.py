@@ -156,3 +156,39 @@ def full_duplex_bench_samples(root: Path, language: str = "en") -> dict[str, dic
             "answer": answer,
         }
     return planted
+
+
+INTERACTION_SYSTEMS = {
+    "prompt": "answers 0.5 s after each user turn, stops 0.3 s after the user talks over it",
+    "slow": "answers 2.5 s after each user turn",
+    "deaf": "answers 0.5 s after the first turn and talks on through the user's second, leaving it unanswered",
+}
+
+
+def interaction_benchmark(root: Path, language: str = "en", samples: int = 2) -> dict[str, dict]:
+    """root/<system>/<sample>/{input.wav,output.wav} for each of INTERACTION_SYSTEMS, on the same user
+    channels: the user speaks, then speaks again 4 s after the end of the first turn."""
+    said = prompts(language)
+    long_answer = np.concatenate([s.samples for s in said[5:8]])
+    planted: dict[str, dict] = {}
+    for k in range(samples):
+        user = Track(30)
+        _, first_end = user.place(said[k], 0.5)
+        second_start, second_end = user.place(said[k + 2], first_end + 4.0)
+        for system in INTERACTION_SYSTEMS:
+            track = Track(30)
+            if system == "prompt":
+                track.place(long_answer[: int((second_start + 0.3 - first_end - 0.5) * RATE)], first_end + 0.5)
+                track.place(said[4], second_end + 0.5)
+            elif system == "slow":
+                track.place(said[3].samples[: int(1.2 * RATE)], first_end + 2.5)
+                track.place(said[4], second_end + 2.5)
+            else:
+                track.place(long_answer, first_end + 0.5)
+            folder = root / system / f"session-{k}"
+            folder.mkdir(parents=True)
+            n = max(len(user.samples), len(track.samples))
+            for name, channel in (("input.wav", user), ("output.wav", track)):
+                sf.write(folder / name, np.pad(channel.samples, (0, n - len(channel.samples))), RATE)
+        planted[f"session-{k}"] = {"first_end": first_end, "second": (second_start, second_end)}
+    return planted

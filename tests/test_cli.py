@@ -41,6 +41,7 @@ def test_the_top_level_help_lists_the_tasks_in_order_with_an_example_each(capsys
         "show",
         "store",
         "live",
+        "sessions",
     )
     places = [out.index(f"\n  {verb} ") for verb in VERBS]
     assert places == sorted(places)

@@ -12,7 +12,8 @@ import sys
 
 # In the order of the work: a benchmark folder, people's labels, Stage 1, Stage 2, fusion, evaluation, the
 # confidence thresholds, ranking, training data from the verdicts, the audit page, the bias audit; then a look at
-# one blueprint, and the store blueprints are kept in; then a session recorded live from a system.
+# one blueprint, and the store blueprints are kept in; then a session recorded live from a system, and sessions'
+# timing, scores and interaction verdicts.
 VERBS = (
     "prepare",
     "label",
@@ -28,6 +29,7 @@ VERBS = (
     "show",
     "store",
     "live",
+    "sessions",
 )
 EXAMPLES = {
     "prepare": "python -m trace_eval prepare speakbench data/speakbench",
@@ -43,6 +45,7 @@ EXAMPLES = {
     "audit": "python -m trace_eval audit examples/mini --model cues --out runs/audit",
     "show": "python -m trace_eval show examples/mini/audio/mini-01_a.wav",
     "store": "python -m trace_eval store verify",
+    "sessions": "python -m trace_eval sessions fdb/v1/smooth_turn_taking --compat full-duplex-bench",
     "live": "python -m trace_eval live ws://127.0.0.1:8765/talk --user question.wav --out sessions/s1 --tail 3",
 }
 DESCRIPTION = """\

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 HELP = (
     "timing of full-duplex sessions (a folder of session folders: latency, jump-ins, barge-ins, backchannels, "
-    "overlap), or Full-Duplex-Bench's v1 tasks on its sample folders, as its scripts compute or as its tasks mean"
+    "overlap), Full-Duplex-Bench's v1 tasks on its sample folders (as its scripts compute or as its tasks mean), "
+    "or systems judged pairwise on interaction and ranked (--judge)"
 )
 
 
@@ -21,32 +24,54 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="give the figures Full-Duplex-Bench's own scripts print, quirks included (docs/realtime.md lists "
         "each difference); default: what its tasks mean",
     )
+    p.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="judge systems pairwise on interaction and rank them: DIR holds one folder per system, each with "
+        "the same session folders (the same user channels); MODEL is cues (offline, from the timelines) or a "
+        "litellm model id",
+    )
+    p.add_argument("--api-base", metavar="URL", help="--judge with an LLM: its server (e.g. a local one)")
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="--judge: people's labels, JSON lines {sample, system_1, system_2, interaction}: the judge's "
+        "agreement with them",
+    )
     p.add_argument("--out", metavar="FILE", help="write everything (each session's timeline or score) as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.sessions.full_duplex_bench import TASKS
-
     root = Path(args.folder)
     if not root.is_dir():
         print(f"error: {root}: not a folder", file=sys.stderr)
         return 2
-    annotated = sorted({p.parent for name in TASKS for p in root.rglob(name) if (p.parent / "output.json").is_file()})
-    if annotated:
-        result = _benchmark(annotated, compat=args.compat is not None)
-    elif args.compat:
-        print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
-        return 2
-    else:
-        result = _timing(root)
+    if args.judge:
+        result = _judged(root, args)
         if result is None:
             return 1
+    else:
+        result = _scored(root, args)
+        if result is None:
+            return 2
     if args.out:
         from trace_eval.io import write_json
 
         write_json(args.out, result)
         print(f"written: {args.out}")
     return 0
+
+
+def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    from trace_eval.sessions.full_duplex_bench import TASKS
+
+    annotated = sorted({p.parent for name in TASKS for p in root.rglob(name) if (p.parent / "output.json").is_file()})
+    if annotated:
+        return _benchmark(annotated, compat=args.compat is not None)
+    if args.compat:
+        print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
+        return None
+    return _timing(root)
 
 
 def _benchmark(folders: list[Path], compat: bool) -> dict[str, Any]:
@@ -110,3 +135,120 @@ def _shown(value: Any) -> str:
         around = f" [{interval[0]}, {interval[1]}]" if interval else ""
         return f"{value['k']} of {value['n']}" + (f" = {value['rate']}{around}" if value["n"] else "")
     return "null" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Every pair of systems on every session they share, judged on interaction; the systems ranked."""
+    from trace_eval.sessions import SessionError, make_timeline, read_session
+    from trace_eval.sessions.interaction import cues_verdict, llm_verdict, pairs_of, rank
+
+    systems: dict[str, dict[str, Any]] = {}
+    failed = []
+    for system in sorted(p for p in root.iterdir() if p.is_dir()):
+        for folder in sorted({p.parent for p in system.rglob("*.wav")}):
+            try:
+                systems.setdefault(system.name, {})[str(folder.relative_to(system))] = make_timeline(
+                    read_session(folder)
+                )
+            except SessionError as e:
+                failed.append({"session": str(folder), "reason": str(e)})
+    for f in failed:
+        print(f"not read: {f['session']}: {f['reason']}", file=sys.stderr)
+    pairs = pairs_of(systems)
+    if not pairs:
+        print(f"error: {root}: no session that two systems share (expected DIR/<system>/<session>/)", file=sys.stderr)
+        return None
+    try:
+        complete = None if args.judge == "cues" else _llm(args.judge, args.api_base)
+    except _SetupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    verdicts = []
+    for sample, (a, b) in pairs:
+        first, second = systems[a][sample], systems[b][sample]
+        if complete is None:
+            verdicts.append(cues_verdict(sample, (a, b), first, second))
+        else:
+            try:
+                verdicts.append(llm_verdict(sample, (a, b), first, second, complete, args.judge))
+            except _SetupError as e:  # a key, a URL or a model name: every call would fail the same way
+                print(f"error: {e}", file=sys.stderr)
+                return None
+    table = rank(verdicts)
+    decided = sum(v.label is not None for v in verdicts)
+    print(f"interaction, judged by {args.judge}: {decided} of {len(verdicts)} pairs decided")
+    for v in verdicts:
+        if v.label is None:
+            print(f"  undetermined: {v.sample} {v.systems[0]} vs {v.systems[1]}: {v.why}")
+    print(f"  {'rank':>4} {'system':20} {'score':>7} {'wins':>5} {'good':>5} {'bad':>5} {'losses':>6}")
+    for row in table:
+        print(f"  {row['rank']:>4} {row['system']:20} {row['score']:7.1f} {row['wins']:5} {row['both_good']:5} "
+              f"{row['both_bad']:5} {row['losses']:6}")  # fmt: skip
+    result: dict[str, Any] = {"judge": args.judge, "ranking": table, "verdicts": [v.record() for v in verdicts]}
+    result["failed"] = failed
+    if args.labels:
+        result["agreement"] = _agreement(verdicts, Path(args.labels))
+        agreement = result["agreement"]
+        print(f"  agreement with {args.labels}: {_shown(agreement)}")
+    return result
+
+
+class _SetupError(Exception):
+    pass
+
+
+def _llm(model: str, api_base: str | None):
+    from trace_eval.judge.litellm_backbone import _connection_failure, import_litellm
+    from trace_eval.sessions.interaction import CallFailed
+
+    litellm = import_litellm()
+    import openai
+
+    key = os.environ.get("TRACE_JUDGE_API_KEY") or None
+    if key is None:
+        missing = litellm.validate_environment(model=model).get("missing_keys") or []
+        if missing:
+            raise _SetupError(
+                f"{model}: no API key: set {' or '.join(missing)} (for a local server, any value in "
+                "TRACE_JUDGE_API_KEY)"
+            )
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        try:
+            response = litellm.completion(
+                model=model,
+                messages=messages,
+                temperature=0.0,
+                api_base=api_base,
+                api_key=key,
+                max_retries=0,
+                timeout=120,
+            )
+        except (litellm.AuthenticationError, litellm.NotFoundError, litellm.BadRequestError) as e:
+            raise _SetupError(f"{model}: {type(e).__name__}: {e}") from None
+        except openai.APIError as e:  # what litellm raises derives from the OpenAI client's errors
+            # litellm reports a refused or unresolved connection as a 500: its cause chain tells them apart
+            failure = _connection_failure(e)
+            if failure is not None:
+                kind, _, detail = failure
+                raise _SetupError(f"{model}: cannot reach {api_base or 'the provider'} ({kind}: {detail})") from None
+            raise CallFailed(f"{type(e).__name__}: {e}") from None  # a timeout, a server error: this pair only
+        return response.choices[0].message.content or ""
+
+    return complete
+
+
+def _agreement(verdicts: list, labels_path: Path) -> dict[str, Any]:
+    """The share of labelled pairs where the judge gave people's label (either order of the systems)."""
+    from trace_eval.sessions.metrics import rate
+
+    swap = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
+    labels = {}
+    for line in labels_path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            labels[(row["sample"], row["system_1"], row["system_2"])] = row["interaction"]
+            labels[(row["sample"], row["system_2"], row["system_1"])] = swap[row["interaction"]]
+    keys = [(v.label, (v.sample, v.systems[0], v.systems[1])) for v in verdicts]
+    matched = [(label, labels[key]) for label, key in keys if key in labels]
+    return rate(sum(a == b for a, b in matched if a is not None), len(matched))

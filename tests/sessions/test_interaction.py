@@ -1,0 +1,110 @@
+"""Interaction judged pairwise on sessions built from recorded speech (English and Spanish): three systems on the
+same user channels (tests/planted_sessions.py INTERACTION_SYSTEMS). The offline judge ranks the well-timed one
+first with the reasons event by event; an LLM reading the timelines as text is asked through litellm (a local
+server of the tests' own answers); people's labels give the judge's agreement."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from llm_server import LLMServer, Reply, prompt_text
+from planted_sessions import interaction_benchmark
+
+from trace_eval.cli import main
+from trace_eval.sessions import make_timeline, read_session
+from trace_eval.sessions.interaction import cues_verdict, describe, rank
+
+
+@pytest.fixture(scope="module", params=["en", "es"])
+def bench(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"interaction-{request.param}")
+    interaction_benchmark(root, request.param)
+    return root
+
+
+def _timeline(bench, system: str, sample: str = "session-0"):
+    return make_timeline(read_session(bench / system / sample))
+
+
+def test_the_offline_judge_ranks_the_well_timed_system_first_with_its_reasons(bench, tmp_path, capsys):
+    out = tmp_path / "judged.json"
+    assert main(["sessions", str(bench), "--judge", "cues", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [row["system"] for row in result["ranking"]][0] == "prompt"
+    assert result["ranking"][0]["wins"] == 4 and result["ranking"][0]["losses"] == 0
+    verdicts = {(v["sample"], *v["systems"]): v for v in result["verdicts"]}
+    assert verdicts[("session-0", "prompt", "slow")]["label"] == "1"
+    assert verdicts[("session-0", "deaf", "prompt")]["label"] == "2"
+    assert verdicts[("session-0", "deaf", "slow")]["label"] == "both_bad"  # two unacceptable events each
+    barge_in = next(e for e in verdicts[("session-0", "deaf", "prompt")]["events"] if e["kind"] == "barge-in")
+    assert barge_in["label"] == "2" and barge_in["why_1"].startswith("went on")
+    # planted: cut 0.3 s after the user began (the last word before the cut may end sooner)
+    assert re.search(r"stopped after 0\.[0-4]\d s", barge_in["why_2"])
+    late = next(e for e in verdicts[("session-0", "prompt", "slow")]["events"] if e["kind"] == "answer")
+    assert "(over 1.5 s)" in late["why_2"]
+    assert "1 prompt" in re.sub(r"\s+", " ", capsys.readouterr().out)
+
+
+def test_sessions_on_different_user_channels_are_not_compared(bench):
+    other = _timeline(bench, "prompt", "session-1")
+    verdict = cues_verdict("mixed", ("prompt", "slow"), _timeline(bench, "prompt"), other)
+    assert verdict.label is None and "not the same user channel" in verdict.why
+    assert rank([verdict]) == []
+
+
+def test_an_llm_reads_the_timelines_as_text_and_a_bad_answer_is_recorded(bench, tmp_path, monkeypatch):
+    def reader(body: dict) -> Reply:
+        """Prefers the session with fewer unanswered, late or talked-over turns, as its text shows."""
+        first, second = prompt_text(body).split("Session 2:")
+        faults = [
+            len(re.findall(r"no answer follows|goes on [1-9]", part))
+            + sum(float(x) > 1.5 for x in re.findall(r"answer starts \+(\d+\.\d+)", part))
+            for part in (first, second)
+        ]
+        if faults[0] == faults[1]:
+            label = "both_good" if faults == [0, 0] else "both_bad"
+        else:
+            label = "1" if faults[0] < faults[1] else "2"
+        return Reply(json.dumps({"reasoning": f"faults {faults}", "interaction": label}))
+
+    monkeypatch.setenv("TRACE_JUDGE_API_KEY", "local")
+    text = describe(_timeline(bench, "deaf"))
+    assert "no answer follows" in text and "the user starts speaking over the system, which goes on" in text
+    out = tmp_path / "llm.json"
+    with LLMServer(responder=reader) as server:
+        server.push(Reply("I think the first one is nicer."))  # no JSON: undetermined, with the raw answer
+        judge = ["--judge", "openai/test", "--api-base", server.api_base]
+        code = main(["sessions", str(bench), *judge, "--out", str(out)])
+    assert code == 0
+    result = json.loads(out.read_text())
+    undetermined = [v for v in result["verdicts"] if v["label"] is None]
+    assert len(undetermined) == 1 and undetermined[0]["raw"] == "I think the first one is nicer."
+    assert undetermined[0]["why"] == "the answer holds no JSON object"
+    assert result["ranking"][0]["system"] == "prompt"
+
+
+def test_an_unreachable_llm_or_a_missing_key_stops_at_once(bench, capsys, monkeypatch):
+    monkeypatch.delenv("TRACE_JUDGE_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["sessions", str(bench), "--judge", "openai/gpt-4o"]) == 1
+    assert "no API key: set OPENAI_API_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("TRACE_JUDGE_API_KEY", "local")
+    assert main(["sessions", str(bench), "--judge", "openai/test", "--api-base", "http://127.0.0.1:9/v1"]) == 1
+    assert "cannot reach http://127.0.0.1:9/v1" in capsys.readouterr().err
+
+
+def test_agreement_with_peoples_labels(bench, tmp_path, capsys):
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"sample": "session-0", "system_1": "slow", "system_2": "prompt", "interaction": "2"},  # agrees (swapped)
+        {"sample": "session-1", "system_1": "prompt", "system_2": "deaf", "interaction": "1"},  # agrees
+        {"sample": "session-1", "system_1": "deaf", "system_2": "slow", "interaction": "2"},  # the judge: both_bad
+    ]
+    labels.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "judged.json"
+    assert main(["sessions", str(bench), "--judge", "cues", "--labels", str(labels), "--out", str(out)]) == 0
+    agreement = json.loads(out.read_text())["agreement"]
+    assert (agreement["k"], agreement["n"]) == (2, 3)
+    assert "agreement with" in capsys.readouterr().out

@@ -1,0 +1,282 @@
+"""Interaction judged pairwise: two systems' sessions on the same user channel, which handled the turns better.
+
+The dimension is turn-taking and interruption handling, with the typed ties of the other dimensions: `1`, `2`,
+`both_good`, `both_bad`. Two judges:
+
+- `cues`, offline and deterministic, decides from the timelines, event by event. Every user turn is an *answer*
+  event: acceptable when the system answered, starting no earlier than `jump_in_tolerance_s` before the user's
+  end and no later than `answer_within_s` after it. Every user turn begun while the system spoke is a *barge-in*
+  event: acceptable when the system fell silent within `stop_within_s` (a system that was not speaking had
+  nothing to yield). Per event: both acceptable `both_good`, neither `both_bad`, else the acceptable one. Per
+  pair, as the acceptability cap does for the other dimensions: a session is acceptable when every event is; one
+  acceptable session wins; both, `both_good`; neither, the one with fewer unacceptable events, or `both_bad`.
+- an LLM (any litellm model) reads both timelines as text (who spoke when, the latencies, what overlapped) and
+  answers with a label and its reasoning.
+
+`rank(verdicts)` gives each system's Bradley-Terry score over the pairs (a tie half a win to each), as the
+leaderboards do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from trace_eval.evaluation import bradley_terry
+from trace_eval.sessions.timeline import Timeline
+
+__all__ = [
+    "LABELS",
+    "CallFailed",
+    "InteractionSettings",
+    "PairVerdict",
+    "cues_verdict",
+    "describe",
+    "events",
+    "llm_verdict",
+    "rank",
+]
+
+LABELS = ("1", "2", "both_good", "both_bad")
+
+
+class CallFailed(Exception):
+    """One LLM call failed (a timeout, a server error): its pair is undetermined with the reason, the run goes on."""
+
+
+@dataclass(frozen=True)
+class InteractionSettings:
+    # People notice an answer slower than about a second and a half; gaps between human turns are mostly
+    # under half a second.
+    answer_within_s: float = 1.5
+    # Starting this little before the user's end is overlap at the turn's edge (a few speech-activity frames),
+    # not a jump-in.
+    jump_in_tolerance_s: float = 0.2
+    stop_within_s: float = 1.0  # still speaking this long after the user began to talk over it: did not yield
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # "answer" | "barge-in"
+    user_turn: int  # which user turn (the same in both sessions: one user channel)
+    at_s: float  # the user's end (answer) or start (barge-in)
+    acceptable: bool
+    why: str
+
+
+@dataclass
+class PairVerdict:
+    sample: str
+    systems: tuple[str, str]
+    label: str | None  # None: undetermined, with `why`
+    why: str
+    events: list[dict[str, Any]]
+    judge: str  # "cues" or the LLM's model id
+    reasoning: str | None = None
+    raw: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {**asdict(self), "systems": list(self.systems)}
+
+
+def events(timeline: Timeline, settings: InteractionSettings | None = None) -> list[Event]:
+    """The session's answer and barge-in events, each acceptable or not, with why."""
+    settings = settings or InteractionSettings()
+    found = []
+    for k, answer in enumerate(timeline.answers):
+        end = answer.user_turn.end
+        if answer.latency_s is None:
+            ok, why = False, "no answer before the user spoke again or the session ended"
+        elif answer.latency_s < -settings.jump_in_tolerance_s:
+            ok, why = False, f"jumped in {-answer.latency_s:.2f} s before the user's end"
+        elif answer.latency_s > settings.answer_within_s:
+            ok, why = (
+                False,
+                f"answered {answer.latency_s:.2f} s after the user's end (over {settings.answer_within_s} s)",
+            )
+        else:
+            ok, why = True, f"answered {answer.latency_s:.2f} s after the user's end"
+        found.append(Event("answer", k, end, ok, why))
+    turns = [a.user_turn for a in timeline.answers]
+    for barge in timeline.barge_ins:
+        k = turns.index(barge.user_turn)
+        late = barge.stop_latency_s > settings.stop_within_s
+        how = "went on" if late else "stopped after"
+        why = f"{how} {barge.stop_latency_s:.2f} s once the user began to speak over it"
+        found.append(Event("barge-in", k, barge.user_turn.start, not late, why))
+    return sorted(found, key=lambda e: (e.at_s, e.kind))
+
+
+def cues_verdict(
+    sample: str,
+    systems: tuple[str, str],
+    first: Timeline,
+    second: Timeline,
+    settings: InteractionSettings | None = None,
+) -> PairVerdict:
+    """The offline judge: event by event, then the acceptability cap over the session."""
+    mismatch = _different_users(first, second)
+    if mismatch:
+        return PairVerdict(sample, systems, None, mismatch, [], "cues")
+    one, two = events(first, settings), events(second, settings)
+    keyed = {(e.kind, e.user_turn): [e, None] for e in one}
+    for e in two:
+        keyed.setdefault((e.kind, e.user_turn), [None, None])[1] = e
+    compared = []
+    for (kind, turn), (a, b) in sorted(keyed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        # A barge-in in one session only: the other system was silent when the user began, nothing to yield.
+        a_ok = a.acceptable if a else True
+        b_ok = b.acceptable if b else True
+        compared.append(
+            {
+                "kind": kind,
+                "user_turn": turn,
+                "label": _label(a_ok, b_ok),
+                "why_1": a.why if a else "was not speaking when the user began",
+                "why_2": b.why if b else "was not speaking when the user began",
+            }
+        )
+    bad_1 = sum(not (a.acceptable) for a in one)
+    bad_2 = sum(not (b.acceptable) for b in two)
+    if bad_1 == bad_2:
+        label = "both_good" if bad_1 == 0 else "both_bad"
+    else:
+        label = "1" if bad_1 < bad_2 else "2"
+    why = f"unacceptable events: {bad_1} (response 1) against {bad_2} (response 2) of {len(compared)}"
+    return PairVerdict(sample, systems, label, why, compared, "cues")
+
+
+def describe(timeline: Timeline) -> str:
+    """The session as lines of text, in time order: who spoke when, answers, overlaps and barge-ins."""
+    lines = []
+    for who in ("user", "system"):
+        for turn in timeline.turns[who]:
+            pauses = [p for p in timeline.pauses[who] if turn.start <= p.start < turn.end]
+            paused = f" (pauses: {', '.join(f'{p.duration:.2f} s at {p.start:.2f}' for p in pauses)})" if pauses else ""
+            lines.append((turn.start, f"{turn.start:6.2f}-{turn.end:6.2f} {who} speaks{paused}"))
+    for answer in timeline.answers:
+        if answer.latency_s is not None:
+            lines.append((answer.user_turn.end, f"{answer.user_turn.end:6.2f} user's turn ends; the system's "
+                          f"answer starts {answer.latency_s:+.2f} s from here"))  # fmt: skip
+        else:
+            lines.append((answer.user_turn.end, f"{answer.user_turn.end:6.2f} user's turn ends; no answer follows"))
+    for barge in timeline.barge_ins:
+        lines.append((barge.user_turn.start, f"{barge.user_turn.start:6.2f} the user starts speaking over the "
+                      f"system, which goes on {barge.stop_latency_s:.2f} s"))  # fmt: skip
+    for overlap in timeline.overlaps:
+        lines.append((overlap.start, f"{overlap.start:6.2f}-{overlap.end:6.2f} both speak"))
+    return "\n".join(text for _, text in sorted(lines, key=lambda x: x[0])) or "no speech on either channel"
+
+
+SYSTEM_PROMPT = """You judge full-duplex spoken dialogue systems: systems that listen and speak at once. Two systems \
+talked with the same user (the same recording of the user); you see each session as a timeline of who spoke when, \
+measured from the audio. Judge Interaction only: turn-taking and the handling of interruptions. A good system \
+answers soon after the user ends (within about a second and a half), does not start while the user is still \
+speaking or only pausing, stops soon when the user talks over it, and leaves no user turn without an answer. \
+What was said is not shown and does not count.
+
+Answer "1" if session 1 handles the interaction clearly better, "2" if session 2 does, "both_good" if both handle \
+it acceptably, "both_bad" if neither does. The order of the sessions must not influence you.
+Answer with one JSON object and nothing else: {"reasoning": "<one or two sentences>", "interaction": "<label>"}"""
+
+
+def llm_verdict(
+    sample: str,
+    systems: tuple[str, str],
+    first: Timeline,
+    second: Timeline,
+    complete: Callable[[list[dict[str, str]]], str],
+    model: str,
+) -> PairVerdict:
+    """Ask an LLM (`complete` sends the messages and returns the answer's text, or raises CallFailed); a failed
+    call, or an answer without a valid label, is recorded as undetermined with the reason (and the raw text),
+    never guessed."""
+    mismatch = _different_users(first, second)
+    if mismatch:
+        return PairVerdict(sample, systems, None, mismatch, [], model)
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Session 1:\n{describe(first)}\n\nSession 2:\n{describe(second)}"},
+    ]
+    try:
+        raw = complete(messages)
+    except CallFailed as e:
+        return PairVerdict(sample, systems, None, f"the call failed: {e}", [], model)
+    match = re.search(r"\{.*\}", raw, re.DOTALL)
+    try:
+        answer = json.loads(match.group(0)) if match else None
+    except json.JSONDecodeError:
+        answer = None
+    label = answer.get("interaction") if isinstance(answer, dict) else None
+    if label not in LABELS:
+        why = "the answer holds no JSON object" if answer is None else f"no valid label (got {label!r})"
+        return PairVerdict(sample, systems, None, why, [], model, raw=raw)
+    reasoning = answer.get("reasoning") if isinstance(answer, dict) else None
+    return PairVerdict(sample, systems, label, "the model's answer", [], model, reasoning=reasoning, raw=raw)
+
+
+def rank(verdicts: list[PairVerdict]) -> list[dict[str, Any]]:
+    """Each system's Bradley-Terry score (with the leaderboards' weak prior), wins, ties and losses over the
+    decided pairs, best first."""
+    decided = [(v, v.label) for v in verdicts if v.label is not None]
+    systems = sorted({s for v, _ in decided for s in v.systems})
+    index = {s: k for k, s in enumerate(systems)}
+    n = len(systems)
+    points, games = np.zeros((n, n)), np.zeros((n, n))
+    tally = {s: {"wins": 0, "both_good": 0, "both_bad": 0, "losses": 0} for s in systems}
+    for v, label in decided:
+        a, b = (index[s] for s in v.systems)
+        games[a, b] += 1
+        games[b, a] += 1
+        share = {"1": 1.0, "2": 0.0}.get(label, 0.5)
+        points[a, b] += share
+        points[b, a] += 1 - share
+        if label in ("1", "2"):
+            winner, loser = v.systems if label == "1" else v.systems[::-1]
+            tally[winner]["wins"] += 1
+            tally[loser]["losses"] += 1
+        else:
+            for s in v.systems:
+                tally[s][label] += 1
+    if not n:
+        return []
+    score = bradley_terry.scores(bradley_terry.fit_with_prior(points, games))
+    places = bradley_terry.ranks(score)
+    table = [
+        {"system": s, "rank": int(places[k]), "score": round(float(score[k]), 1), **tally[s]}
+        for k, s in enumerate(systems)
+    ]
+    return sorted(table, key=lambda row: (row["rank"], row["system"]))
+
+
+def pairs_of(systems: dict[str, dict[str, Timeline]]) -> list[tuple[str, tuple[str, str]]]:
+    """(sample, (system, system)) for every sample two or more systems have, the systems in sorted order."""
+    samples = sorted({s for timelines in systems.values() for s in timelines})
+    return [
+        (sample, pair)
+        for sample in samples
+        for pair in itertools.combinations(sorted(s for s in systems if sample in systems[s]), 2)
+    ]
+
+
+def _label(first_ok: bool, second_ok: bool) -> str:
+    if first_ok == second_ok:
+        return "both_good" if first_ok else "both_bad"
+    return "1" if first_ok else "2"
+
+
+def _different_users(first: Timeline, second: Timeline) -> str | None:
+    """Why two sessions are not on the same user channel (their user turns differ), else None."""
+    one, two = first.turns["user"], second.turns["user"]
+    if not one or not two:
+        return "no speech on the user's channel: no turn to judge"
+    same = len(one) == len(two) and all(
+        abs(a.start - b.start) < 0.1 and abs(a.end - b.end) < 0.1 for a, b in zip(one, two)
+    )
+    return None if same else f"not the same user channel: {len(one)} and {len(two)} user turns, at different times"
