@@ -522,3 +522,22 @@ def test_no_empty_per_dimension_chart_when_only_overall_labels_exist(two_runs, t
     assert main(["evaluate", str(run), "--out", str(tmp_path / "only")]) == 0
     full, only = (Image.open(tmp_path / name / "accuracy.png").size[0] for name in ("full", "only"))
     assert only < 0.7 * full  # one panel (overall), not an empty per-dimension one beside it
+
+
+def test_evaluate_prints_no_font_warning(two_runs, tmp_path: Path) -> None:
+    # Bold percentages inside the accuracy bars: a fallback family without a bold face (WenQuanYi Micro Hei,
+    # which .ci/run installs for Chinese system names) made matplotlib print "findfont: Failed to find font
+    # weight bold". A fresh process, as a user runs it: matplotlib warns once per process and font.
+    import subprocess
+    import sys
+
+    _, run_a, run_b = two_runs
+    done = subprocess.run(
+        [sys.executable, "-m", "trace_eval", "evaluate", str(run_a), str(run_b), "--out", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "accuracy.png").is_file()
+    assert "findfont" not in done.stderr + done.stdout, done.stderr

@@ -40,11 +40,18 @@ _Maker = TypeVar("_Maker", bound=Callable[..., Any])
 
 
 @cache
-def font_families() -> list[str]:
-    """DejaVu Sans, then the fallback families installed here."""
+def font_families(weight: str = "normal") -> list[str]:
+    """DejaVu Sans, then the fallback families installed here with a face of `weight` ("normal", "bold").
+
+    A family on the list without that face (WenQuanYi Micro Hei has no bold) makes matplotlib print "findfont:
+    Failed to find font weight bold" and draw another weight; so text of another weight names its own list."""
     from matplotlib import font_manager
 
-    installed = {font.name for font in font_manager.fontManager.ttflist}
+    def number(value: int | str) -> int:
+        return value if isinstance(value, int) else font_manager.weight_dict.get(value, 400)
+
+    wanted = number(weight)
+    installed = {font.name for font in font_manager.fontManager.ttflist if number(font.weight) == wanted}
     return ["DejaVu Sans", *[family for family in _FALLBACK_FONTS if family in installed]]
 
 
@@ -154,7 +161,16 @@ def _interval_bars(axes, groups: list[str], series: list[tuple[str, list[dict]]]
             if np.isnan(v):
                 continue
             if v >= 0.15:  # inside the bar, clear of the interval whisker at its end
-                axes.text(0.01, yy, f"{v:.1%}", va="center", fontsize=8, color="white", fontweight="bold")
+                axes.text(
+                    0.01,
+                    yy,
+                    f"{v:.1%}",
+                    va="center",
+                    fontsize=8,
+                    color="white",
+                    fontweight="bold",
+                    fontfamily=font_families("bold"),
+                )
             else:  # too short to hold the text: put it past the whisker
                 axes.text(v + up + 0.01, yy, f"{v:.1%}", va="center", fontsize=8)
     axes.set_yticks(positions, groups)
