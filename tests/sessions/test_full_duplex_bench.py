@@ -6,6 +6,7 @@ within TOLERANCE_S (about five of the speech detector's 32 ms frames, as in test
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from planted_sessions import full_duplex_bench_samples
@@ -120,6 +121,34 @@ def test_the_sessions_command_scores_each_task_and_writes_everything(built, tmp_
     (plain / "lone" / "x.wav").write_bytes((root / "smooth_turn_taking" / "jumps-in" / "input.wav").read_bytes())
     assert main(["sessions", str(plain), "--out", str(out)]) == 0
     captured = capsys.readouterr()
-    assert "3 sessions" in captured.out and "response_latency_s" in captured.out
+    assert "3 sessions (0 timelines from the store" in captured.out and "response_latency_s" in captured.out
     assert "lone: no session here" in captured.err
-    assert len(json.loads(out.read_text())["timelines"]) == 3
+    assert len(json.loads(out.read_text())["sessions"]) == 3
+
+
+def test_words_from_the_multilingual_recogniser_replace_the_benchmarks_english_only_ones(built, tmp_path, capsys):
+    """With --words the timeline holds both channels' words (stored: a second run transcribes nothing), and the
+    default scores read them instead of output.json."""
+    from trace_eval.cli import main
+
+    root, _ = built
+    one = tmp_path / "smooth_turn_taking" / "jumps-in"
+    one.parent.mkdir()
+    shutil.copytree(root / "smooth_turn_taking" / "jumps-in", one)
+    out = tmp_path / "scores.json"
+    assert main(["sessions", str(one.parent), "--words", "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    (sample,) = written["tasks"]["smooth_turn_taking"]["samples"]
+    assert sample["words_from"].startswith("trace-eval's recogniser (") and sample["latency_s"] < 0
+    (session,) = written["sessions"]
+    timeline = session["timeline"]
+    heard = " ".join(w["word"] for w in timeline["words"]["system"]).lower()
+    planted = json.loads((one / "output.json").read_text())["text"].lower()
+    assert len(set(heard.split()) & set(planted.split())) >= len(planted.split()) // 2, (heard, planted)
+    assert timeline["languages"]["system"]["code"] == built[0].name.split("-")[1][:2]
+    capsys.readouterr()
+    assert main(["sessions", str(one.parent), "--words", "--out", str(out)]) == 0
+    (again,) = json.loads(out.read_text())["sessions"]
+    assert again["from_store"] and again["timeline"] == timeline  # from the store: no recogniser ran
+    assert main(["sessions", str(one.parent), "--words", "--language", "spa"]) == 2
+    assert "--language spa" in capsys.readouterr().err

@@ -38,14 +38,50 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="--judge: people's labels, JSON lines {sample, system_1, system_2, interaction}: the judge's "
         "agreement with them",
     )
+    p.add_argument(
+        "--words",
+        action="store_true",
+        help="transcribe both channels with Stage 1's recogniser (multilingual Whisper): words with times in every "
+        "timeline, shown to an LLM judge, and used by Full-Duplex-Bench's default scores instead of its "
+        "English-only transcripts",
+    )
+    p.add_argument(
+        "--profile",
+        choices=("paper", "cpu"),
+        default=None,
+        help="--words: the recogniser's model set, as for blueprints (default: paper with CUDA, else cpu)",
+    )
+    p.add_argument(
+        "--language",
+        metavar="CODE",
+        help="--words: the language spoken on both channels (a code Whisper knows: en, es, ...); default: "
+        "detected per channel",
+    )
+    p.add_argument(
+        "--store",
+        metavar="DIR|URL",
+        default=None,
+        help="where timelines are kept, made once per session and settings: the blueprint store's timelines/ "
+        "(default: $TRACE_STORE, else ~/.cache/trace-eval/blueprints)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", metavar="FILE", help="write everything (each session's timeline or score) as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    from trace_eval.languages import code_problem
+
     root = Path(args.folder)
     if not root.is_dir():
         print(f"error: {root}: not a folder", file=sys.stderr)
         return 2
+    if args.language and code_problem(args.language):
+        print(f"error: --language {args.language}: {code_problem(args.language)}", file=sys.stderr)
+        return 2
+    if (args.language or args.profile) and not args.words:
+        print("error: --language and --profile choose the recogniser of --words; add --words", file=sys.stderr)
+        return 2
+    args.timelines = Timelines(args)
     if args.judge:
         result = _judged(root, args)
         if result is None:
@@ -67,27 +103,73 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
     annotated = sorted({p.parent for name in TASKS for p in root.rglob(name) if (p.parent / "output.json").is_file()})
     if annotated:
-        return _benchmark(annotated, compat=args.compat is not None)
+        return _benchmark(annotated, compat=args.compat is not None, timelines=args.timelines)
     if args.compat:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
         return None
-    return _timing(root)
+    return _timing(root, args.timelines)
 
 
-def _benchmark(folders: list[Path], compat: bool) -> dict[str, Any]:
+class Timelines:
+    """Each session's timeline, from the store where it was made before (with the words of both channels where
+    --words asks); what was read, with its folder, for the output file."""
+
+    def __init__(self, args: argparse.Namespace):
+        from trace_eval.sessions.store import TimelineStore
+
+        self.store = TimelineStore(args.store)
+        self.language = args.language
+        self.recogniser = _recogniser(args.profile) if args.words else None
+        self.quiet = args.quiet
+        self.read: list[dict[str, Any]] = []
+        self.cached = 0
+
+    def of(self, folder: Path, system: str | None = None, sample: str | None = None):
+        from trace_eval.sessions import read_session
+        from trace_eval.sessions.store import timeline_of
+
+        timeline, cached = timeline_of(
+            read_session(folder), recogniser=self.recogniser, language=self.language, store=self.store
+        )
+        self.cached += cached
+        self.read.append({"system": system, "sample": sample or folder.name, "folder": str(folder),
+                          "from_store": cached, "timeline": timeline.record()})  # fmt: skip
+        return timeline
+
+    def progress(self, items: list, what: str):
+        from tqdm import tqdm
+
+        return tqdm(items, unit="session", desc=what, disable=self.quiet or len(items) < 2, dynamic_ncols=True)
+
+
+def _recogniser(profile: str | None):
+    """Stage 1's recogniser with the profile's models, on CUDA where there is one."""
+    from extractors.asr import AsrExtractor
+    from trace_eval.stage1.pipeline import resolve_device
+    from trace_eval.stage1.profiles import profile_settings
+    from trace_eval.stage1.settings import make_config
+
+    device = resolve_device("auto")
+    settings = profile_settings(profile or ("paper" if device == "cuda" else "cpu")).get("asr", {})
+    return AsrExtractor(make_config(AsrExtractor, settings), device=device)
+
+
+def _benchmark(folders: list[Path], compat: bool, timelines: Timelines) -> dict[str, Any]:
     """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored is listed with its reason."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.full_duplex_bench import score_sample, summarise, task_of
 
     by_task: dict[str, list[dict[str, Any]]] = {}
     failed = []
-    for folder in folders:
+    for folder in timelines.progress(folders, "samples"):
         try:
             task = task_of(folder)
-            by_task.setdefault(task, []).append(score_sample(folder, task, compat=compat))
+            timeline = None if compat else timelines.of(folder)
+            by_task.setdefault(task, []).append(score_sample(folder, task, compat=compat, timeline=timeline))
         except SessionError as e:
             failed.append({"sample": str(folder), "reason": str(e)})
-    result: dict[str, Any] = {"mode": "full-duplex-bench" if compat else "default", "tasks": {}, "failed": failed}
+    mode = "full-duplex-bench" if compat else "default"
+    result: dict[str, Any] = {"mode": mode, "tasks": {}, "sessions": timelines.read, "failed": failed}
     for task, samples in sorted(by_task.items()):
         summary = summarise(task, samples, compat=compat)
         result["tasks"][task] = {"summary": summary, "samples": samples}
@@ -99,14 +181,14 @@ def _benchmark(folders: list[Path], compat: bool) -> dict[str, Any]:
     return result
 
 
-def _timing(root: Path) -> dict[str, Any] | None:
-    from trace_eval.sessions import SessionError, make_timeline, read_session, timing_metrics
+def _timing(root: Path, made: Timelines) -> dict[str, Any] | None:
+    from trace_eval.sessions import SessionError, timing_metrics
 
     folders = sorted({p.parent for p in root.rglob("*.wav")})
     timelines, failed = [], []
-    for folder in folders:
+    for folder in made.progress(folders, "sessions"):
         try:
-            timelines.append(make_timeline(read_session(folder)))
+            timelines.append(made.of(folder, sample=str(folder.relative_to(root))))
         except SessionError as e:
             failed.append({"session": str(folder), "reason": str(e)})
     for f in failed:
@@ -115,11 +197,11 @@ def _timing(root: Path) -> dict[str, Any] | None:
         print(f"error: {root}: no session read", file=sys.stderr)
         return None
     metrics = timing_metrics(timelines)
-    print(f"{len(timelines)} sessions")
+    print(f"{len(timelines)} sessions ({made.cached} timelines from the store at {made.store.location})")
     for key, value in metrics.items():
         if key not in ("sessions", "definitions"):
             print(f"  {key:32} {_shown(value)}")
-    return {"metrics": metrics, "timelines": [t.record() for t in timelines], "failed": failed}
+    return {"metrics": metrics, "sessions": made.read, "failed": failed}
 
 
 def _shown(value: Any) -> str:
@@ -139,19 +221,20 @@ def _shown(value: Any) -> str:
 
 def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """Every pair of systems on every session they share, judged on interaction; the systems ranked."""
-    from trace_eval.sessions import SessionError, make_timeline, read_session
+    from trace_eval.sessions import SessionError
     from trace_eval.sessions.interaction import cues_verdict, llm_verdict, pairs_of, rank
 
+    made: Timelines = args.timelines
     systems: dict[str, dict[str, Any]] = {}
     failed = []
-    for system in sorted(p for p in root.iterdir() if p.is_dir()):
-        for folder in sorted({p.parent for p in system.rglob("*.wav")}):
-            try:
-                systems.setdefault(system.name, {})[str(folder.relative_to(system))] = make_timeline(
-                    read_session(folder)
-                )
-            except SessionError as e:
-                failed.append({"session": str(folder), "reason": str(e)})
+    found = [(system, folder) for system in sorted(p for p in root.iterdir() if p.is_dir())
+             for folder in sorted({p.parent for p in system.rglob("*.wav")})]  # fmt: skip
+    for system, folder in made.progress(found, "sessions"):
+        sample = str(folder.relative_to(system))
+        try:
+            systems.setdefault(system.name, {})[sample] = made.of(folder, system.name, sample)
+        except SessionError as e:
+            failed.append({"session": str(folder), "reason": str(e)})
     for f in failed:
         print(f"not read: {f['session']}: {f['reason']}", file=sys.stderr)
     pairs = pairs_of(systems)
@@ -185,6 +268,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         print(f"  {row['rank']:>4} {row['system']:20} {row['score']:7.1f} {row['wins']:5} {row['both_good']:5} "
               f"{row['both_bad']:5} {row['losses']:6}")  # fmt: skip
     result: dict[str, Any] = {"judge": args.judge, "ranking": table, "verdicts": [v.record() for v in verdicts]}
+    result["sessions"] = made.read
     result["failed"] = failed
     if args.labels:
         result["agreement"] = _agreement(verdicts, Path(args.labels))

@@ -96,8 +96,16 @@ def summarise(task: str, samples: list[dict[str, Any]], *, compat: bool = False)
 
 
 def score_sample(
-    folder: str | Path, task: str | None = None, *, compat: bool = False, settings: TimelineSettings | None = None
+    folder: str | Path,
+    task: str | None = None,
+    *,
+    compat: bool = False,
+    settings: TimelineSettings | None = None,
+    timeline: Timeline | None = None,
 ) -> dict[str, Any]:
+    """One sample scored. The default reads `timeline` where given (else makes one); where the timeline holds
+    the system's words from trace-eval's recogniser they are used instead of the benchmark's `output.json`
+    (made by an English-only recogniser), and the record says which were used."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in TASKS.values():
@@ -106,9 +114,14 @@ def score_sample(
     if compat:
         return {"sample": str(folder), **_compat_sample(folder, task, words)}
     _annotations(folder, task)  # a bad annotation is named before any audio is read
-    timeline = make_timeline(read_session(folder), settings)
+    timeline = timeline or make_timeline(read_session(folder), settings)
+    words_from = "output.json"
+    heard = timeline.words.get("system")
+    if heard is not None:
+        words = [Word(w["word"], float(w["start"]), float(w["end"])) for w in heard]
+        words_from = f"trace-eval's recogniser ({timeline.recogniser})"
     scored = {"pause_handling": _pause, "smooth_turn_taking": _turn_taking, "user_interruption": _interruption}
-    return {"sample": str(folder), **scored[task](folder, words, timeline)}
+    return {"sample": str(folder), **scored[task](folder, words, timeline), "words_from": words_from}
 
 
 # -- as the benchmark's scripts compute --------------------------------------------------------------------------

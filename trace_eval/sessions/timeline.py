@@ -13,7 +13,9 @@ in seconds from the session's first sample:
 - `responses`: for each user turn, the system's first turn (not a backchannel) that ends after it and starts
   before the user's next turn, and the latency from the user's end to the system's start (negative: it started
   before the user ended);
-- `barge_ins`: user turns that start while the system speaks, and how long the system went on (its stop latency).
+- `barge_ins`: user turns that start while the system speaks, and how long the system went on (its stop latency);
+- `words`: with a recogniser (`make_timeline(session, recogniser=...)`, the multilingual Whisper of Stage 1), what
+  each channel said, word by word with times, and the language each was heard in; None where not transcribed.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import numpy as np
 from trace_eval.sessions.segments import Segment, gaps, intersection, union
 from trace_eval.sessions.session import RATE, Session
 
-__all__ = ["Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
+__all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
 
+VERSION = 1  # of what a timeline holds and how it is found: a stored timeline of another version is made again
 CLOCK = "seconds from the session's first sample (both channels start there)"
 
 
@@ -91,6 +94,10 @@ class Timeline:
     answers: list[Answer]
     barge_ins: list[BargeIn]
     notes: list[str] = field(default_factory=list)
+    # who -> [{"word", "start", "end", "probability"}], None where the channel was not transcribed
+    words: dict[str, list[dict[str, Any]] | None] = field(default_factory=lambda: {"user": None, "system": None})
+    languages: dict[str, dict[str, Any] | None] = field(default_factory=lambda: {"user": None, "system": None})
+    recogniser: str | None = None  # the recogniser's model id, None without words
 
     @property
     def leading_silence_s(self) -> float | None:
@@ -102,6 +109,7 @@ class Timeline:
             return [s.record() for s in items]
 
         return {
+            "version": VERSION,
             "session": self.session,
             "clock": CLOCK,
             "duration_s": round(self.duration_s, 3),
@@ -114,8 +122,46 @@ class Timeline:
             "answers": [a.record() for a in self.answers],
             "barge_ins": [b.record() for b in self.barge_ins],
             "leading_silence_s": None if self.leading_silence_s is None else round(self.leading_silence_s, 3),
+            "words": self.words,
+            "languages": self.languages,
+            "recogniser": self.recogniser,
             "notes": self.notes,
         }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Timeline:
+        """The timeline `record()` gave (a stored one); KeyError or ValueError where it is not one."""
+        if record.get("version") != VERSION:
+            raise ValueError(f"timeline version {record.get('version')!r}, expected {VERSION}")
+
+        def segments(items: list[list[float]]) -> list[Segment]:
+            return [Segment(*map(float, s)) for s in items]
+
+        def maybe(item: list[float] | None) -> Segment | None:
+            return None if item is None else Segment(*map(float, item))
+
+        answers = [Answer(Segment(*a["user_turn"]), maybe(a["system_turn"]), a["latency_s"]) for a in record["answers"]]
+        barge_ins = [
+            BargeIn(Segment(*b["user_turn"]), Segment(*b["system_turn"]), b["stop_latency_s"],
+                    b["stopped_before_user_ended"])
+            for b in record["barge_ins"]
+        ]  # fmt: skip
+        return cls(
+            record["session"],
+            float(record["duration_s"]),
+            TimelineSettings(**record["settings"]),
+            {k: segments(v) for k, v in record["speech"].items()},
+            {k: segments(v) for k, v in record["turns"].items()},
+            {k: segments(v) for k, v in record["pauses"].items()},
+            segments(record["overlaps"]),
+            segments(record["backchannels"]),
+            answers,
+            barge_ins,
+            list(record["notes"]),
+            dict(record["words"]),
+            dict(record["languages"]),
+            record["recogniser"],
+        )
 
 
 def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
@@ -136,7 +182,11 @@ def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
     return [Segment(s["start"] / RATE, s["end"] / RATE) for s in found]
 
 
-def make_timeline(session: Session, settings: TimelineSettings | None = None) -> Timeline:
+def make_timeline(
+    session: Session, settings: TimelineSettings | None = None, recogniser: Any = None, language: str | None = None
+) -> Timeline:
+    """The session's timeline; with `recogniser` (an extractors.asr.AsrExtractor, loaded or not) the words of
+    both channels too, heard in `language` where it is declared (else detected per channel)."""
     settings = settings or TimelineSettings()
     speech = {"user": speech_of(session.user, settings), "system": speech_of(session.system, settings)}
     notes = list(session.notes)
@@ -166,7 +216,7 @@ def make_timeline(session: Session, settings: TimelineSettings | None = None) ->
         talking = next((s for s in system_turns if s.start < user.start < s.end and s not in backchannels), None)
         if talking is not None:
             barge_ins.append(BargeIn(user, talking, talking.end - user.start, talking.end < user.end))
-    return Timeline(
+    timeline = Timeline(
         session.name,
         session.duration_s,
         settings,
@@ -179,6 +229,13 @@ def make_timeline(session: Session, settings: TimelineSettings | None = None) ->
         barge_ins,
         notes,
     )
+    if recogniser is not None:
+        from trace_eval.sessions.words import transcribe
+
+        timeline.words, timeline.languages, heard = transcribe(session, recogniser, language)
+        timeline.recogniser = recogniser.model().id
+        timeline.notes += heard
+    return timeline
 
 
 def _inside_any(t: float, turns: list[Segment]) -> bool:
