@@ -23,7 +23,7 @@ from planted_sessions import prompts
 from realtime_server import BARGE_IN_FRAMES, RealtimeServer
 
 from trace_eval.cli import main
-from trace_eval.sessions import SessionError, make_timeline, read_session
+from trace_eval.sessions import SessionError, make_timeline, read_session, timing_metrics
 from trace_eval.sessions.events import client_latencies, read_events
 from trace_eval.sessions.live import LiveError, record_session
 from trace_eval.sessions.session import RATE
@@ -110,6 +110,11 @@ def test_the_event_log_is_in_order_and_its_latencies_agree_with_the_audio(answer
     assert client["time_to_first_audio_s"] == pytest.approx(answer.latency_s, abs=TOLERANCE_S)
     assert client["first_audio_s"] == pytest.approx(answer.system_turn.start, abs=TOLERANCE_S)
     assert 0 <= client["setup_s"] < 0.5 and client["stop_latency_s"] is None
+    # The timeline carries them, and the metrics give them beside the latencies measured on the audio.
+    assert timeline.client == client
+    metrics = timing_metrics([timeline])
+    assert metrics["client_time_to_first_audio_s"]["median"] == client["time_to_first_audio_s"]
+    assert metrics["client_stop_latency_s"]["n"] == 0
 
 
 @pytest.mark.parametrize("stops_after_s", [0.3, None], ids=["stops", "talks-on"])

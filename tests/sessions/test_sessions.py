@@ -154,6 +154,12 @@ def test_full_duplex_bench_folders_are_read_as_they_are_and_bad_input_is_named(t
     sf.write(silent / "input.wav", user.samples, RATE)
     sf.write(silent / "output.wav", np.zeros(RATE, dtype=np.float32), RATE)
     assert "no speech on the system's channel" in make_timeline(read_session(silent)).notes
+    (silent / "events.jsonl").write_text('{"t": 0.5, "event": "audio_sent"}\n{"t": 0.2, "event": "audio_sent"}\n')
+    with pytest.raises(SessionError, match="events.jsonl.*line 2"):
+        read_session(silent)  # an event log beside any layout is checked: out of order, refused
+    (silent / "events.jsonl").write_text('{"t": 0.0, "event": "connected"}\n{"t": 0.5, "event": "audio_sent"}\n')
+    assert make_timeline(read_session(silent)).client["time_to_first_audio_s"] is None  # no audio came back
+    (silent / "events.jsonl").unlink()
     (silent / "interrupt.json").write_text("{not json")
     with pytest.raises(SessionError, match="interrupt.json: not JSON"):
         read_session(silent)

@@ -31,6 +31,10 @@ DEFINITIONS = {
     "of the user's turns",
     "overlap_share": "seconds both channels speak / seconds either speaks",
     "leading_silence_s": "the system's silence before it first speaks; clock: the session's first sample",
+    "client_time_to_first_audio_s": "from the event log: the first audio received - the last user frame sent; "
+    "clock: the client's, from its last frame sent (sessions with an event log only)",
+    "client_stop_latency_s": "from the event log: how long audio kept arriving after the timeline's first "
+    "barge-in began; clock: the client's, from the user's start as heard",
 }
 
 
@@ -83,8 +87,14 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
         "backchannels_per_user_minute": round(backchannels / user_minutes, 2) if user_minutes else None,
         "overlap_share": round(both / either, 4) if either else None,
         "leading_silence_s": distribution(leading),
+        "client_time_to_first_audio_s": distribution(_client(timelines, "time_to_first_audio_s")),
+        "client_stop_latency_s": distribution(_client(timelines, "stop_latency_s")),
         "definitions": DEFINITIONS,
     }
+
+
+def _client(timelines: list[Timeline], key: str) -> list[float]:
+    return [t.client[key] for t in timelines if t.client and t.client.get(key) is not None]
 
 
 def _silence(t: Timeline) -> list[Segment]:

@@ -90,6 +90,10 @@ def _folder(folder: Path) -> Session:
                 annotations[name] = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise SessionError(f"{path}: not JSON ({e})") from None
+    if (folder / "events.jsonl").is_file():  # a client's event log beside any layout: checked, kept
+        from trace_eval.sessions.events import read_events
+
+        annotations["events.jsonl"] = read_events(folder / "events.jsonl")
     if (folder / "session.json").is_file():  # the live client's layout: its manifest names the files
         from trace_eval.sessions.live import read_manifest
 

@@ -98,6 +98,8 @@ class Timeline:
     words: dict[str, list[dict[str, Any]] | None] = field(default_factory=lambda: {"user": None, "system": None})
     languages: dict[str, dict[str, Any] | None] = field(default_factory=lambda: {"user": None, "system": None})
     recogniser: str | None = None  # the recogniser's model id, None without words
+    # the client's latencies from the session's event log (events.client_latencies), None without a log
+    client: dict[str, Any] | None = None
 
     @property
     def leading_silence_s(self) -> float | None:
@@ -125,6 +127,7 @@ class Timeline:
             "words": self.words,
             "languages": self.languages,
             "recogniser": self.recogniser,
+            "client": self.client,
             "notes": self.notes,
         }
 
@@ -161,6 +164,7 @@ class Timeline:
             dict(record["words"]),
             dict(record["languages"]),
             record["recogniser"],
+            record["client"],
         )
 
 
@@ -229,6 +233,12 @@ def make_timeline(
         barge_ins,
         notes,
     )
+    events = session.annotations.get("events.jsonl")
+    if events is not None:
+        from trace_eval.sessions.events import client_latencies
+
+        barge_in = barge_ins[0].user_turn.start if barge_ins else None
+        timeline.client = client_latencies(events, barge_in_s=barge_in)
     if recogniser is not None:
         from trace_eval.sessions.words import transcribe
 
