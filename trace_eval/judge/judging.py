@@ -233,6 +233,8 @@ class Judging:
                 raise outcome
             results.append(outcome)
         record = pair_record(pair_id, results, self.options, self.rubric, units[0].case.dimensions or None)
+        language = units[0].case.instruction_language
+        record["instruction_language"] = None if language is None else language.record()
         if self.writer is not None:
             self.writer.append(record)
         caller = self.caller

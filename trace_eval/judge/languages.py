@@ -109,6 +109,16 @@ class ClipLanguage:
             return True
         return self.probability is None or self.probability >= min_probability
 
+    def record(self) -> dict[str, Any]:
+        """What a run records of an instruction's language (results.jsonl `instruction_language`)."""
+        return {
+            "code": self.code,
+            "probability": self.probability,
+            "source": self.source,
+            "evidence": self.evidence,
+            "reason": self.reason,
+        }
+
     def describe(self) -> str:
         """ "Spanish (es), detected with probability 0.93", "French (fr), declared", or why it is unknown."""
         if self.code is None:
@@ -592,10 +602,12 @@ def manner_requests(text: str, language: str) -> list[str] | None:
 # colon after it) is the words to say.
 SAY_LEADS: dict[str, str] = {
     "en": r"^(?:(?:please|now|okay|ok)\W+)*(?:(?:can|could|would|will) you\s+)?(?:repeat after me|repeat|say|read out|"
-    r"read aloud|read)\b",
-    "es": r"^(?:(?:por favor|ahora)\W+)*(?:repite|repita|repitan|di|diga|digan|dime|lee|lea)\b",
-    "fr": r"^(?:(?:s'il (?:te|vous) plait|maintenant)\W+)*(?:repete|repetez|dis|dites|lis|lisez)\b",
-    "de": r"^(?:(?:bitte|jetzt)\W+)*(?:sag|sage|sagen sie|wiederhole|wiederholen sie|lies|lesen sie)\b",
+    r"read aloud|read)(?: (?:the|this) (?:sentence|phrase))?\b",
+    "es": r"^(?:(?:por favor|ahora)\W+)*(?:repite|repita|repitan|di|diga|digan|dime|lee|lea)(?: (?:la|esta) frase)?\b",
+    "fr": r"^(?:(?:s'il (?:te|vous) plait|maintenant)\W+)*(?:repete|repetez|dis|dites|lis|lisez)"
+    r"(?: (?:la|cette) phrase)?\b",
+    "de": r"^(?:(?:bitte|jetzt)\W+)*(?:sag|sage|sagen sie|wiederhole|wiederholen sie|lies|lesen sie)"
+    r"(?: (?:den|diesen) satz)?\b",
     "zh": r"^(?:请|請)?(?:跟我说|跟我說|重复|重複|说|說|读|讀)",
 }
 

@@ -38,6 +38,9 @@ results.jsonl fields (one line per item):
     confidence_reason  why the confidence is null (e.g. one answer that states none), else null
     cascade       (cascade runs) which judge decided, its confidence, threshold and cost, every judge asked, and
                   why none did (trace_eval.judge.cascade)
+    instruction_language  the language the answers are held to and which evidence told it: {code, probability,
+                  source: declared | detected | text | transcript, evidence: what else was read, reason: why code
+                  is null}; null where nothing records one (absent in run folders written before it existed)
     not_trusted   (cascade runs) the labels withheld because no judge trusted them (dimensions and "overall"),
                   counted apart from those a judge left undetermined for want of evidence
 """

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import fusion
+from trace_eval.audio import sha256_file
 from trace_eval.bench import Benchmark, Pair, load_benchmark
 from trace_eval.io import write_json
 from trace_eval.judge import evidence, runfolder
@@ -269,7 +270,12 @@ def read_blueprints(bench: Benchmark, pairs: list[Pair]) -> Blueprints:
     paths = dict.fromkeys(p for pair in pairs for p in pair.audio_paths())
     clips = {path: store.get_by_path(path) for path in paths}
     failures = store.recorded_failures()
-    return Blueprints(with_failed_answers(clips, failures, pairs, bench.root), failures)
+    # Stage 1 reads each audio once: a failure is recorded for one of the paths that hold the same bytes.
+    by_sha = {
+        str(entry["sha256"]): _DECODE_FAILURE + str(entry.get("reason")).replace(str(bench.root / path), path)
+        for path, entry in store.recorded_decode_failures().items()
+    }
+    return Blueprints(with_failed_answers(clips, failures, pairs, bench.root, by_sha), failures)
 
 
 # A Stage 1 failure of the audio itself, as recorded (`stage: reason`): the file is empty, or does not decode.
@@ -293,16 +299,25 @@ def failed_answer(reason: str) -> dict:
 
 
 def with_failed_answers(
-    clips: dict[str, dict | None], failures: dict[str, str], pairs: list[Pair], root: Path
+    clips: dict[str, dict | None],
+    failures: dict[str, str],
+    pairs: list[Pair],
+    root: Path,
+    by_sha: dict[str, str] | None = None,
 ) -> dict[str, dict | None]:
     """`clips` with each answer (not instruction) that has no blueprint because its file, present, is empty or
-    does not decode, standing as `failed_answer`. A missing file is no answer of the system's, but a benchmark
-    to repair: it stays without a blueprint."""
+    does not decode, standing as `failed_answer`; `by_sha`: the decode failures recorded by audio hash, for a
+    file whose bytes failed under another path. A missing file is no answer of the system's, but a benchmark to
+    repair: it stays without a blueprint."""
     answers = {p for pair in pairs for p in (pair.audio1_path, pair.audio2_path, pair.audio_path) if p}
     found = dict(clips)
     for path, blueprint in clips.items():
+        if blueprint is not None or path not in answers or not (root / path).is_file():
+            continue
         reason = failures.get(path, "")
-        if blueprint is None and path in answers and reason.startswith(_DECODE_FAILURE) and (root / path).is_file():
+        if not reason and by_sha:
+            reason = by_sha.get(sha256_file(root / path), "")
+        if reason.startswith(_DECODE_FAILURE):
             found[path] = failed_answer(reason.removeprefix(_DECODE_FAILURE))
     return found
 
