@@ -330,3 +330,23 @@ def test_cues_made_with_stand_in_weights_are_warned_about():
         "(random weights from scripts/make_standin_models.py): not cues"
     ]
     assert cue_availability([real] * 4, KEYS)["warnings"] == []
+
+
+def test_a_rambling_answer_of_ten_minutes_fails_content_whatever_its_transcript():
+    """Past `content_max_s` (300 s) an answer fails Content even where its transcript is doubted or says the
+    words: a rambling answer is a wrong one, not one whose content is unknown."""
+    instruction = 'Say "The conference has been extended."'
+    right = {**blueprint("The conference has been extended."), "duration_s": 2.4}
+    words = "The conference has been extended. " + "And another thing, " * 400
+    rambling = {
+        **blueprint(words),
+        "duration_s": 600.0,
+        "transcript_quality": {"reliable": False, "reason": "compression ratio 3.1 (repetition)"},
+    }
+    answer = verdict(instruction, rambling, right)
+    assert answer["content"] == "2", answer["reasoning"]
+    assert "response 1 runs 600 s, past the 300 s an answer may take" in answer["reasoning"]
+    assert answer["confidence"]["content"] > 0.95  # five minutes past the limit: sure
+    # Below the limit the doubted transcript decides nothing, as before.
+    shorter = verdict(instruction, {**rambling, "duration_s": 120.0}, right)
+    assert shorter["content"] is None and "transcript marked unreliable" in shorter["undetermined"]["content"]

@@ -4,11 +4,13 @@ manner requests read with each language's table, and a language without one left
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from cues_verdict import KEYS, verdict
 from llm_server import blueprint
 
-from trace_eval.judge.cues import paralinguistic_cues, read_instruction
+from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction, spoken_words
 from trace_eval.judge.evidence import language_summary, rows
 from trace_eval.judge.languages import ClipLanguage, asked_language, instruction_language, manner_requests
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
@@ -339,3 +341,45 @@ def test_the_run_summary_counts_the_languages_heard():
     line = "response clips es 1, en 1, not known 1; 1 of 3 in another language than their instruction's"
     assert ("language", line) in rows({"clips": 3, "groups": {}, "languages": heard})
     assert language_summary([("a.wav", None, blueprint("Hello."))]) is None  # nothing recorded: nothing to say
+
+
+@pytest.mark.parametrize(
+    "transcript, language, read",
+    [
+        ("Say the conference has been extended.", "en", 'say "the conference has been extended"'),
+        ("Please repeat after me: good night.", None, 'please repeat after me "good night"'),
+        (
+            "Por favor, repita la frase la conferencia ha sido extendida.",
+            "es",
+            'por favor, repita la frase "la conferencia ha sido extendida"',
+        ),
+        ("Di, la conferencia ha sido extendida.", "und", 'di "la conferencia ha sido extendida"'),
+        ("Dis, votre message a été sauvegardé.", "fr", 'dis "votre message a ete sauvegarde"'),
+        ("Sag bitte: guten Morgen.", "de", 'sag bitte "guten morgen"'),
+        ("Say potato in a British accent.", "en", None),  # more than words to say: left as it is
+        ("Dilo despacio: buenas noches.", "es", None),  # "dilo" is no lead-in of the table
+        ("What is the capital of France?", "en", None),
+        ('Say "hello" slowly.', "en", None),  # quoted already
+    ],
+)
+def test_a_spoken_instruction_s_words_to_say_are_read_after_its_lead_in(transcript, language, read):
+    found = spoken_words(transcript, language)
+    assert (found[0] if found else None) == read
+
+
+def test_a_spoken_instruction_is_judged_on_the_words_its_transcript_gives():
+    spoken = ClipLanguage("es", 0.71, "detected")
+    right = said("La conferencia ha sido extendida.", "es", 0.8)
+    english = said("The conference has been extended.", "en", 0.99)
+    views = (blueprint_view(english, KEYS), blueprint_view(right, KEYS))
+    case = Case(
+        "x", "Por favor, repita la frase la conferencia ha sido extendida.", None, views, stored=(english, right)
+    )
+    answer = judge_case(replace(case, instruction_language=spoken))
+    assert answer["content"] == "2", answer["reasoning"]
+    assert answer["reasoning"].startswith(
+        "Content: words to say read from the instruction's transcript, after “por favor, repita la frase”"
+    )
+    # Without the lead-in rule the transcript quotes nothing and Content has nothing to check the words against.
+    free = judge_case(replace(case, instruction_language=spoken, instruction_transcript="Tell me about conferences."))
+    assert free["content"] is None
