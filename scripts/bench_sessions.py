@@ -1,10 +1,12 @@
 """How fast sessions are read into timelines and their timing measured, on this machine's CPU.
 
-    python scripts/bench_sessions.py [--sessions 10] [--metrics-of 1000]
+    python scripts/bench_sessions.py [--sessions 10] [--metrics-of 1000] [--words] [--profile cpu|paper]
 
 Builds two-channel sessions from Asterisk's recorded English prompts (a user's turn, the system's answer after
 0.4-1.6 s, three exchanges a session, about 20 s each), times `make_timeline` on each (CPU seconds per second of
-session, both channels), then `timing_metrics` over `--metrics-of` timelines.
+session, both channels), then `timing_metrics` over `--metrics-of` timelines. `--words` times the timelines
+again with both channels transcribed by Stage 1's recogniser (the profile's models; loading them is timed apart),
+against the goal of 0.3 s per second of session.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--metrics-of", type=int, default=1000)
+    parser.add_argument("--words", action="store_true", help="also with both channels transcribed")
+    parser.add_argument("--profile", choices=("cpu", "paper"), default="cpu", help="--words: the recogniser's models")
     args = parser.parse_args()
     made = sessions(args.sessions)
     seconds = sum(s.duration_s for s in made)
@@ -62,6 +66,23 @@ def main() -> None:
     print(f"timing metrics of {len(many)} sessions: {time.perf_counter() - wall:.3f} s wall")
     print(f"  response latency median {latency['median']} s over {latency['n']} answers (planted 0.4-1.6 s after")
     print("  each prompt, whose own silence at either end counts here: the prompts are not trimmed)")
+    if args.words:
+        from extractors.asr import AsrExtractor
+        from trace_eval.stage1.pipeline import resolve_device
+        from trace_eval.stage1.profiles import profile_settings
+        from trace_eval.stage1.settings import make_config
+
+        device = resolve_device("auto")
+        recogniser = AsrExtractor(make_config(AsrExtractor, profile_settings(args.profile)["asr"]), device=device)
+        wall = time.perf_counter()
+        recogniser.load()
+        print(f"recogniser {recogniser.model().id} on {device}: loaded in {time.perf_counter() - wall:.1f} s")
+        cpu, wall = time.process_time(), time.perf_counter()
+        heard = [make_timeline(s, recogniser=recogniser) for s in made]
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        words = sum(len(t.words["user"] or []) + len(t.words["system"] or []) for t in heard)
+        print(f"timelines with words of {len(made)} sessions ({seconds:.0f} s, two channels, {words} words): "
+              f"{wall:.1f} s wall ({wall / seconds:.3f} s per second of session), {cpu:.1f} CPU s")  # fmt: skip
 
 
 if __name__ == "__main__":

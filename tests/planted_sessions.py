@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -84,7 +85,7 @@ class Track:
         return at_s, end_s
 
 
-def _write(folder: Path, user: Track, system: Track, annotation: tuple[str, list], words_from_s: float = 0.0) -> None:
+def _write(folder: Path, user: Track, system: Track, annotation: tuple[str, Any], words_from_s: float = 0.0) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     n = max(len(user.samples), len(system.samples))
     for name, track in (("input.wav", user), ("output.wav", system)):
@@ -97,13 +98,18 @@ def _write(folder: Path, user: Track, system: Track, annotation: tuple[str, list
             words.append({"text": w["text"], "timestamp": [max(start, words_from_s), end]})
     text = " ".join(w["text"] for w in words)
     (folder / "output.json").write_text(json.dumps({"text": text, "chunks": words}, indent=1))
+    # The user's words, as FLEXI's pause handling reads them.
+    heard = {"text": " ".join(w["text"] for w in user.words), "chunks": user.words}
+    (folder / "input.json").write_text(json.dumps(heard, indent=1))
     name, events = annotation
     (folder / name).write_text(json.dumps(events))
 
 
-def full_duplex_bench_samples(root: Path, language: str = "en") -> dict[str, dict]:
-    """The samples of FULL_DUPLEX_BENCH_SAMPLES under root/<task>/<sample>, in the benchmark's v1 layout;
-    returns each sample's planted times."""
+def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "full-duplex-bench") -> dict[str, dict]:
+    """The samples of FULL_DUPLEX_BENCH_SAMPLES under root/<task>/<sample>, in the benchmark's v1 layout (or
+    FLEXI's, `layout="flexi"`: the whole output transcribed, `pause.json` one object); returns each sample's
+    planted times."""
+    flexi = layout == "flexi"
     said = prompts(language)
     planted: dict[str, dict] = {}
     mm_hm = Speech(said[0].samples[: int(0.4 * RATE)], "mm-hm")
@@ -116,7 +122,8 @@ def full_duplex_bench_samples(root: Path, language: str = "en") -> dict[str, dic
             system.place(said[5], user_end + 0.6)
         elif sample == "takes-over-in-the-pause":
             system.place(said[5], first_end + 0.3)
-        pause = ("pause.json", [{"text": "[PAUSE]", "timestamp": [first_end, second_start]}])
+        pause_at = {"text": "[PAUSE]", "timestamp": [first_end, second_start]}
+        pause = ("pause.json", pause_at if flexi else [pause_at])
         _write(root / "pause_handling" / sample, user, system, pause)
         planted[f"pause_handling/{sample}"] = {"user_end": user_end, "pause": (first_end, second_start)}
 
@@ -148,7 +155,8 @@ def full_duplex_bench_samples(root: Path, language: str = "en") -> dict[str, dic
         if sample == "stops-and-answers":
             answer = system.place(said[2], interrupt_end + 0.8)[0]
         events = [{"context": said[1].text, "interrupt": said[4].text, "timestamp": [barge, interrupt_end]}]
-        _write(root / "user_interruption" / sample, user, system, ("interrupt.json", events), interrupt_end)
+        cropped = 0.0 if flexi else interrupt_end  # Full-Duplex-Bench transcribes from the interruption's end
+        _write(root / "user_interruption" / sample, user, system, ("interrupt.json", events), cropped)
         planted[f"user_interruption/{sample}"] = {
             "barge_in": barge,
             "interrupt_end": interrupt_end,

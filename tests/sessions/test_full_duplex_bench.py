@@ -29,16 +29,16 @@ def _samples(result: dict) -> dict[str, dict]:
 
 def test_compat_mode_computes_what_the_benchmarks_scripts_print(built):
     root, _ = built
-    pause = score_task(root / "pause_handling", compat=True)
+    pause = score_task(root / "pause_handling", compat="full-duplex-bench")
     assert pause["summary"] == {"average_take_turn": pytest.approx(2 / 3)}  # an answer after the end counts
-    turn = score_task(root / "smooth_turn_taking", compat=True)
+    turn = score_task(root / "smooth_turn_taking", compat="full-duplex-bench")
     latencies = {name: s["latency_s"] for name, s in _samples(turn).items()}
     # From the annotation (0.1 s after the user's end), the first word's start, a negative latency counted as 0.
     assert latencies == pytest.approx(
         {"answers-after-0.8-s": 0.7, "jumps-in": 0.0, "mm-hm-then-answers": 0.1}, abs=0.002
     )
     assert turn["summary"]["average_latency"] == pytest.approx(0.8 / 3, abs=0.002)
-    interruption = score_task(root / "user_interruption", compat=True)
+    interruption = score_task(root / "user_interruption", compat="full-duplex-bench")
     # Words are transcribed from the interruption's end on: one that talks through it answers "at once".
     answers = {name: s["latency_s"] for name, s in _samples(interruption).items()}
     assert answers == pytest.approx({"stops-and-answers": 0.8, "talks-through": 0.0}, abs=0.002)
@@ -90,7 +90,7 @@ def test_bad_sample_folders_are_named_with_the_reason(built, tmp_path):
     (bad / "output.json").write_text(json.dumps({"text": "hi", "chunks": [{"text": "hi", "timestamp": [0.5, None]}]}))
     assert read_words(bad / "output.json")[0].end is None  # the benchmark's recogniser leaves some ends null
     (bad / "pause.json").write_text(json.dumps([{"text": "[PAUSE]"}]))
-    assert score_sample(bad, compat=True)["took_turn"] == 0  # one word: no turn, pause.json unread
+    assert score_sample(bad, compat="full-duplex-bench")["took_turn"] == 0  # one word: no turn, pause.json unread
     with pytest.raises(SessionError, match="expected a list of"):
         score_sample(bad)
 
@@ -152,3 +152,21 @@ def test_words_from_the_multilingual_recogniser_replace_the_benchmarks_english_o
     assert again["from_store"] and again["timeline"] == timeline  # from the store: no recogniser ran
     assert main(["sessions", str(one.parent), "--words", "--language", "spa"]) == 2
     assert "--language spa" in capsys.readouterr().err
+
+
+def test_flexi_compat_mode_computes_what_its_scripts_print(tmp_path):
+    """FLEXI's layout (the whole output transcribed, pause.json one object) and its scoring, quirks included."""
+    full_duplex_bench_samples(tmp_path, "en", layout="flexi")
+    pause = score_task(tmp_path / "pause_handling", compat="flexi")
+    # An answer after the user's end is no takeover here; a silent system is left out, not counted as waiting.
+    assert pause["summary"] == {"TOR": 0.5, "skipped": 1}
+    turn = score_task(tmp_path / "smooth_turn_taking", compat="flexi")["summary"]
+    # The jump-in is left out of the mean latency and counted in JIR; the mm-hm's 0.1 s is the latency still.
+    assert turn["latency"] == pytest.approx((0.7 + 0.1) / 2, abs=0.002) and turn["JIR"] == pytest.approx(1 / 3)
+    interruption = score_task(tmp_path / "user_interruption", compat="flexi")
+    samples = _samples(interruption)
+    # A system that talked on 4.7 s past the interruption "yielded": its overlap with it was under 3 s.
+    assert samples["talks-through"]["took_turn"] == 0 and samples["talks-through"]["overlap_s"] < 3
+    assert interruption["summary"]["TTR"] == 1.0 and "scored 0" in interruption["summary"]["rating_note"]
+    default = _samples(score_task(tmp_path / "user_interruption"))
+    assert not default["talks-through"]["stopped"]

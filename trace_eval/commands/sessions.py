@@ -20,9 +20,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", metavar="DIR", help="a session folder, or a folder of them (searched below)")
     p.add_argument(
         "--compat",
-        choices=("full-duplex-bench",),
-        help="give the figures Full-Duplex-Bench's own scripts print, quirks included (docs/realtime.md lists "
-        "each difference); default: what its tasks mean",
+        choices=("full-duplex-bench", "flexi"),
+        help="give the figures Full-Duplex-Bench's (or FLEXI's) own scripts print on its folders, quirks included "
+        "(docs/realtime.md lists each difference); default: what the tasks mean",
+    )
+    p.add_argument(
+        "--flexi-latency",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="--compat flexi: the model's turn-taking latency FLEXI's pause handling lengthens a pause by (its "
+        "--latency; default %(default)s)",
     )
     p.add_argument(
         "--judge",
@@ -66,6 +74,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", metavar="FILE", help="write everything (each session's timeline or score) as JSON")
+    p.add_argument(
+        "--page",
+        metavar="DIR",
+        help="write a page that draws each session's two channels on one time axis and plays its audio from any "
+        "point, with the pairs' verdicts beside the drawings under --judge (opens from disk: DIR/index.html)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
 
         write_json(args.out, result)
         print(f"written: {args.out}")
+    if args.page:
+        from trace_eval.sessions.page import page_of_run
+
+        return page_of_run(result, args.page)
     return 0
 
 
@@ -103,7 +121,7 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
     annotated = sorted({p.parent for name in TASKS for p in root.rglob(name) if (p.parent / "output.json").is_file()})
     if annotated:
-        return _benchmark(annotated, compat=args.compat is not None, timelines=args.timelines)
+        return _benchmark(annotated, compat=args.compat, timelines=args.timelines, latency_s=args.flexi_latency)
     if args.compat:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
         return None
@@ -154,7 +172,7 @@ def _recogniser(profile: str | None):
     return AsrExtractor(make_config(AsrExtractor, settings), device=device)
 
 
-def _benchmark(folders: list[Path], compat: bool, timelines: Timelines) -> dict[str, Any]:
+def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, latency_s: float) -> dict[str, Any]:
     """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored is listed with its reason."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.full_duplex_bench import score_sample, summarise, task_of
@@ -165,10 +183,12 @@ def _benchmark(folders: list[Path], compat: bool, timelines: Timelines) -> dict[
         try:
             task = task_of(folder)
             timeline = None if compat else timelines.of(folder)
-            by_task.setdefault(task, []).append(score_sample(folder, task, compat=compat, timeline=timeline))
+            by_task.setdefault(task, []).append(
+                score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s)
+            )
         except SessionError as e:
             failed.append({"sample": str(folder), "reason": str(e)})
-    mode = "full-duplex-bench" if compat else "default"
+    mode = compat or "default"
     result: dict[str, Any] = {"mode": mode, "tasks": {}, "sessions": timelines.read, "failed": failed}
     for task, samples in sorted(by_task.items()):
         summary = summarise(task, samples, compat=compat)

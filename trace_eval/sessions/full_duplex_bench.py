@@ -5,14 +5,15 @@ A sample folder holds `input.wav` (the user), `output.wav` (the system), the sys
 and the task's annotation: `pause.json` (pause handling), `turn_taking.json` (smooth turn-taking) or
 `interrupt.json` (user interruption).
 
-`compat=True` gives the numbers the benchmark's own scripts print, quirks included: system speech anywhere in the
-output counts as taking the turn, latencies start at the annotation and a negative one counts as 0, the
+`compat="full-duplex-bench"` gives the numbers the benchmark's own scripts print, quirks included: system speech
+anywhere in the output counts as taking the turn, latencies start at the annotation and a negative one counts as 0, the
 latency is the first word's start (whatever came before the user's end), and only means are reported.
 The default reads the same words and annotations, adds the speech activity of both channels (the session's
 timeline), and computes what the task asks: whether the system took a turn before the user had ended (and
 where: before, inside or after the annotated pause), the signed latency from the user's end as heard, how long
 the system went on once interrupted and whether it then answered; every figure a distribution or a rate with
 its interval. docs/realtime.md lists each difference with a sample where it changes the result.
+`compat="flexi"` gives FLEXI's figures on the same folders (flexi.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from trace_eval.sessions.segments import Segment
 from trace_eval.sessions.session import SessionError, read_session
 from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
 
-__all__ = ["TASKS", "Word", "read_words", "score_sample", "score_task", "summarise", "task_of"]
+__all__ = ["COMPAT", "TASKS", "Word", "read_words", "score_sample", "score_task", "summarise", "task_of"]
 
 # The benchmark's rule for "the system took the turn": its words span at least TURN_MIN_S, or number more than
 # TURN_MAX_WORDS (fewer, shorter words are a backchannel). Kept in both modes: it is the benchmark's definition.
@@ -38,6 +39,7 @@ TASKS = {
     "turn_taking.json": "smooth_turn_taking",
     "interrupt.json": "user_interruption",
 }
+COMPAT = ("full-duplex-bench", "flexi")  # whose scripts' figures compat mode gives
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,12 @@ def task_of(folder: Path) -> str:
 
 
 def score_task(
-    root: str | Path, task: str | None = None, *, compat: bool = False, settings: TimelineSettings | None = None
+    root: str | Path,
+    task: str | None = None,
+    *,
+    compat: str | None = None,
+    settings: TimelineSettings | None = None,
+    latency_s: float = 0.0,
 ) -> dict[str, Any]:
     """Every sample folder under `root` (those holding an `output.json`), scored and summarised."""
     root = Path(root)
@@ -85,13 +92,17 @@ def score_task(
     if len(tasks) > 1:
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
     (task,) = tasks
-    samples = [score_sample(folder, task, compat=compat, settings=settings) for folder in folders]
+    samples = [score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s) for f in folders]
     summary = summarise(task, samples, compat=compat)
-    return {"task": task, "mode": "full-duplex-bench" if compat else "default", "summary": summary, "samples": samples}
+    return {"task": task, "mode": compat or "default", "summary": summary, "samples": samples}
 
 
-def summarise(task: str, samples: list[dict[str, Any]], *, compat: bool = False) -> dict[str, Any]:
-    """The figures over a task's scored samples: the benchmark's means (compat), or distributions and rates."""
+def summarise(task: str, samples: list[dict[str, Any]], *, compat: str | None = None) -> dict[str, Any]:
+    """The figures over a task's scored samples: a benchmark's means (compat), or distributions and rates."""
+    if compat == "flexi":
+        from trace_eval.sessions.flexi import flexi_summary
+
+        return flexi_summary(task, samples)
     return _compat_summary(samples) if compat else _summary(task, samples)
 
 
@@ -99,18 +110,26 @@ def score_sample(
     folder: str | Path,
     task: str | None = None,
     *,
-    compat: bool = False,
+    compat: str | None = None,
     settings: TimelineSettings | None = None,
     timeline: Timeline | None = None,
+    latency_s: float = 0.0,
 ) -> dict[str, Any]:
     """One sample scored. The default reads `timeline` where given (else makes one); where the timeline holds
     the system's words from trace-eval's recogniser they are used instead of the benchmark's `output.json`
-    (made by an English-only recogniser), and the record says which were used."""
+    (made by an English-only recogniser), and the record says which were used. `latency_s`: FLEXI's pause
+    handling lengthens a pause by the model's turn-taking latency, given by hand."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in TASKS.values():
         raise SessionError(f"unknown task {task!r}; expected one of {', '.join(TASKS.values())}")
+    if compat not in (None, *COMPAT):
+        raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
     words = read_words(folder / "output.json")
+    if compat == "flexi":
+        from trace_eval.sessions.flexi import flexi_sample
+
+        return {"sample": str(folder), **flexi_sample(folder, task, words, latency_s)}
     if compat:
         return {"sample": str(folder), **_compat_sample(folder, task, words)}
     _annotations(folder, task)  # a bad annotation is named before any audio is read
@@ -300,6 +319,8 @@ def _json(path: Path) -> Any:
 def _annotations(folder: Path, task: str) -> list[dict[str, Any]]:
     name = next(n for n, t in TASKS.items() if t == task)
     found = _json(folder / name)
+    if isinstance(found, dict):  # FLEXI's layout: one annotation, not a list of them
+        found = [found]
     ok = isinstance(found, list) and all(
         isinstance(a, dict) and isinstance(a.get("timestamp"), list) and len(a["timestamp"]) == 2 for a in found
     )
