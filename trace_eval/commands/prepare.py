@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 HELP = (
     "make a benchmark folder: SpeakBench, S2S-Arena or SageLM (downloaded or local), any audio dataset, "
@@ -17,6 +18,8 @@ SOURCES = {
     "sagelm": "SageLM's test sets (multi-aspect rubric): LGB666/SageLM_testset_audio",
     "dataset": "a local Hugging Face audio dataset (parquet or save_to_disk) with a column map",
     "pairs": "pairs from systems' outputs: instructions and one folder of answers per system",
+    "sessions": "full-duplex sessions: a released benchmark's user channels (Full-Duplex-Bench, FLEXI) and each "
+    "system's outputs in a copy of its tree",
 }
 
 
@@ -82,6 +85,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
             )
             p.add_argument("--split", default="train", help="split (default: %(default)s)")
             p.add_argument("--name", help="the benchmark's name in SOURCE.json (default: the folder's name)")
+        elif name == "sessions":
+            p.add_argument(
+                "--release",
+                metavar="PATH",
+                required=True,
+                help="the released benchmark: one folder per sample holding input.wav (the user) and its annotations",
+            )
+            p.add_argument(
+                "--system",
+                dest="systems",
+                metavar="NAME=FOLDER",
+                action="append",
+                required=True,
+                help="a system's outputs: FOLDER/<sample>/output.wav (and output.json), the release's tree; repeat",
+            )
         else:
             p.add_argument(
                 "--instructions",
@@ -145,14 +163,17 @@ def run(args: argparse.Namespace) -> int:
             done = prepare_dataset(
                 args.out, args.source, parse_column_map(args.columns), args.split, args.name, **common
             )
+        elif kind == "sessions":
+            from trace_eval.prepare.sessions import prepare_sessions
+
+            systems = _systems(args.systems)
+            if systems is None:
+                return 2
+            done = prepare_sessions(args.out, args.release, systems, **common)
         else:
-            systems = {}
-            for given in args.systems:
-                name, sep, folder = given.partition("=")
-                if not sep or not name or not folder:
-                    print(f"error: --system {given!r}: expected NAME=FOLDER", file=sys.stderr)
-                    return 2
-                systems[name] = folder
+            systems = _systems(args.systems)
+            if systems is None:
+                return 2
             done = prepare_pairs(
                 args.out,
                 args.instructions,
@@ -169,3 +190,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print_prepared(done)
     return 0
+
+
+def _systems(given: list[str]) -> dict[str, str | Path] | None:
+    systems: dict[str, str | Path] = {}
+    for one in given:
+        name, sep, folder = one.partition("=")
+        if not sep or not name or not folder:
+            print(f"error: --system {one!r}: expected NAME=FOLDER", file=sys.stderr)
+            return None
+        systems[name] = folder
+    return systems
