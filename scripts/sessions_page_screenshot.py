@@ -4,7 +4,7 @@ the second session played from a point for a moment.
     python -c "import sys; sys.path.insert(0, 'tests'); from pathlib import Path; \\
         from planted_sessions import interaction_benchmark; interaction_benchmark(Path('demo'))"
     python -m trace_eval sessions demo --judge cues --words --language en --page demo-page
-    python scripts/sessions_page_screenshot.py demo-page docs/realtime.png --pair 0 --at 6.0
+    python scripts/sessions_page_screenshot.py demo-page docs/realtime.png --pair 0 --at 4.5 --zoom 2 --size 1360x1180
 
 Opens the page in headless Chromium (apt-get install chromium chromium-driver), clicks the second drawing at
 `--at` seconds, waits `--play` seconds, pauses, and saves the window as a 256-colour PNG.
