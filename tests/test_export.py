@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from markdown_text import DOCS, section
 
 from trace_eval.cli import main as cli
 
@@ -27,11 +29,27 @@ def records_of(run: Path) -> dict[str, dict]:
     return {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
 
 
-def undecoded(dataset):
-    """The rows with each Audio column as its stored {bytes, path} (decoding needs torchcodec, not the bytes)."""
-    for column in AUDIO:
-        dataset = dataset.cast_column(column, datasets.Audio(decode=False))
-    return dataset
+def docs_python(title: str) -> list[str]:
+    """The ```python blocks of a section of docs/export.md, as a reader pastes them."""
+    return re.findall(r"```python\n(.*?)```", section(title, DOCS / "export.md"), flags=re.S)
+
+
+def test_a_row_reads_back_as_the_docs_show_without_torchcodec(cues_run, tmp_path, monkeypatch):
+    # The documented install (`pip install -e .[dev]`) holds datasets but not torchcodec, which datasets 4 and
+    # later decode audio with: the rows must read as the files' bytes without it.
+    monkeypatch.chdir(tmp_path)
+    assert cli(["export", "preferences", str(cues_run), "--out", "prefs/demo"]) == 0
+    reading, decoding = docs_python("Reading it back")
+    seen: dict = {}
+    exec(reading, seen)
+    assert seen["chosen"].size and seen["rejected"].size and seen["rate"] > 0
+    assert seen["row"]["chosen_audio"]["path"].endswith(".wav")
+    parquet = datasets.load_dataset("parquet", data_files="prefs/demo/data/train-00000-of-00001.parquet")
+    assert parquet["train"][0]["chosen_audio"]["bytes"] == seen["row"]["chosen_audio"]["bytes"]
+    assert all(not seen["prefs"].features[c].decode for c in AUDIO)
+    assert "prefs.cast_column(column, datasets.Audio(" in decoding
+    # Decoding on access is documented as needing torchcodec, which the install does not hold.
+    assert "pip install torchcodec" in section("Reading it back", DOCS / "export.md")
 
 
 def test_preferences_read_back_with_datasets_hold_the_benchmark_s_audio_and_the_verdicts(
@@ -50,10 +68,11 @@ def test_preferences_read_back_with_datasets_hold_the_benchmark_s_audio_and_the_
 
     bench = load_benchmark(example_with_blueprints)
     pairs = {p.id: p for p in bench.pairs}
-    from_disk = undecoded(datasets.load_from_disk(str(out)))
-    from_parquet = undecoded(
-        datasets.load_dataset("parquet", data_files=str(out / "data" / "train-00000-of-00001.parquet"), split="train")
+    from_disk = datasets.load_from_disk(str(out))
+    from_parquet = datasets.load_dataset(
+        "parquet", data_files=str(out / "data" / "train-00000-of-00001.parquet"), split="train"
     )
+
     for dataset in (from_disk, from_parquet):
         assert all(isinstance(dataset.features[c], datasets.Audio) for c in AUDIO)
         rows = {row["id"]: row for row in dataset}
@@ -105,7 +124,7 @@ def test_trusted_only_keeps_the_verdicts_at_or_above_the_calibrated_threshold(
     argv = ["export", "preferences", str(cues_run), "--out", str(out), "--trusted-only"]
     assert cli([*argv, "--calibration", str(calibration)]) == 0
     capsys.readouterr()
-    rows = {row["id"]: row for row in undecoded(datasets.load_from_disk(str(out)))}
+    rows = {row["id"]: row for row in datasets.load_from_disk(str(out))}
     trusted_winners = {
         i for i, r in records.items() if r["overall"] in ("1", "2") and r["confidence"]["overall"] >= threshold
     }
@@ -128,7 +147,7 @@ def test_preferences_on_one_dimension_and_from_the_api(cues_run, tmp_path):
     records = records_of(cues_run)
     winners = {i for i, r in records.items() if r["verdicts"]["content"] in ("1", "2")}
     assert written.rows == len(winners) and written.pairs == len(records)
-    rows = undecoded(datasets.load_from_disk(str(tmp_path / "content")))
+    rows = datasets.load_from_disk(str(tmp_path / "content"))
     assert {row["id"] for row in rows} == winners and {row["on"] for row in rows} <= {"content"}
     with pytest.raises(trace_eval.export.ExportError, match="expected overall or a dimension"):
         run.preferences(tmp_path / "x", on="loudness")
@@ -150,7 +169,7 @@ def systems_run(tmp_path_factory) -> Path:
 def test_audio_paths_are_unique_and_nothing_names_a_path_of_this_machine(systems_run, tmp_path):
     out = tmp_path / "prefs"
     assert cli(["export", "preferences", str(systems_run), "--out", str(out)]) == 0
-    table = undecoded(datasets.load_from_disk(str(out)))
+    table = datasets.load_from_disk(str(out))
     assert len(table) == 18
     by_path: dict[str, bytes] = {}
     for row in table:

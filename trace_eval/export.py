@@ -11,7 +11,10 @@ Audio columns hold the benchmark's files, byte for byte, as Hugging Face `Audio`
 each `path` is the file's content hash with its suffix, so two files never share a name (every answer of a
 benchmark may be `q1.wav` in its system's folder) and a trainer that writes the audio out by path writes each
 clip once. The dataset names the run and the benchmark by their folders' names, never by a path of this
-machine; only `preferences.jsonl` holds local paths (for reading the files where they are).
+machine; only `preferences.jsonl` holds local paths (for reading the files where they are). The Audio
+features are declared `decode=False`: a row reads back as the files' bytes wherever `datasets` is installed,
+while decoding on access (`cast_column(..., Audio())`) needs `torchcodec` and FFmpeg, which recent `datasets`
+releases require and this install does not hold.
 Everything is written with pyarrow: `datasets` is needed only to read it back. A pair whose label (overall,
 or one dimension with `on`) is a tie or undetermined is left out and counted; with `trusted_only`, so is
 every verdict the calibration does not trust. An `out` folder that holds anything is left alone unless
@@ -66,7 +69,8 @@ class Preferences:
 def _features() -> dict[str, Any]:
     """The Hugging Face `Features` of a row (dataset_info.json and the parquet schema metadata)."""
     string, number = {"dtype": "string", "_type": "Value"}, {"dtype": "float64", "_type": "Value"}
-    audio = {"_type": "Audio"}
+    # Rows read back as {bytes, path} without torchcodec (which datasets 4 and later decode with).
+    audio = {"decode": False, "_type": "Audio"}
     return {
         "id": string,
         "instruction_audio": audio,
@@ -351,8 +355,9 @@ Settings of the judge: `{json.dumps(settings)}`.
 
 ## Columns
 
-`instruction_audio`, `chosen_audio`, `rejected_audio` are `Audio` (the benchmark's files, byte for byte, each
-`path` the file's sha256 with its suffix);
+`instruction_audio`, `chosen_audio`, `rejected_audio` are `Audio(decode=False)` (the benchmark's files, byte
+for byte, read back as `{{bytes, path}}`, each `path` the file's sha256 with its suffix; to decode on access,
+with `torchcodec` installed: `dataset.cast_column("chosen_audio", datasets.Audio())`);
 `chosen_system`, `rejected_system` name the systems (null where the benchmark does not); `chosen_position` is
 the winner's position in the benchmark's pair ("1" or "2"); `confidence` is the judge's confidence in the
 exported label (null where it has none); `verdicts` is every dimension's label (JSON); `trusted` says whether
