@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from trace_eval.sessions.errors import SessionError
 from trace_eval.sessions.segments import Segment, union
-from trace_eval.sessions.session import SessionError
 
 __all__ = ["CLIENT_LATENCIES", "client_latencies", "event_lines", "read_events"]
 

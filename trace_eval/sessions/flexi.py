@@ -18,21 +18,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trace_eval.sessions.full_duplex_bench import TURN_MAX_WORDS, TURN_MIN_S, Word, _annotation, _json, _stored_rating
+from trace_eval.sessions.samples import TURN_MAX_WORDS, TURN_MIN_S, Word, read_annotation, read_json, stored_rating
 
 __all__ = ["flexi_sample", "flexi_summary"]
 
 INTERRUPTION_EPS_S = 0.15  # words this soon after the interruption's end are not a new response
 
 
-def flexi_sample(folder: Path, task: str, words: list[Word], latency_s: float = 0.0) -> dict[str, Any] | None:
-    """One sample as FLEXI's scripts score it; None where they skip it (the reason is then not recorded by
-    them: here it is, under `skipped`)."""
+def flexi_sample(folder: Path, task: str, words: list[Word], latency_s: float = 0.0) -> dict[str, Any]:
+    """One sample as FLEXI's scripts score it; where they skip it, the reason under `skipped` (they do not
+    record it)."""
     if task == "smooth_turn_taking":
         took_turn = bool(words) and (_span(words) >= TURN_MIN_S or len(words) > TURN_MAX_WORDS)
         record: dict[str, Any] = {"took_turn": int(took_turn)}
         if took_turn:
-            record["latency_s"] = round(words[0].start - float(_annotation(folder, task)["timestamp"][0]), 6)
+            record["latency_s"] = round(words[0].start - float(read_annotation(folder, task)["timestamp"][0]), 6)
         return record
     if task == "pause_handling":
         return _pause(folder, words, latency_s)
@@ -67,9 +67,9 @@ def flexi_summary(task: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pause(folder: Path, words: list[Word], latency_s: float) -> dict[str, Any]:
-    pause = _json(folder / "pause.json")
+    pause = read_json(folder / "pause.json")
     pause = pause[0] if isinstance(pause, list) else pause  # FLEXI reads an object; its data holds one
-    heard = _json(folder / "input.json").get("chunks") if (folder / "input.json").is_file() else None
+    heard = read_json(folder / "input.json").get("chunks") if (folder / "input.json").is_file() else None
     if not words:
         return {"skipped": "output.json has no word: FLEXI leaves the sample out"}
     if not heard or heard[-1]["timestamp"][1] is None:
@@ -82,7 +82,7 @@ def _pause(folder: Path, words: list[Word], latency_s: float) -> dict[str, Any]:
 
 
 def _interruption(folder: Path, words: list[Word]) -> dict[str, Any]:
-    start, end = (float(t) for t in _annotation(folder, "user_interruption")["timestamp"])
+    start, end = (float(t) for t in read_annotation(folder, "user_interruption")["timestamp"])
     speaking, overlap = True, None
     first_over = last_over = 0.0
     for w in words:
@@ -104,7 +104,7 @@ def _interruption(folder: Path, words: list[Word]) -> dict[str, Any]:
     record: dict[str, Any] = {"took_turn": int(speaking), "overlap_s": overlap, "answered": answered, "score": 0}
     if not speaking and answered:
         record["latency_s"] = round(after[0].start - end, 6)
-        rating = _stored_rating(folder)
+        rating = stored_rating(folder)
         record["score"] = rating or 0
         if rating is None:
             record["rating_missing"] = True  # FLEXI would ask GPT-4 Turbo; no rating.json here: scored 0

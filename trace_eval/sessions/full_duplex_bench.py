@@ -18,61 +18,29 @@ its interval. docs/realtime.md lists each difference with a sample where it chan
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trace_eval.sessions.flexi import flexi_sample, flexi_summary
 from trace_eval.sessions.metrics import distribution, rate
+from trace_eval.sessions.samples import (
+    TASKS,
+    TURN_MAX_WORDS,
+    TURN_MIN_S,
+    Word,
+    read_annotation,
+    read_annotations,
+    read_words,
+    stored_rating,
+    task_of,
+)
 from trace_eval.sessions.segments import Segment
 from trace_eval.sessions.session import SessionError, read_session
 from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
 
 __all__ = ["COMPAT", "TASKS", "Word", "read_words", "score_sample", "score_task", "summarise", "task_of"]
 
-# The benchmark's rule for "the system took the turn": its words span at least TURN_MIN_S, or number more than
-# TURN_MAX_WORDS (fewer, shorter words are a backchannel). Kept in both modes: it is the benchmark's definition.
-TURN_MIN_S = 1.0
-TURN_MAX_WORDS = 3
-TASKS = {
-    "pause.json": "pause_handling",
-    "turn_taking.json": "smooth_turn_taking",
-    "interrupt.json": "user_interruption",
-}
 COMPAT = ("full-duplex-bench", "flexi")  # whose scripts' figures compat mode gives
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str
-    start: float
-    end: float | None  # the benchmark's recogniser leaves some ends null
-
-
-def read_words(path: Path) -> list[Word]:
-    """The system's words from an `output.json`, in the file's order."""
-    data = _json(path)
-    chunks = data.get("chunks") if isinstance(data, dict) else None
-    if not isinstance(chunks, list):
-        raise SessionError(f"{path}: expected {{'text': ..., 'chunks': [{{'text', 'timestamp': [start, end]}}]}}")
-    words = []
-    for k, chunk in enumerate(chunks):
-        stamp = chunk.get("timestamp") if isinstance(chunk, dict) else None
-        if not isinstance(stamp, list) or len(stamp) != 2 or not isinstance(stamp[0], int | float):
-            raise SessionError(f"{path}: chunk {k} has no [start, end] timestamp: {chunk!r}")
-        words.append(Word(str(chunk.get("text", "")), float(stamp[0]), None if stamp[1] is None else float(stamp[1])))
-    return words
-
-
-def task_of(folder: Path) -> str:
-    """The task a sample folder belongs to, from the annotation it holds."""
-    found = [task for name, task in TASKS.items() if (folder / name).is_file()]
-    if len(found) != 1:
-        raise SessionError(
-            f"{folder}: {'no' if not found else 'more than one'} task annotation; expected exactly one of "
-            + ", ".join(TASKS)
-        )
-    return found[0]
 
 
 def score_task(
@@ -100,8 +68,6 @@ def score_task(
 def summarise(task: str, samples: list[dict[str, Any]], *, compat: str | None = None) -> dict[str, Any]:
     """The figures over a task's scored samples: a benchmark's means (compat), or distributions and rates."""
     if compat == "flexi":
-        from trace_eval.sessions.flexi import flexi_summary
-
         return flexi_summary(task, samples)
     return _compat_summary(samples) if compat else _summary(task, samples)
 
@@ -127,12 +93,10 @@ def score_sample(
         raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
     words = read_words(folder / "output.json")
     if compat == "flexi":
-        from trace_eval.sessions.flexi import flexi_sample
-
         return {"sample": str(folder), **flexi_sample(folder, task, words, latency_s)}
     if compat:
         return {"sample": str(folder), **_compat_sample(folder, task, words)}
-    _annotations(folder, task)  # a bad annotation is named before any audio is read
+    read_annotations(folder, task)  # a bad annotation is named before any audio is read
     timeline = timeline or make_timeline(read_session(folder), settings)
     words_from = "output.json"
     heard = timeline.words.get("system")
@@ -157,13 +121,13 @@ def _compat_sample(folder: Path, task: str, words: list[Word]) -> dict[str, Any]
     record: dict[str, Any] = {"took_turn": int(took_turn), "notes": notes}
     if task == "pause_handling":
         return record  # pause.json is not read
-    annotation = _annotation(folder, task)
+    annotated = read_annotation(folder, task)
     # turn_taking.json: the start of its span; interrupt.json: the end of the interruption.
-    clock = annotation["timestamp"][0] if task == "smooth_turn_taking" else annotation["timestamp"][1]
+    clock = annotated["timestamp"][0] if task == "smooth_turn_taking" else annotated["timestamp"][1]
     if took_turn:
         record["latency_s"] = round(max(0.0, words[0].start - clock), 6)  # a negative latency is counted as 0
     if task == "user_interruption":
-        record["rating"] = _stored_rating(folder) if took_turn else None
+        record["rating"] = stored_rating(folder) if took_turn else None
     return record
 
 
@@ -181,14 +145,6 @@ def _compat_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
             summary["rating_note"] = "ratings are read from each sample's rating.json (the benchmark asks GPT-4 " \
                 "Turbo for them); samples without one are left out"  # fmt: skip
     return summary
-
-
-def _stored_rating(folder: Path) -> int | None:
-    path = folder / "rating.json"
-    if not path.is_file():
-        return None
-    rating = _json(path).get("rating")
-    return rating if isinstance(rating, int) else None
 
 
 # -- as the tasks mean -------------------------------------------------------------------------------------------
@@ -211,7 +167,7 @@ def _user_end(timeline: Timeline) -> float | None:
 
 
 def _pause(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
-    pauses = [Segment(*map(float, p["timestamp"])) for p in _annotations(folder, "pause_handling")]
+    pauses = [Segment(*map(float, p["timestamp"])) for p in read_annotations(folder, "pause_handling")]
     user_end = _user_end(timeline)
     if user_end is None:
         return {"took_turn": None, "notes": ["no speech on the user's channel"]}
@@ -235,7 +191,7 @@ def _pause(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any
 
 
 def _turn_taking(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
-    annotated = float(_annotation(folder, "smooth_turn_taking")["timestamp"][0])
+    annotated = float(read_annotation(folder, "smooth_turn_taking")["timestamp"][0])
     user_end = _user_end(timeline)
     if user_end is None:
         return {"took_turn": None, "latency_s": None, "notes": ["no speech on the user's channel"]}
@@ -251,7 +207,7 @@ def _turn_taking(folder: Path, words: list[Word], timeline: Timeline) -> dict[st
 
 
 def _interruption(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
-    start, end = map(float, _annotation(folder, "user_interruption")["timestamp"])
+    start, end = map(float, read_annotation(folder, "user_interruption")["timestamp"])
     heard = [t for t in timeline.turns["user"] if t.end > start - 0.5 and t.start < end + 0.5]
     if not heard:
         return {"stopped": None, "answered": None, "notes": ["no user speech where the interruption is annotated"]}
@@ -302,35 +258,6 @@ def _summary(task: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_s": values("latency_s"),
         "success_rate": share("success"),
     }
-
-
-# -- reading ---------------------------------------------------------------------------------------------------
-
-
-def _json(path: Path) -> Any:
-    if not path.is_file():
-        raise SessionError(f"{path}: not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise SessionError(f"{path}: not JSON ({e})") from None
-
-
-def _annotations(folder: Path, task: str) -> list[dict[str, Any]]:
-    name = next(n for n, t in TASKS.items() if t == task)
-    found = _json(folder / name)
-    if isinstance(found, dict):  # FLEXI's layout: one annotation, not a list of them
-        found = [found]
-    ok = isinstance(found, list) and all(
-        isinstance(a, dict) and isinstance(a.get("timestamp"), list) and len(a["timestamp"]) == 2 for a in found
-    )
-    if not ok or not found:
-        raise SessionError(f"{folder / name}: expected a list of {{..., 'timestamp': [start, end]}}")
-    return found
-
-
-def _annotation(folder: Path, task: str) -> dict[str, Any]:
-    return _annotations(folder, task)[0]  # the benchmark annotates one event per sample and reads the first
 
 
 def _end(word: Word) -> float:

@@ -41,14 +41,11 @@ import numpy as np
 
 from trace_eval.audio import AudioLoadingError, load_audio
 from trace_eval.sessions.events import event_lines, read_events
-from trace_eval.sessions.session import SessionError
+from trace_eval.sessions.session import LIVE_FILES, LIVE_LAYOUT, LIVE_MANIFEST, SessionError
 
-__all__ = ["LAYOUT", "LiveError", "LiveRecording", "LiveSettings", "read_manifest", "record_session"]
+__all__ = ["LiveError", "LiveRecording", "LiveSettings", "record_session"]
 
-LAYOUT = "trace-eval-live"
 VERSION = 1
-MANIFEST = "session.json"
-FILES = {"user": "user.wav", "system": "system.wav", "events": "events.jsonl"}
 FRAME_MS = 20
 FORMAT = "pcm_s16le"
 CLOCK = "seconds from the session's first sample, the user's first, on the client's monotonic clock"
@@ -100,27 +97,6 @@ def record_session(
     samples = np.pad(samples, (0, -len(samples) % frame))  # the last frame filled with silence
     heard = asyncio.run(_converse(url, samples, frame, settings))
     return _write(out, url, str(user), samples, heard, settings)
-
-
-def read_manifest(folder: Path) -> tuple[Path, Path, dict[str, Any]]:
-    """A live session folder's user and system files, and what it recorded beside them (the manifest, under
-    `session.json`; the checked event log, under `events.jsonl`), as read_session takes them."""
-    path = folder / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise SessionError(f"{path}: not JSON ({e})") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("layout") != LAYOUT
-        or not isinstance(manifest.get("files"), dict)
-    ):
-        raise SessionError(f"{path}: not a live session's manifest (expected layout {LAYOUT!r} and its files)")
-    files = manifest["files"]
-    recorded: dict[str, Any] = {MANIFEST: manifest}
-    if files.get("events"):
-        recorded["events.jsonl"] = read_events(folder / files["events"])
-    return folder / files.get("user", FILES["user"]), folder / files.get("system", FILES["system"]), recorded
 
 
 @dataclass
@@ -263,9 +239,9 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
         system[at : at + len(samples)] = samples
     received_s = sum(len(s) for _, s in heard.chunks) / rate
     manifest = {
-        "layout": LAYOUT,
+        "layout": LIVE_LAYOUT,
         "version": VERSION,
-        "files": FILES,
+        "files": LIVE_FILES,
         "clock": CLOCK,
         "url": url,
         "user_source": source,
@@ -282,10 +258,10 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
     try:
         partial.mkdir()
         # The user's channel runs to the session's end in silence, so both files are one length.
-        sf.write(partial / FILES["user"], np.pad(user, (0, length - len(user))), rate, subtype="PCM_16")
-        sf.write(partial / FILES["system"], system, rate, subtype="PCM_16")
-        (partial / FILES["events"]).write_text(event_lines(heard.events), encoding="utf-8")
-        (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        sf.write(partial / LIVE_FILES["user"], np.pad(user, (0, length - len(user))), rate, subtype="PCM_16")
+        sf.write(partial / LIVE_FILES["system"], system, rate, subtype="PCM_16")
+        (partial / LIVE_FILES["events"]).write_text(event_lines(heard.events), encoding="utf-8")
+        (partial / LIVE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         for path in partial.iterdir():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
@@ -293,4 +269,4 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return LiveRecording(out, length / rate, len(user) / rate, received_s, read_events(out / FILES["events"]))
+    return LiveRecording(out, length / rate, len(user) / rate, received_s, read_events(out / LIVE_FILES["events"]))

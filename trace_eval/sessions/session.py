@@ -23,15 +23,17 @@ from typing import Any
 import numpy as np
 
 from trace_eval.audio import Audio, AudioLoadingError, load_channels
+from trace_eval.sessions.errors import SessionError
+from trace_eval.sessions.events import read_events
 
-__all__ = ["RATE", "Session", "SessionError", "read_session"]
+__all__ = ["RATE", "Session", "SessionError", "read_manifest", "read_session"]
 
 RATE = 16000  # what the channels are heard at
+# The live client's layout (live.py writes it): a manifest naming the files.
+LIVE_LAYOUT = "trace-eval-live"
+LIVE_MANIFEST = "session.json"
+LIVE_FILES = {"user": "user.wav", "system": "system.wav", "events": "events.jsonl"}
 ANNOTATIONS = ("pause.json", "turn_taking.json", "interrupt.json", "metadata.json")
-
-
-class SessionError(ValueError):
-    """What cannot be read as a session, with the reason."""
 
 
 @dataclass
@@ -91,12 +93,8 @@ def _folder(folder: Path) -> Session:
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise SessionError(f"{path}: not JSON ({e})") from None
     if (folder / "events.jsonl").is_file():  # a client's event log beside any layout: checked, kept
-        from trace_eval.sessions.events import read_events
-
         annotations["events.jsonl"] = read_events(folder / "events.jsonl")
-    if (folder / "session.json").is_file():  # the live client's layout: its manifest names the files
-        from trace_eval.sessions.live import read_manifest
-
+    if (folder / LIVE_MANIFEST).is_file():  # the live client's layout: its manifest names the files
         user_path, system_path, recorded = read_manifest(folder)
         user, user_rate = _mono(user_path)
         system, system_rate = _mono(system_path)
@@ -159,3 +157,24 @@ def _made(
     system = np.pad(system, (0, longer - len(system)))
     rates = {"user": user_rate, "system": system_rate}
     return Session(name, user, system, layout, rates, annotations, notes)
+
+
+def read_manifest(folder: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """A live session folder's user and system files, and what it recorded beside them (the manifest, under
+    `session.json`; the checked event log, under `events.jsonl`), as read_session takes them."""
+    path = folder / LIVE_MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SessionError(f"{path}: not JSON ({e})") from None
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("layout") != LIVE_LAYOUT
+        or not isinstance(manifest.get("files"), dict)
+    ):
+        raise SessionError(f"{path}: not a live session's manifest (expected layout {LIVE_LAYOUT!r} and its files)")
+    files = manifest["files"]
+    recorded: dict[str, Any] = {LIVE_MANIFEST: manifest}
+    if files.get("events"):
+        recorded["events.jsonl"] = read_events(folder / files["events"])
+    return folder / files.get("user", LIVE_FILES["user"]), folder / files.get("system", LIVE_FILES["system"]), recorded
