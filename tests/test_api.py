@@ -277,22 +277,30 @@ def test_a_pair_judged_from_python_is_not_asked_again_by_the_command_line(
     assert {r["id"]: r["verdicts"] for r in records} == {i: v.labels for i, v in from_python.items()}
 
 
-def test_a_clip_stage_1_cannot_read_is_a_skipped_verdict_in_a_stream_and_an_error_alone(
+def test_an_answer_stage_1_cannot_read_loses_and_an_instruction_it_cannot_read_is_skipped_or_an_error(
     example_with_blueprints, tmp_path, monkeypatch
 ):
     workdir = tmp_path / "work"
     share_store(example_with_blueprints, monkeypatch)
     judge = trace_eval.Judge(model="cues", workdir=workdir)
     good = pairs_of(example_with_blueprints)[0]
+    # An answer that is not audio is an answer that says nothing: it loses, as on the command line.
     broken = dict(good, id="broken", b=b"this is not audio")
-    verdicts = {v.id: v for v in judge.compare_many([good, broken])}
+    unheard = dict(good, id="unheard", instruction=b"nor is this audio")
+    verdicts = {v.id: v for v in judge.compare_many([good, broken, unheard])}
     assert verdicts[good["id"]].ok
-    assert verdicts["broken"].status == "skipped" and verdicts["broken"].overall is None
-    reason = verdicts["broken"].reason or ""
-    assert reason.startswith("answer b (the 17 bytes given): ") and "clips/" not in reason, reason
+    lost = verdicts["broken"]
+    assert lost.ok and lost.labels["content"] in ("1", "both_bad") and lost.labels["voice_quality"] in ("1", "both_bad")
+    assert "response 2 could not be heard (answer b (the 17 bytes given): " in lost.reasoning
+    assert "clips/" not in lost.reasoning, lost.reasoning
+    assert judge.compare(good["instruction"], good["a"], b"this is not audio", good["instruction_text"]).ok
+    # An instruction that is not audio is no answer of a system's: skipped in a stream, an error alone.
+    assert verdicts["unheard"].status == "skipped" and verdicts["unheard"].overall is None
+    reason = verdicts["unheard"].reason or ""
+    assert reason.startswith("instruction (the 17 bytes given): ") and "clips/" not in reason, reason
     with pytest.raises(trace_eval.MissingBlueprintsError, match="failed when their blueprints were made") as raised:
-        judge.compare(good["instruction"], good["a"], b"this is not audio", good["instruction_text"])
-    assert "answer b (the 17 bytes given)" in str(raised.value) and "clips/" not in str(raised.value)
+        judge.compare(b"this is not audio", good["a"], good["b"], good["instruction_text"])
+    assert "instruction (the 17 bytes given)" in str(raised.value) and "clips/" not in str(raised.value)
 
 
 def test_one_missing_file_skips_its_pair_the_others_are_judged_and_each_reason_names_the_user_s_file(
@@ -310,11 +318,12 @@ def test_one_missing_file_skips_its_pair_the_others_are_judged_and_each_reason_n
     seen: list[tuple[int, int]] = []
     verdicts = {v.id: v for v in judge.compare_many(pairs, progress=lambda done, total: seen.append((done, total)))}
     assert len(verdicts) == 5
-    assert [verdicts[p["id"]].ok for p in pairs] == [True, True, False, False, True]
+    # The missing file is skipped; the file that is not audio is an answer that says nothing, and loses.
+    assert [verdicts[p["id"]].ok for p in pairs] == [True, True, False, True, True]
     gone, broken = verdicts[pairs[2]["id"]], verdicts[pairs[3]["id"]]
     assert gone.status == "skipped" and gone.reason == f"{missing}: audio file not found"
-    assert broken.status == "skipped" and (broken.reason or "").startswith(f"{not_audio}: "), broken.reason
-    assert "clips/" not in (broken.reason or "") and str(judge.clips.root) not in (broken.reason or "")
+    assert f"response 2 could not be heard ({not_audio}: " in broken.reasoning, broken.reasoning
+    assert "clips/" not in broken.reasoning and str(judge.clips.root) not in broken.reasoning
     # The progress callback hears of every verdict, skipped ones included.
     assert seen == [(n, 5) for n in range(1, 6)]
     with pytest.raises(TypeError, match="progress"):

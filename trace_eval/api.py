@@ -395,13 +395,14 @@ class Judge:
             self.blueprints_made += summary.computed
             self._blueprints.update({(clip, language): bp for clip, bp in found.items() if bp is not None})
         found = {c: self._blueprints.get((c, declared.get(c, ""))) for c in clips}
+        # Clips named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
+        names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}
+        said = {c: _in_words(reason, self.clips.root, c, names.get(c, c)) for c, reason in failures.items()}
         # An answer whose audio does not decode loses its pair, as on the command line.
-        found = with_failed_answers(found, failures, readable, self.clips.root)
+        found = with_failed_answers(found, said, readable, self.clips.root)
         failures = {c: why for c, why in failures.items() if found.get(c) is None}
         if strict and failures:
-            # Named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
-            names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}
-            named = {names[c]: _in_words(reason, self.clips.root, c, names[c]) for c, reason in failures.items()}
+            named = {names[c]: said[c] for c in failures}
             raise MissingBlueprintsError(self.clips.root, list(named), named)
         view = Blueprints(found, failures)
         return _Stage1(view, self.clips.root)
