@@ -9,7 +9,7 @@ from cues_verdict import verdict
 from llm_server import blueprint, prosody_section
 
 from trace_eval.judge.cues import _words, confidence_of, paralinguistic_cues, read_instruction
-from trace_eval.judge.prosody_rules import stress_targets
+from trace_eval.judge.prosody_rules import align, stress_targets
 
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}
 FOX = "The quick brown fox jumps over the lazy dog."
@@ -109,7 +109,7 @@ def test_the_asked_word_must_stand_out_by_about_one_spread_of_prominence():
 @pytest.mark.parametrize(
     "other, why",
     [
-        (stressed("The quick brown cat jumps over the lazy dog.", cat=1.9), "“fox” not among the recognised words"),
+        (stressed("A lazy dog sleeps in the sun.", dog=1.9), "“fox” not among the recognised words"),
         (stressed(fox=None), "“fox” prominence unmeasured (prominence: no voiced frame, no level)"),
     ],
 )
@@ -120,9 +120,47 @@ def test_a_word_not_heard_or_not_measured_leaves_the_request_undetermined(other,
 
 
 def test_a_measured_failure_decides_beside_a_word_not_heard():
-    other = stressed("The quick brown cat jumps over the lazy dog.", cat=1.9)
+    other = stressed("A lazy dog sleeps in the sun.", dog=1.9)
     assert verdict(SAY_FOX, stressed(dog=1.9), other)["paralinguistics"] is None  # one unknown, one failure
     assert verdict(SAY_FOX, stressed(fox=1.9), other)["paralinguistics"] is None
+
+
+RED = "My sister bought a red bicycle yesterday"
+SAY_RED = f"Say '{RED}', stressing 'red'."
+
+
+def test_a_word_the_recogniser_misheard_is_found_by_its_place_in_the_quoted_sentence():
+    misheard = stressed("My sister bought a rent bicycle yesterday.", rent=1.9)
+    answer = both_orders(SAY_RED, misheard, stressed(RED + ".", sister=1.9))
+    assert answer["paralinguistics"] == "1"
+    assert "“red” heard as “rent” at its place in the quoted sentence prominence 1.90 (rank 1" in answer["reasoning"]
+    # Said around other words, and heard as two words: the place holds both, the more prominent counts.
+    boston = "Say 'I flew to Boston last week', stressing 'Boston'."
+    split = stressed("Well, I flew to Mars ton last week.", ton=1.4)
+    answer = both_orders(boston, split, stressed("I flew to Boston last week."))
+    assert answer["paralinguistics"] == "1"
+    assert "“Boston” heard as “Mars ton” at its place in the quoted sentence prominence 1.40" in answer["reasoning"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "My brother bought a rent bicycle last week.",  # too little of the quoted sentence said
+        "My sister bought a rent bike car yesterday.",  # its neighbour changed too, and the count with it
+        "Yesterday my sister bought a bicycle.",  # the words in another order
+    ],
+)
+def test_a_place_the_answer_does_not_tell_leaves_the_word_unfound(said):
+    answer = verdict(SAY_RED, stressed(RED + ".", red=1.9), stressed(said, rent=1.9, bike=1.9))
+    assert answer["paralinguistics"] is None
+    assert "“red” not among the recognised words for response 2" in answer["undetermined"]["paralinguistics"]
+
+
+def test_the_alignment_pairs_each_quoted_word_with_the_word_in_its_place():
+    same = lambda heard, asked: heard == asked  # noqa: E731
+    quoted = "the quick brown fox jumps".split()
+    assert align(quoted, "well the quick round farts jumps again".split(), same) == [1, 2, 3, 4, 5]
+    assert align(quoted, "the brown fox jumps".split(), same) == [0, None, 1, 2, 3]
 
 
 def test_no_prosody_section_says_why():

@@ -148,7 +148,8 @@ __all__ = [
 # that says the words is not passed on them; a spoken instruction's words to say read from its transcript
 # ("Di la conferencia ..."); an answer longer than `content_max_s` fails Content; a response whose audio is
 # empty or broken (`answer_failed`) fails every dimension.
-CUES_VERSION = "10"
+# 11: a word to stress that the recogniser wrote otherwise is found by its place in the quoted sentence.
+CUES_VERSION = "11"
 
 
 @dataclass(frozen=True)

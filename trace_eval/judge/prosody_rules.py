@@ -11,8 +11,11 @@ not recognise is left to cues.py (a manner no rule measures stays undetermined):
   recognised words with the `cues` word matching: case, spelling slips) has a prominence (pitch, loudness and
   length together, each as a z-score over the answer's words, averaged) of at least `emphasis_min_prominence`:
   about one standard deviation of prominence above the answer's typical word. Several occurrences: the most prominent;
-  a quoted phrase: its most prominent word. Of two acceptable responses, the one whose word stands out more by
-  `emphasis_clear_lead` wins. Unknown: the word not among the recognised words, or its prominence null.
+  a quoted phrase: its most prominent word. A word the recogniser wrote otherwise ("rent" for a stressed "red")
+  is found by its place where the answer says the quoted sentence (`by_place`: at least `place_min_share` of its
+  words in order, the words around the asked one heard as themselves). Of two acceptable responses, the one whose
+  word stands out more by `emphasis_clear_lead` wins. Unknown: the word neither among the recognised words nor
+  at a place the answer's words tell, or its prominence null.
 - **Ask it as a question** / **say it as a statement** ("rising intonation", "as a statement, not a question"):
   the final pitch movement of the last phrase, `final_change_st`. A question rises by at least
   `question_min_rise_st` (the extractor's own "rising"); a statement does not. Unknown: the ending unmeasured.
@@ -45,6 +48,8 @@ __all__ = [
     "MARGIN_SCALES",
     "ProsodyCue",
     "ProsodyThresholds",
+    "align",
+    "by_place",
     "lead_margin",
     "occurrences",
     "prosody_cues",
@@ -62,6 +67,9 @@ class ProsodyThresholds:
     # is a mean of three z-scores; its standard deviation over an answer's words is 0.55-0.8 on read speech).
     emphasis_min_prominence: float = 0.75
     emphasis_clear_lead: float = 0.5  # of two responses that stress it, one whose word stands out this much more
+    # A word the recogniser wrote otherwise is found at its place in the quoted sentence where the answer says
+    # this share of the quoted words, in order, and the words either side of it as themselves.
+    place_min_share: float = 0.6
     question_min_rise_st: float = 1.5  # a final rise this large asks; a smaller one states (the extractor's "rising")
     pause_each_min_share: float = 0.8  # share of the word boundaries with a pause: "after each word"
     change_min_db: float = 3.0  # last third against the first: louder or quieter by this
@@ -78,6 +86,7 @@ MARGIN_SCALES = {
     "change_min_st": 1.0,
 }
 
+_PLACE_REACH = 2  # quoted words besides the asked one between its anchors (`by_place`)
 Words = Callable[[str], list[str]]  # a text's words, as cues.py splits transcripts
 SameWord = Callable[[str, str], bool]  # (heard, asked): the same word, as cues.py matches quoted words
 Reading = tuple[float | None, str]  # (the value in the rule's unit, what was read or why nothing was)
@@ -206,28 +215,111 @@ def occurrences(entries: list[dict], target: list[str], words: Words, same: Same
     return runs
 
 
-def _stressed(target: str, words: Words, same: SameWord) -> Callable[[dict], Reading]:
+def align(quoted: list[str], said: list[str], same: SameWord) -> list[int | None]:
+    """For each quoted word, the index of the said word standing in its place (the same word or another one, a
+    substitution), or None where the answer left it out: the alignment of fewest edits (a word changed, left out
+    or added costs one), with any words said before or after the quoted sentence free."""
+    n, m = len(quoted), len(said)
+    # cost[i][j]: the first i quoted words against said words up to j (those before the sentence free)
+    cost = [[0] * (m + 1)] + [[i] + [0] * m for i in range(1, n + 1)]
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            changed = 0 if same(said[j - 1], quoted[i - 1]) else 1
+            cost[i][j] = min(cost[i - 1][j - 1] + changed, cost[i - 1][j] + 1, cost[i][j - 1] + 1)
+    j = min(range(m + 1), key=lambda k: (cost[n][k], -k))  # words said after the sentence are free
+    placed: list[int | None] = [None] * n
+    i = n
+    while i > 0 and j > 0:
+        changed = 0 if same(said[j - 1], quoted[i - 1]) else 1
+        if cost[i][j] == cost[i - 1][j - 1] + changed:
+            placed[i - 1] = j - 1
+            i, j = i - 1, j - 1
+        elif cost[i][j] == cost[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return placed
+
+
+def by_place(
+    entries: list[dict], quoted: list[str], asked: list[str], words: Words, same: SameWord, min_share: float
+) -> tuple[list[int], str] | None:
+    """Where the recogniser wrote another word for the asked one: the recognised words at the asked word's place
+    in the quoted sentence, and what was heard there; None when the place cannot be told.
+
+    The place is known when the answer says at least `min_share` of the quoted words in order (`align`) and the
+    nearest quoted words either side of the asked one that were heard as themselves (its anchors, at most
+    `_PLACE_REACH` words away) hold between them as many recognised words as quoted ones, one for one ("the
+    quick round farts jump" for "the quick brown fox jumps": "fox" is "farts"), or hold only the asked word
+    heard as one or two others ("Marston" or "Mars ton" for "Boston"). At the sentence's first or last word
+    one anchor does, beside the word the alignment gives it. A word heard for two quoted ones ("the quick
+    roundfire jump") places neither: its prominence is of both."""
+    tokens, owner = [], []
+    for index, entry in enumerate(entries):
+        for token in words(str((entry or {}).get("word", ""))):
+            tokens.append(token)
+            owner.append(index)
+    starts = [k for k in range(len(quoted) - len(asked) + 1) if quoted[k : k + len(asked)] == asked]
+    if not tokens or not starts:
+        return None
+    placed = align(quoted, tokens, same)
+    heard = [k for k, j in enumerate(placed) if j is not None and same(tokens[j], quoted[k])]
+    if len(heard) < min_share * len(quoted):
+        return None
+    found: list[int] = []
+    for start in starts:
+        end = start + len(asked)
+        left = max((k for k in heard if k < start), default=None)
+        right = min((k for k in heard if k >= end), default=None)
+        span: list[int] = []
+        if left is not None and right is not None and right - left - 1 <= len(asked) + _PLACE_REACH:
+            low, high = placed[left], placed[right]
+            assert low is not None and high is not None
+            if high - low == right - left:  # one recognised word for each quoted word between the anchors
+                span = list(range(low + start - left, low + end - left))
+            elif right - left - 1 == len(asked) and high - low - 1 <= len(asked) + 1:
+                span = list(range(low + 1, high))  # the asked word alone between them
+        elif (left == start - 1 and end == len(quoted)) or (right == end and start == 0):
+            inside = [placed[k] for k in range(start, end)]
+            span = [j for j in inside if j is not None] if None not in inside else []
+        for i in sorted({owner[j] for j in span}):
+            if i not in found:
+                found.append(i)
+    if not found:
+        return None
+    shown = " ".join(str(entries[i].get("word", "")).strip() for i in found)
+    return found, f"heard as “{shown}” at its place in the quoted sentence"
+
+
+def _stressed(
+    target: str, quoted: str, words: Words, same: SameWord, t: ProsodyThresholds
+) -> Callable[[dict], Reading]:
     asked = words(target)
+    sentence = words(quoted)
 
     def read(section: dict) -> Reading:
         entries = section.get("words") or []
         runs = occurrences(entries, asked, words, same)
+        heard = ""
         if not runs:
-            return None, f"“{target}” not among the recognised words"
+            place = by_place(entries, sentence, asked, words, same, t.place_min_share)
+            if place is None:
+                return None, f"“{target}” not among the recognised words"
+            runs, heard = [place[0]], f" {place[1]}"
         scored = [entries[i]["prominence"] for run in runs for i in run if entries[i].get("prominence") is not None]
         if not scored:
             reasons = sorted({str(entries[i].get("reason") or "no reason recorded") for run in runs for i in run})
-            return None, f"“{target}” prominence unmeasured ({'; '.join(reasons)})"
+            return None, f"“{target}”{heard} prominence unmeasured ({'; '.join(reasons)})"
         value = max(scored)
         ranked = sorted((e["prominence"] for e in entries if e.get("prominence") is not None), reverse=True)
         rank = f"rank {ranked.index(value) + 1} of {len(ranked)} words"
-        return float(value), f"“{target}” prominence {value:.2f} ({rank})"
+        return float(value), f"“{target}”{heard} prominence {value:.2f} ({rank})"
 
     return read
 
 
-def _emphasis(target: str, t: ProsodyThresholds, words: Words, same: SameWord) -> ProsodyCue:
-    read = _stressed(target, words, same)
+def _emphasis(target: str, quoted: str, t: ProsodyThresholds, words: Words, same: SameWord) -> ProsodyCue:
+    read = _stressed(target, quoted, words, same, t)
 
     def better(bp1: dict | None, bp2: dict | None) -> tuple[str | None, str, float | None]:
         (v1, _), (v2, _) = (read(shown_section(bp)[0] or {}) for bp in (bp1, bp2))
@@ -338,7 +430,7 @@ def prosody_cues(
     """The prosody requests of an instruction: `text` whole (a word to stress is often quoted), `quoted` its
     words to say and `manner` the rest, as cues.py reads them."""
     manner = manner.lower()
-    cues = [_emphasis(target, t, words, same) for target in stress_targets(text, quoted, words)]
+    cues = [_emphasis(target, quoted, t, words, same) for target in stress_targets(text, quoted, words)]
     question, statement = _asked(_QUESTION, manner), _asked(_STATEMENT, manner)
     if question != statement:  # both asked (or neither): nothing to decide on
         name = "question" if question else "statement"
