@@ -57,7 +57,11 @@ its last word ends in (never into the next word). `final_change_st` is the pitch
 of its last 0.1 s of voice against the low (10th percentile) or the high (90th)
 of its last `final_window_s` of voiced frames, whichever is further: a statement's
 fall is negative, a question's rise positive, and a question's fall to the nucleus
-before the rise counts as the rise it ends with. `rising` at
+before the rise counts as the rise it ends with. A rise is also read at the pitch
+of the last three voiced frames: a question's rise is often steepest there (espeak-ng
+rises 3-4 semitones in the last 0.1 s of "tomorrow?"), where a median over 0.1 s
+lags behind it; a fall is read over the 0.1 s only, as a creaky phrase end halves
+the tracked pitch of its last frames. `rising` at
 +`contour_threshold_st` or more, `falling` at -`contour_threshold_st` or less,
 else `level`; null when the window holds fewer than `min_final_voiced_frames`.
 
@@ -98,6 +102,7 @@ _SILENT_DB = -120.0  # level given to digital silence, so that percentiles stay 
 _SENTENCE_END = frozenset(".?!;:…。？！；：")
 _ALIGN_BLOCK_WORDS = 200  # words aligned at once: the assignment's table grows with words x nuclei
 _END_S = 0.1  # a phrase ends on the pitch of its last tenth of a second of voice
+_RISE_END_FRAMES = 3  # ...or, for a rise, of its last three voiced frames
 
 
 @dataclass
@@ -493,18 +498,26 @@ def _pauses(words: list[_Word], frames: Frames, config: ProsodyConfig) -> list[d
 
 def _final_change(times: np.ndarray, semitones: np.ndarray, config: ProsodyConfig) -> float | None:
     """The rise (+) or fall (-) at the end of a phrase, semitones: the pitch of its last 0.1 s of voiced frames
-    against the low (10th percentile) and the high (90th) of its last `final_window_s`, whichever is further.
+    against the low (10th percentile) and the high (90th) of its last `final_window_s`, whichever is further;
+    where the pitch of its last `_RISE_END_FRAMES` voiced frames reads as a larger rise, that rise.
 
-    A question's V (a fall to the nucleus, then the rise) counts as the rise it ends with."""
+    A question's V (a fall to the nucleus, then the rise) counts as the rise it ends with. The last frames count
+    for a rise only: a median over 0.1 s lags behind a steep final rise, while a creaky end's halved pitch
+    would make a short ending read as a fall."""
     if not len(times):
         return None
     window = times >= times[-1] - config.final_window_s
     if np.count_nonzero(window) < config.min_final_voiced_frames:
         return None
     low, high = np.percentile(semitones[window], [10, 90])
-    end = float(np.median(semitones[times >= times[-1] - _END_S]))
-    rise, fall = end - low, end - high
-    return float(rise if rise >= -fall else fall)
+
+    def movement(end: float) -> float:
+        rise, fall = end - low, end - high
+        return float(rise if rise >= -fall else fall)
+
+    over_end = movement(float(np.median(semitones[times >= times[-1] - _END_S])))
+    at_end = movement(float(np.median(semitones[-_RISE_END_FRAMES:])))
+    return max(over_end, at_end) if at_end > 0 else over_end
 
 
 def _phrases(
@@ -669,7 +682,7 @@ def prosody(samples: np.ndarray, rate: int, words: list[dict], language: str | N
 @register
 class ProsodyExtractor(Extractor):
     name = "prosody"
-    version = "1"
+    version = "2"
     description = "pitch, loudness, duration and prominence per word; phrase endings, pauses and changes"
     sample_rate = 16000
     depends_on = ("asr",)

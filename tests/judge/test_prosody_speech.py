@@ -37,6 +37,7 @@ SPOKEN = {  # name: (SSML or text, the word stressed and how, or None)
     "garden-children": (GARDEN, ("children", STRESSED)),
     "garden-garden": (GARDEN, ("garden", STRESSED)),
     "fox": (FOX, None),
+    "fox-fox": (FOX, ("fox", STRESSED)),  # heard as "The quick round farts jump over the lazy nug"
     "question": ("Is it raining outside today?", None),
     "statement": ("It is raining outside today.", None),
     "fox-word-gaps": ("<speak>" + ' <break time="400ms"/> '.join(FOX.split()) + "</speak>", None),
@@ -51,6 +52,13 @@ SPOKEN = {  # name: (SSML or text, the word stressed and how, or None)
         '<prosody pitch="+60%">of the long and winding road.</prosody></speak>',
         None,
     ),
+}
+VOICED = {  # name: (text, voice)
+    # A question said as a statement with a rising end: espeak-ng at its own pace falls to the stressed syllable
+    # and rises 3-4 semitones in the last 0.1 s of the phrase.
+    "arriving-question": ("He is arriving tomorrow?", Voice(wpm=175)),
+    "arriving-statement": ("He is arriving tomorrow.", Voice(wpm=175)),
+    "fox-slower": (FOX, Voice(wpm=140)),  # "fox" heard as itself (at 150 wpm "brown fox" is heard as "roundfire")
 }
 RECORDED = {
     "amiable-himself": bench.LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav",  # he might even have been ...
@@ -74,9 +82,11 @@ def stored(tmp_path_factory) -> dict[str, dict]:
             bench.synthetic(text, *stress, out)
         else:
             speak(text, out, Voice(wpm=150, ssml=text.startswith("<speak>")))
+    for name, (text, voice) in VOICED.items():
+        speak(text, root / "audio" / f"{name}.wav", voice)
     for name, path in RECORDED.items():
         shutil.copyfile(path, root / "audio" / f"{name}.wav")
-    names = [*SPOKEN, *RECORDED]
+    names = [*SPOKEN, *VOICED, *RECORDED]
     items = [
         {
             "id": name,
@@ -117,11 +127,33 @@ def test_cues_picks_the_answer_that_stresses_the_asked_word(stored, instruction,
     assert answer["content"] == "both_good"  # the word to stress is not a word to say twice
 
 
+def test_a_stressed_word_the_recogniser_misheard_is_found_by_its_place(stored):
+    heard = stored["fox-fox"]["agent_response"].lower()
+    assert "fox" not in heard and "quick" in heard and "jump" in heard, heard  # the premise: misheard in place
+    answer = paralinguistics(stored, f"Say '{FOX[:-1]}', stressing 'fox'.", "fox-fox", "fox-slower")
+    assert answer["paralinguistics"] == "1", answer["reasoning"]
+    assert "“fox” heard as “" in answer["reasoning"] and "at its place in the quoted sentence" in answer["reasoning"]
+
+
 def test_a_question_is_told_from_a_statement(stored):
     asked = paralinguistics(stored, "Say 'is it raining outside today' as a question.", "question", "statement")
     assert asked["paralinguistics"] == "1", asked["reasoning"]
     stated = paralinguistics(stored, "Say 'it is raining outside today' as a statement.", "question", "statement")
     assert stated["paralinguistics"] == "2", stated["reasoning"]
+
+
+def test_a_question_ending_on_a_steep_rise_is_a_question(stored):
+    # Its last 0.1 s rises from the stressed syllable's low; read at its last frames, the phrase ends rising.
+    ending = stored["arriving-question"]["agent_prosody"]["phrases"][-1]
+    assert ending["final_contour"] == "rising", ending
+    asked = paralinguistics(
+        stored, "Say 'he is arriving tomorrow' as a question.", "arriving-statement", "arriving-question"
+    )
+    assert asked["paralinguistics"] == "2", asked["reasoning"]
+    stated = paralinguistics(
+        stored, "Say 'he is arriving tomorrow' as a statement.", "arriving-statement", "arriving-question"
+    )
+    assert stated["paralinguistics"] == "1", stated["reasoning"]
 
 
 def test_a_pause_after_each_word(stored):
