@@ -383,3 +383,13 @@ def test_a_spoken_instruction_is_judged_on_the_words_its_transcript_gives():
     # Without the lead-in rule the transcript quotes nothing and Content has nothing to check the words against.
     free = judge_case(replace(case, instruction_language=spoken, instruction_transcript="Tell me about conferences."))
     assert free["content"] is None
+
+
+def test_an_instruction_of_unknown_language_that_asks_for_nothing_but_its_words_asks_for_no_manner():
+    unknown = ClipLanguage(None, None, None, "its audio: Spanish (es), detected with probability 0.27")
+    right, other = said("Hola.", "es"), said("Hello.", "en")
+    # "Di" and the quote: no manner asked, in whatever language, so Paralinguistics is not left undetermined.
+    assert verdict("Di «Hola.»", right, other, unknown)["paralinguistics"] == "both_good"
+    # Words beyond the lead-in may ask for a manner that cannot be read without the language.
+    asked = verdict("Dilo suavecito «Hola.»", right, other, unknown)
+    assert "manner asked: not understood" in asked["undetermined"]["paralinguistics"]

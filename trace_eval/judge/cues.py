@@ -823,6 +823,8 @@ def _cues_in(manner: str, language: str, t: Thresholds) -> list[_Cue]:
     """The cues asked for in a language other than English, named by its table (trace_eval.judge.languages);
     one cue nothing can meet where the language has no table."""
     names = languages.manner_requests(manner, language)
+    if names is None and language == languages.ASKED_UNKNOWN and not languages.asks_beyond_saying(manner):
+        return []  # nothing but the words to say and a lead-in ("Di «...»"): no manner asked, in any language
     if names is None:
         why = languages.not_understood(language)
         return [_Cue("manner asked", lambda bp: (None, why))]
@@ -1247,8 +1249,8 @@ class CuesBackbone(Backbone):
         if not judges(settings.rubric):
             raise FatalBackboneError(
                 f"the offline `cues` backbone only judges the trace rubric (typed-tie content, voice quality, "
-                f"paralinguistics), not {settings.rubric.name}; pass --model with a litellm model id "
-                "(e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)"
+                f"paralinguistics) and the interaction rubric, not {settings.rubric.name}; pass --model with a "
+                "litellm model id (e.g. openai/gpt-4o, or openai/NAME with --api-base for a local server)"
             )
         if settings.prompt.needs_audio:
             raise FatalBackboneError(
@@ -1271,12 +1273,21 @@ class CuesBackbone(Backbone):
         self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
     ) -> Completion:
         start = time.perf_counter()
-        text = json.dumps(judge_case(case, self.thresholds), ensure_ascii=False)
+        if self.settings.rubric.name == "interaction":  # sessions: decided from their timelines
+            from trace_eval.sessions.interaction import cues_answer
+
+            verdict = cues_answer(case.pair_id, case.variables)
+        else:
+            verdict = judge_case(case, self.thresholds)
+        text = json.dumps(verdict, ensure_ascii=False)
         return Completion(
             text=text, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, latency_s=time.perf_counter() - start
         )
 
 
 def judges(rubric: Rubric) -> bool:
-    """The rules decide the trace rubric's dimensions, so they judge rubrics with exactly those."""
+    """The rules decide the trace rubric's dimensions, so they judge rubrics with exactly those; and the
+    interaction rubric, from the sessions' timelines (trace_eval.sessions.interaction)."""
+    if rubric.name == "interaction":
+        return rubric.spaces() == load_rubric("interaction").spaces()
     return rubric.pairwise and rubric.spaces() == load_rubric("trace").spaces()

@@ -42,6 +42,7 @@ __all__ = [
     "name",
     "not_understood",
     "reading_language",
+    "asks_beyond_saying",
     "reads_english",
     "spoken_quote",
 ]
@@ -610,6 +611,18 @@ SAY_LEADS: dict[str, str] = {
     r"(?: (?:den|diesen) satz)?\b",
     "zh": r"^(?:请|請)?(?:跟我说|跟我說|重复|重複|说|說|读|讀)",
 }
+
+
+def asks_beyond_saying(manner: str) -> bool:
+    """Whether an instruction's words outside its quotes say more than a lead-in to the words to say ("Di",
+    "Say:", "Por favor, repite"), in any language a lead-in is known for: a manner may be asked in them."""
+    for code, lead in SAY_LEADS.items():
+        folded = fold(manner, code).strip()
+        match = re.match(lead, folded)
+        rest = folded[match.end() :] if match else folded
+        if not any(ch.isalnum() for ch in rest):
+            return False
+    return True
 
 
 def spoken_quote(transcript: str, language: str | None) -> tuple[str, str, str] | None:
