@@ -69,7 +69,8 @@ DEFINITIONS = {
     "undetermined": "items the judge answered but left one or more dimensions null because a deciding cue was "
     "missing (unmeasured, dropped, or from an unreliable transcript), with the reason per dimension",
     "by_language": "where the items are in more than one language (an item's language is its instruction's: "
-    "declared in the manifest, else detected in its blueprint), each language's items, coverage, 4-way agreement "
+    "declared in the manifest, else detected in its blueprint, else read from its text or transcript), each "
+    "language's items, coverage, 4-way agreement "
     "and per-dimension agreement; null when the benchmark is in one language",
 }
 

@@ -88,8 +88,9 @@ def blocks(runs: list[dict[str, Any]]) -> list[Block]:
     return [
         Heading(2, "Agreement per language"),
         Paragraph(
-            "The language of an item is its instruction's: declared in the manifest, else detected in its "
-            "blueprint. Coverage and agreement as above, on the items of each language."
+            "The language of an item is its instruction's, as the judges tell it: declared in the manifest, else "
+            "detected in its blueprint, else read from its text or transcript. Coverage and agreement as above, on "
+            "the items of each language."
         ),
         Table(["run", "language", "items", "coverage", "4-way", *[f"{d} acc." for d in dimensions]], rows),
     ]

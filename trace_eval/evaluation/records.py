@@ -281,9 +281,10 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
 
 
 def item_languages(benchmark: Benchmark) -> dict[str, str | None]:
-    """Item id -> its instruction's language code: declared by the manifest (`instruction_language`), else the
-    one its blueprint records (detected, whatever the detector's probability: the grouping follows what Stage 1
-    recorded; `trace_eval.judge.languages` decides what a judge trusts); None where neither says."""
+    """Item id -> its instruction's language code, as `trace_eval.judge.languages.instruction_language` tells it:
+    declared by the manifest (`instruction_language`), else detected surely in its blueprint, else read from its
+    text or transcript, else an unsure detection where there is no text to read (the grouping follows what was
+    recorded; `reading_language` decides what a judge trusts); None where none says."""
     from trace_eval.stage1.store import BlueprintStore
 
     store = BlueprintStore(benchmark.root)
