@@ -23,7 +23,7 @@ TYPED, WLT, LIKERT, BINARY = (label_space(k) for k in ("typed-tie", "win-lose-ti
 
 
 def test_bundled_rubrics_load_with_their_dimensions_and_label_spaces():
-    assert set(available_rubrics()) == {"trace", "multi-aspect", "roleplay", "style"}
+    assert set(available_rubrics()) == {"trace", "multi-aspect", "roleplay", "style", "interaction"}
     expected = {
         "trace": ("pairwise", {"content": "typed-tie", "voice_quality": "typed-tie", "paralinguistics": "typed-tie"}),
         "multi-aspect": (
@@ -53,6 +53,7 @@ def test_bundled_rubrics_load_with_their_dimensions_and_label_spaces():
             },
         ),
         "style": ("pointwise", {"style_following": "likert", "style": "likert", "realism": "binary"}),
+        "interaction": ("pairwise", {"interaction": "typed-tie"}),
     }
     for name, (form, dimensions) in expected.items():
         rubric = load_rubric(name)

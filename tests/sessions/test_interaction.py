@@ -108,3 +108,55 @@ def test_agreement_with_peoples_labels(bench, tmp_path, capsys):
     agreement = json.loads(out.read_text())["agreement"]
     assert (agreement["k"], agreement["n"]) == (2, 3)
     assert "agreement with" in capsys.readouterr().out
+
+
+def test_pairs_as_a_benchmark_judged_ranked_and_evaluated_like_any_other(bench, tmp_path, monkeypatch, capsys):
+    """`sessions --pairs` writes the pairs for the interaction rubric: the judge runner (offline and through
+    an LLM, in both orders), the leaderboard and evaluate take them; people's labels become the items' labels."""
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"sample": "session-0", "system_1": "slow", "system_2": "prompt", "interaction": "2"},
+        {"sample": "session-1", "system_1": "deaf", "system_2": "slow", "interaction": "2"},
+    ]
+    labels.write_text("\n".join(json.dumps(r) for r in rows))
+    pairs = tmp_path / "pairs"
+    assert main(["sessions", str(bench), "--pairs", str(pairs), "--labels", str(labels), "--quiet"]) == 0
+    items = {i["id"]: i for i in map(json.loads, (pairs / "manifest.jsonl").read_text().splitlines())}
+    assert len(items) == 6 and items["session-0|prompt|slow"]["label"] == {"interaction": "1"}  # the label follows
+    assert (pairs / items["session-0|deaf|prompt"]["audio1_path"]).is_file()
+
+    run = tmp_path / "run"
+    assert main(["judge", "--bench", str(pairs), "--rubric", "interaction", "--model", "cues", "--out", str(run)]) == 0
+    assert main(["leaderboard", str(run)]) == 0
+    board = json.loads((run / "leaderboard" / "leaderboard.json").read_text())
+    assert "prompt" in capsys.readouterr().out and board
+    assert main(["evaluate", str(run)]) == 0
+    (scored,) = json.loads((run / "evaluation" / "metrics.json").read_text())["runs"]
+    # One of the two labels is the judge's; on the other it says both_bad where people said 2.
+    assert (
+        scored["metrics"]["accuracy"]["interaction"]["value"] == 0.5
+        and scored["metrics"]["accuracy"]["interaction"]["n"] == 2
+    )
+
+    monkeypatch.setenv("TRACE_JUDGE_API_KEY", "local")
+    shown = []
+
+    def reader(body: dict) -> Reply:
+        text = prompt_text(body)
+        shown.append(text)
+        first = text.split("Session 1:")[1].split("Session 2:")[0]
+        return Reply(json.dumps({"reasoning": "r", "interaction": "2" if "no answer follows" in first else "1"}))
+
+    with LLMServer(responder=reader) as server:
+        llm = ["--model", "openai/test", "--api-base", server.api_base, "--swap", "--out", str(tmp_path / "llm")]
+        assert main(["judge", "--bench", str(pairs), "--rubric", "interaction", *llm]) == 0
+    # Swapped, each session's timeline moves with its audio: deaf's unanswered turn is shown second.
+    item = items["session-0|deaf|prompt"]
+    deaf_prompt = [t for t in shown if item["timeline_1"].strip() in t and item["timeline_2"].strip() in t]
+    assert len(deaf_prompt) == 2 and {t.index("no answer follows") > t.index("Session 2:") for t in deaf_prompt} == {
+        True,
+        False,
+    }
+    records = [json.loads(line) for line in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
+    deaf = next(r for r in records if r["id"] == "session-0|deaf|prompt")
+    assert deaf["verdicts"]["interaction"] == "2" and deaf["orders"]["swapped"]["interaction"] == "2"

@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
                 "(deterministic rules over the blueprints)",
                 file=sys.stderr,
             )
-    if model == "cues" and not args.cascade:
+    if model == "cues" and not args.cascade and args.rubric != "interaction":  # sessions: decided from timelines
         print(
             f"notice: the `cues` backbone {CUES_CONTENT}",
             file=sys.stderr,

@@ -41,6 +41,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--api-base", metavar="URL", help="--judge with an LLM: its server (e.g. a local one)")
     p.add_argument(
+        "--pairs",
+        metavar="BENCH",
+        help="write every pair of systems on a session both have (DIR/<system>/<session>/) as a benchmark folder "
+        "for the interaction rubric: judge, label, leaderboard and evaluate take it like any other",
+    )
+    p.add_argument(
         "--labels",
         metavar="FILE",
         help="--judge: people's labels, JSON lines {sample, system_1, system_2, interaction}: the judge's "
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --language and --profile choose the recogniser of --words; add --words", file=sys.stderr)
         return 2
     args.timelines = Timelines(args)
-    if args.judge:
+    if args.judge or args.pairs:
         result = _judged(root, args)
         if result is None:
             return 1
@@ -261,6 +267,16 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     if not pairs:
         print(f"error: {root}: no session that two systems share (expected DIR/<system>/<session>/)", file=sys.stderr)
         return None
+    if args.pairs:
+        from trace_eval.sessions.pairs import write_pairs
+
+        folders = {(e["system"], e["sample"]): Path(e["folder"]) for e in made.read}
+        labels = _read_labels(Path(args.labels)) if args.labels else {}
+        count = write_pairs(Path(args.pairs), pairs, systems, folders, labels)
+        print(f"written: {args.pairs}: {count} interaction pairs (judge them: python -m trace_eval judge --bench "
+              f"{args.pairs} --rubric interaction --model cues)")  # fmt: skip
+        if not args.judge:
+            return {"pairs": args.pairs, "sessions": made.read, "failed": failed}
     try:
         complete = None if args.judge == "cues" else _llm(args.judge, args.api_base)
     except _SetupError as e:
@@ -342,17 +358,31 @@ def _llm(model: str, api_base: str | None):
     return complete
 
 
+def _read_labels(path: Path) -> dict[tuple[str, str, str], str]:
+    """People's interaction labels by (sample, system shown first, system shown second), both orders."""
+    swap = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
+    labels = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            label = row["interaction"]
+            labels[(row["sample"], row["system_1"], row["system_2"])] = label
+            labels[(row["sample"], row["system_2"], row["system_1"])] = swap[label]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise SystemExit(
+                f"error: {path} line {n}: expected {{sample, system_1, system_2, interaction: 1, 2, both_good or "
+                f"both_bad}} ({type(e).__name__}: {e})"
+            ) from None
+    return labels
+
+
 def _agreement(verdicts: list, labels_path: Path) -> dict[str, Any]:
     """The share of labelled pairs where the judge gave people's label (either order of the systems)."""
     from trace_eval.sessions.metrics import rate
 
-    swap = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
-    labels = {}
-    for line in labels_path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            labels[(row["sample"], row["system_1"], row["system_2"])] = row["interaction"]
-            labels[(row["sample"], row["system_2"], row["system_1"])] = swap[row["interaction"]]
+    labels = _read_labels(labels_path)
     keys = [(v.label, (v.sample, v.systems[0], v.systems[1])) for v in verdicts]
     matched = [(label, labels[key]) for label, key in keys if key in labels]
     return rate(sum(a == b for a, b in matched if a is not None), len(matched))

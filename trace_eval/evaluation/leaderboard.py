@@ -203,6 +203,8 @@ def _keys(by: str | Sequence[str], rubric: Rubric) -> list[str]:
             f"1, 2, both_good or both_bad"
         )
     wanted = [by] if isinstance(by, str) else list(by)
+    if wanted == [OVERALL] and OVERALL not in available and len(available) == 1:
+        return available  # the default, for a rubric of one dimension that does not fuse (interaction)
     if "all" in wanted:
         return available
     unknown = [k for k in wanted if k not in available]

@@ -413,13 +413,24 @@ def build_cases(
             True,
             (bp2, bp1),
             dimensions,
-            variables,
+            responses_swapped(variables),
             language,
         )
         cases[pair.id] = (original, swapped)
     if missing:
         raise MissingBlueprintsError(bench.root, list(missing), blueprints.failures if blueprints else {})
     return cases, unusable
+
+
+def responses_swapped(variables: dict[str, str]) -> dict[str, str]:
+    """An item's fields with those of response 1 and response 2 (names ending in _1 and _2) exchanged, for the
+    swapped order: the fields follow their responses."""
+    swapped = dict(variables)
+    for key, value in variables.items():
+        stem, _, n = key.rpartition("_")
+        if stem and n in ("1", "2"):
+            swapped[f"{stem}_{'2' if n == '1' else '1'}"] = value
+    return swapped
 
 
 def _pointwise_case(

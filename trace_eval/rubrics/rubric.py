@@ -414,7 +414,7 @@ def _load_cached(path: Path, mtime_ns: int) -> Rubric:
 
 
 def load_rubric(name_or_path: str | Path = DEFAULT_RUBRIC) -> Rubric:
-    """A bundled rubric by name (trace, multi-aspect, roleplay, style) or a rubric file by path."""
+    """A bundled rubric by name (trace, multi-aspect, roleplay, style, interaction) or a rubric file by path."""
     text = str(name_or_path)
     bundled = available_rubrics()
     if text in bundled:

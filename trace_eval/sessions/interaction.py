@@ -36,6 +36,7 @@ __all__ = [
     "CallFailed",
     "InteractionSettings",
     "PairVerdict",
+    "cues_answer",
     "cues_verdict",
     "describe",
     "events",
@@ -280,3 +281,20 @@ def _different_users(first: Timeline, second: Timeline) -> str | None:
         abs(a.start - b.start) < 0.1 and abs(a.end - b.end) < 0.1 for a, b in zip(one, two)
     )
     return None if same else f"not the same user channel: {len(one)} and {len(two)} user turns, at different times"
+
+
+def cues_answer(item: str, fields: dict[str, str], settings: InteractionSettings | None = None) -> dict[str, Any]:
+    """The offline judge's answer about an item of an interaction benchmark (`sessions --pairs`), whose fields
+    `session_1` and `session_2` hold the two timelines' records as JSON, in the order shown: the verdict JSON
+    the judge runner reads (a label, or null with the reason under `undetermined`)."""
+    try:
+        first, second = (Timeline.from_record(json.loads(fields[f"session_{n}"])) for n in (1, 2))
+    except (KeyError, ValueError, TypeError) as e:
+        why = f"no timeline records of both sessions in the item (session_1, session_2): {e}"
+        return {"reasoning": why, "interaction": None, "undetermined": {"interaction": why}}
+    verdict = cues_verdict(item, ("1", "2"), first, second, settings)
+    reasons = [f"{e['kind']} at user turn {e['user_turn'] + 1}: 1 {e['why_1']}; 2 {e['why_2']}" for e in verdict.events]
+    answer: dict[str, Any] = {"reasoning": "; ".join([verdict.why, *reasons]), "interaction": verdict.label}
+    if verdict.label is None:
+        answer["undetermined"] = {"interaction": verdict.why}
+    return answer

@@ -1,0 +1,78 @@
+"""Interaction pairs as a benchmark folder, for the interaction rubric: `judge`, `label`, `leaderboard`,
+`evaluate` and the audit page take it like any other benchmark.
+
+    BENCH/manifest.jsonl                  one item per pair of systems on a session both have
+    BENCH/audio/<system>/<session>.flac   each session as one stereo file: the user left, the system right
+
+An item's response 1 and 2 are the two systems' sessions (`model_a`, `model_b`), its instruction says that both
+talked with the same user recording, and its fields hold each session's timeline as text for an LLM
+(`timeline_1`, `timeline_2`: interaction.describe) and as a JSON record for the offline judge (`session_1`,
+`session_2`). People's labels, where given, are the item's `label.interaction`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from trace_eval.io import atomic_write_bytes, atomic_write_text
+from trace_eval.sessions.interaction import describe
+from trace_eval.sessions.session import RATE, read_session
+from trace_eval.sessions.timeline import Timeline
+
+__all__ = ["INSTRUCTION", "write_pairs"]
+
+INSTRUCTION = (
+    "Both sessions are the same recording of the user talking with a different system; each session's audio holds "
+    "the user on the left channel and the system on the right."
+)
+
+
+def write_pairs(
+    bench: Path,
+    pairs: list[tuple[str, tuple[str, str]]],
+    timelines: dict[str, dict[str, Timeline]],
+    folders: dict[tuple[str, str], Path],
+    labels: dict[tuple[str, str, str], str] | None = None,
+) -> int:
+    """Write the benchmark of `pairs` ((session, (system, system))); returns how many items it holds."""
+    import soundfile as sf
+
+    written: dict[tuple[str, str], str] = {}
+
+    def audio(system: str, sample: str) -> str:
+        if (system, sample) not in written:
+            relative = f"audio/{system}/{sample}.flac"
+            session = read_session(folders[(system, sample)])
+            stereo = np.clip(np.stack([session.user, session.system], axis=1), -1.0, 1.0)
+            buffer = io.BytesIO()
+            sf.write(buffer, stereo, RATE, format="FLAC", subtype="PCM_16")
+            atomic_write_bytes(bench / relative, buffer.getvalue())
+            written[(system, sample)] = relative
+        return written[(system, sample)]
+
+    lines = []
+    for sample, (a, b) in pairs:
+        first, second = timelines[a][sample], timelines[b][sample]
+        item = {
+            "id": f"{sample}|{a}|{b}",
+            "instruction_text": INSTRUCTION,
+            "audio1_path": audio(a, sample),
+            "audio2_path": audio(b, sample),
+            "model_a": a,
+            "model_b": b,
+            "session": sample,
+            "timeline_1": describe(first),
+            "timeline_2": describe(second),
+            "session_1": json.dumps(first.record(), ensure_ascii=False),
+            "session_2": json.dumps(second.record(), ensure_ascii=False),
+        }
+        label = (labels or {}).get((sample, a, b))
+        if label is not None:
+            item["label"] = {"interaction": label}
+        lines.append(json.dumps(item, ensure_ascii=False))
+    atomic_write_text(bench / "manifest.jsonl", "\n".join(lines) + "\n")
+    return len(lines)
