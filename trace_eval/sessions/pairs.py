@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def write_pairs(
     lines = []
     for sample, (a, b) in pairs:
         first, second = timelines[a][sample], timelines[b][sample]
-        item = {
+        item: dict[str, Any] = {
             "id": f"{sample}|{a}|{b}",
             "instruction_text": INSTRUCTION,
             "audio1_path": audio(a, sample),
