@@ -42,7 +42,12 @@ Rules, per dimension:
   some espeak-ng voices so badly that the right sentence keeps 0-28%.
   Unknown: a response that has speech when nothing is quoted (whether it
   answers a free-form question is beyond these rules), and a transcript that
-  is missing or that the blueprint marks unreliable.
+  is missing or that the blueprint marks unreliable. A spoken instruction with
+  no written text is read from its transcript: after a lead-in that gives words
+  to say ("say", "repeat", "di", "repita", "dis", "sag", "说"), the rest is the
+  words to say (`spoken_words`). An answer longer than `content_max_s` fails
+  whatever it says; one whose audio is empty or does not decode (`answer_failed`)
+  says nothing, and fails every dimension.
 - Voice Quality: acceptable when DNSMOS P.808 overall quality is at least 2.7,
   the personalised background (noise) score BAK at least 1.45 and the integrated
   loudness at least -45 LUFS (quieter is too quiet to hear comfortably: DNSMOS
@@ -90,8 +95,9 @@ Languages (`trace_eval.judge.languages`): words are compared after NFKC, case an
 scripts without spaces by overlapping pairs of characters (`trace_eval.text.match_tokens`). An answer heard in another
 language than the one asked for (the instruction's, unless it asks for another in words) fails Content; when
 it asks for another language, its quoted words may be a text to translate, so not saying them is no
-failure. Manner requests are read with the table of the instruction's language; a language without one
-leaves Paralinguistics undetermined.
+failure. Where the instruction's language cannot be told (by its audio, text or transcript), saying its quoted
+words is no pass: an English answer says most of a Spanish sentence's cognates. Manner requests are read with the
+table of the instruction's language; a language without one leaves Paralinguistics undetermined.
 
 The numbers are in `Thresholds`; they match how the bundled example is made
 (examples/mini/README.md), where the rules recover every label.

@@ -6,6 +6,8 @@ reason when it could not be told), or declared by the manifest (`instruction_lan
 instruction's language is the language its answers are expected in, unless the instruction asks for another
 in words ("answer in Spanish", "en español", "auf Deutsch", "用中文"): an answer heard in any other language
 fails Content. A detection less sure than `Thresholds.language_min_probability` is not held against an answer.
+Where the audio cannot tell the instruction's language, its written text (else its transcript) may
+(`instruction_language`), and the evidence that told it is recorded.
 
 Manner requests are read with a table per language (`TABLES`): words and phrases, matched on the text as
 `trace_eval.text.fold` writes it (accents folded, so "rápido" is "rapido"), each naming a cue the `cues` rules
