@@ -225,8 +225,8 @@ def prepare_folder(
         if source.get("matches_release") is False and source.get("release")
     ]
     if not force and _complete(root, fingerprint):
-        failed = _read_source(root).get("failed_answers") or {}
-        return Prepared(root, len(plan.items), 0, 0, [], True, plan.notes, plan.missing, failed)
+        kept = _read_source(root).get("failed_answers") or {}
+        return Prepared(root, len(plan.items), 0, 0, [], True, plan.notes, plan.missing, kept)
     root.mkdir(parents=True, exist_ok=True)
     earlier = _read_source(root)
     # Files an interrupted run made from the same sources are whole (atomic writes) and are kept.
