@@ -38,7 +38,11 @@ def test_a_release_and_three_systems_outputs_become_a_judged_benchmark(tmp_path,
     printed = capsys.readouterr().out
     assert "prompt: no output.wav for 1 sample(s), written as silence" in printed and "left out" in printed
     lines = [json.loads(line) for line in (bench / "sessions.jsonl").read_text().splitlines()]
-    assert len(lines) == 5 and {"system": "deaf", "sample": "v1/session-0", "folder": "deaf/v1/session-0"} in lines
+    assert (
+        len(lines) == 5
+        and {"id": "deaf/v1/session-0", "system": "deaf", "sample": "v1/session-0", "folder": "deaf/v1/session-0"}
+        in lines
+    )
     assert (bench / "deaf" / "v1" / "session-0" / "pause.json").is_file()
     source = json.loads((bench / "SOURCE.json").read_text())
     assert source["missing"] == {"prompt": ["v1/session-1"]} and source["left_out"][0]["item"] == "slow/v1/session-1"

@@ -36,7 +36,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--judge",
         metavar="MODEL",
         help="judge systems pairwise on interaction and rank them: DIR holds one folder per system, each with "
-        "the same session folders (the same user channels); MODEL is cues (offline, from the timelines) or a "
+        "the same session folders (the same user channels), or a sessions.jsonl naming each session's system; "
+        "MODEL is cues (offline, from the timelines) or a "
         "litellm model id",
     )
     p.add_argument("--api-base", metavar="URL", help="--judge with an LLM: its server (e.g. a local one)")
@@ -148,15 +149,15 @@ class Timelines:
         self.read: list[dict[str, Any]] = []
         self.cached = 0
 
-    def of(self, folder: Path, system: str | None = None, sample: str | None = None):
-        from trace_eval.sessions import read_session
+    def of(self, entry):
+        """The timeline of a session (a manifest.SessionEntry)."""
         from trace_eval.sessions.store import timeline_of
 
         timeline, cached = timeline_of(
-            read_session(folder), recogniser=self.recogniser, language=self.language, store=self.store
+            entry.read(), recogniser=self.recogniser, language=self.language, store=self.store
         )
         self.cached += cached
-        self.read.append({"system": system, "sample": sample or folder.name, "folder": str(folder),
+        self.read.append({"system": entry.system, "sample": entry.sample, "folder": entry.where,
                           "from_store": cached, "timeline": timeline.record()})  # fmt: skip
         return timeline
 
@@ -182,13 +183,14 @@ def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, la
     """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored is listed with its reason."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.full_duplex_bench import score_sample, summarise, task_of
+    from trace_eval.sessions.manifest import SessionEntry
 
     by_task: dict[str, list[dict[str, Any]]] = {}
     failed = []
     for folder in timelines.progress(folders, "samples"):
         try:
             task = task_of(folder)
-            timeline = None if compat else timelines.of(folder)
+            timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
             by_task.setdefault(task, []).append(
                 score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s)
             )
@@ -209,14 +211,14 @@ def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, la
 
 def _timing(root: Path, made: Timelines) -> dict[str, Any] | None:
     from trace_eval.sessions import SessionError, timing_metrics
+    from trace_eval.sessions.manifest import find_sessions
 
-    folders = sorted({p.parent for p in root.rglob("*.wav")})
     timelines, failed = [], []
-    for folder in made.progress(folders, "sessions"):
+    for entry in made.progress(find_sessions(root), "sessions"):
         try:
-            timelines.append(made.of(folder, sample=str(folder.relative_to(root))))
+            timelines.append(made.of(entry))
         except SessionError as e:
-            failed.append({"session": str(folder), "reason": str(e)})
+            failed.append({"session": entry.where, "reason": str(e)})
     for f in failed:
         print(f"not read: {f['session']}: {f['reason']}", file=sys.stderr)
     if not timelines:
@@ -249,18 +251,21 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """Every pair of systems on every session they share, judged on interaction; the systems ranked."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.interaction import cues_verdict, llm_verdict, pairs_of, rank
+    from trace_eval.sessions.manifest import find_sessions
 
     made: Timelines = args.timelines
     systems: dict[str, dict[str, Any]] = {}
     failed = []
-    found = [(system, folder) for system in sorted(p for p in root.iterdir() if p.is_dir())
-             for folder in sorted({p.parent for p in system.rglob("*.wav")})]  # fmt: skip
-    for system, folder in made.progress(found, "sessions"):
-        sample = str(folder.relative_to(system))
+    entries = find_sessions(root, by_system=True)
+    unnamed = [e.id for e in entries if e.system is None]
+    if unnamed:
+        print(f"error: {root}: the manifest names no system for {', '.join(unnamed[:5])}", file=sys.stderr)
+        return None
+    for entry in made.progress(entries, "sessions"):
         try:
-            systems.setdefault(system.name, {})[sample] = made.of(folder, system.name, sample)
+            systems.setdefault(entry.system, {})[entry.sample] = made.of(entry)
         except SessionError as e:
-            failed.append({"session": str(folder), "reason": str(e)})
+            failed.append({"session": entry.where, "reason": str(e)})
     for f in failed:
         print(f"not read: {f['session']}: {f['reason']}", file=sys.stderr)
     pairs = pairs_of(systems)
@@ -270,9 +275,9 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     if args.pairs:
         from trace_eval.sessions.pairs import write_pairs
 
-        folders = {(e["system"], e["sample"]): Path(e["folder"]) for e in made.read}
+        readers = {(e.system or "", e.sample): e for e in entries}
         labels = _read_labels(Path(args.labels)) if args.labels else {}
-        count = write_pairs(Path(args.pairs), pairs, systems, folders, labels)
+        count = write_pairs(Path(args.pairs), pairs, systems, readers, labels)
         print(f"written: {args.pairs}: {count} interaction pairs (judge them: python -m trace_eval judge --bench "
               f"{args.pairs} --rubric interaction --model cues)")  # fmt: skip
         if not args.judge:

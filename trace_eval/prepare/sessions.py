@@ -6,7 +6,7 @@ benchmark's `output.json` transcript, where made) in each sample's folder, as th
 scripts write them. The benchmark written:
 
     OUT/<system>/<sample>/input.wav, output.wav, the annotations, output.json where the system's folder has one
-    OUT/sessions.jsonl   one line per session: {"system", "sample", "folder"}
+    OUT/sessions.jsonl   one line per session: {"id", "system", "sample", "folder"} (sessions/manifest.py)
     OUT/SOURCE.json      the release and the systems' folders, and what was missing
 
 `python -m trace_eval sessions OUT --judge ...` judges it; `sessions OUT/<system>` scores one system. A system
@@ -80,7 +80,9 @@ def prepare_sessions(
         else:
             _write_session(release / sample, answer if answer.is_file() else None, folder / sample, target)
             written += 1
-        lines.append(json.dumps({"system": name, "sample": str(sample), "folder": f"{name}/{sample}"}))
+        lines.append(
+            json.dumps({"id": f"{name}/{sample}", "system": name, "sample": str(sample), "folder": f"{name}/{sample}"})
+        )
     atomic_write_text(out / "sessions.jsonl", "\n".join(lines) + "\n")
     write_json(
         out / SOURCE_FILE,

@@ -21,7 +21,8 @@ import numpy as np
 
 from trace_eval.io import atomic_write_bytes, atomic_write_text
 from trace_eval.sessions.interaction import describe
-from trace_eval.sessions.session import RATE, read_session
+from trace_eval.sessions.manifest import SessionEntry
+from trace_eval.sessions.session import RATE
 from trace_eval.sessions.timeline import Timeline
 
 __all__ = ["INSTRUCTION", "write_pairs"]
@@ -36,7 +37,7 @@ def write_pairs(
     bench: Path,
     pairs: list[tuple[str, tuple[str, str]]],
     timelines: dict[str, dict[str, Timeline]],
-    folders: dict[tuple[str, str], Path],
+    sessions: dict[tuple[str, str], SessionEntry],
     labels: dict[tuple[str, str, str], str] | None = None,
 ) -> int:
     """Write the benchmark of `pairs` ((session, (system, system))); returns how many items it holds."""
@@ -47,7 +48,7 @@ def write_pairs(
     def audio(system: str, sample: str) -> str:
         if (system, sample) not in written:
             relative = f"audio/{system}/{sample}.flac"
-            session = read_session(folders[(system, sample)])
+            session = sessions[(system, sample)].read()
             stereo = np.clip(np.stack([session.user, session.system], axis=1), -1.0, 1.0)
             buffer = io.BytesIO()
             sf.write(buffer, stereo, RATE, format="FLAC", subtype="PCM_16")

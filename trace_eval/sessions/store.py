@@ -1,8 +1,8 @@
 """Timelines kept like blueprints: made once per session and settings, in the blueprint store's `timelines/`
 folder (a local folder or a URL, shared by every benchmark and machine that uses the store).
 
-A timeline is found by a key over what makes it: both channels' samples (as heard, at 16 kHz), the thresholds,
-the recogniser (its fingerprint: model, revision, settings) and the declared language. A stored file that does
+A timeline is found by a key over what makes it: both channels' samples (as heard, at 16 kHz), the client's
+event log, the thresholds, the recogniser (its fingerprint: model, revision, settings) and the declared language. A stored file that does
 not read back as a timeline of this version is made again, never trusted.
 """
 
@@ -30,6 +30,7 @@ def timeline_key(
         digest.update(b"|")
     made_by = {
         "version": VERSION,
+        "events": session.annotations.get("events.jsonl"),  # the client's latencies come from the event log
         "settings": asdict(settings),
         "recogniser": None if recogniser is None else recogniser.fingerprint(language),
         "language": language,
