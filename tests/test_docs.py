@@ -44,7 +44,7 @@ def test_the_command_page_shows_every_subcommand_of_prepare_with_its_options():
     page = reference.commands_page()
     prepare = _parsers()["prepare"]
     nested = next(a for a in prepare._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(nested.choices) == {"speakbench", "s2s-arena", "sagelm", "dataset", "pairs"}
+    assert set(nested.choices) == {"speakbench", "s2s-arena", "sagelm", "dataset", "pairs", "sessions"}
     for name, sub in nested.choices.items():
         assert f"\n### prepare {name}\n" in page
         for action in sub._actions:

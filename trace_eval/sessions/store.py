@@ -2,8 +2,8 @@
 folder (a local folder or a URL, shared by every benchmark and machine that uses the store).
 
 A timeline is found by a key over what makes it: both channels' samples (as heard, at 16 kHz), the client's
-event log, the thresholds, the recogniser (its fingerprint: model, revision, settings) and the declared language. A stored file that does
-not read back as a timeline of this version is made again, never trusted.
+event log, the thresholds, the recogniser (its fingerprint: model, revision, settings) and the declared language.
+A stored file that does not read back as a timeline of this version is made again, never trusted.
 """
 
 from __future__ import annotations
