@@ -43,7 +43,9 @@ def test_each_form_of_session_is_read_and_timed(made, tmp_path, capsys):
     ]  # fmt: skip
     _lines(tmp_path / "sessions.jsonl", rows)
     out = tmp_path / "timing.json"
-    assert main(["sessions", str(tmp_path), "--out", str(out), "--quiet"]) == 0
+    page = tmp_path.parent / f"{tmp_path.name}-page"
+    assert main(["sessions", str(tmp_path), "--out", str(out), "--quiet", "--page", str(page)]) == 0
+    assert len(list((page / "audio").glob("*.flac"))) == 3  # each read again as the run read it, for its audio
     sessions = {s["sample"]: s["timeline"] for s in json.loads(out.read_text())["sessions"]}
     assert set(sessions) == {"as-folder", "two-files", "stereo"}
     # One recording, three ways: the same timeline; the event log where it was given.

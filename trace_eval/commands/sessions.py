@@ -158,7 +158,7 @@ class Timelines:
         )
         self.cached += cached
         self.read.append({"system": entry.system, "sample": entry.sample, "folder": entry.where,
-                          "from_store": cached, "timeline": timeline.record()})  # fmt: skip
+                          "source": entry.record(), "from_store": cached, "timeline": timeline.record()})  # fmt: skip
         return timeline
 
     def progress(self, items: list, what: str):

@@ -15,7 +15,7 @@ folder's first level names systems (`DIR/<system>/<session>/`), each session bel
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ class SessionEntry:
     other: Path | None = None  # ... and the system's
     channels: tuple[int, int] | None = None  # a stereo recording's user and system channels
     events: Path | None = None
-    fields: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def where(self) -> str:
@@ -50,6 +49,8 @@ class SessionEntry:
 
     def read(self) -> Session:
         if self.folder is not None:
+            if not self.folder.is_dir():
+                raise SessionError(f"{self.folder}: no such folder (moved or deleted?)")
             return read_session(self.folder)
         assert self.user is not None
         if self.channels is not None:
@@ -61,11 +62,49 @@ class SessionEntry:
             session.annotations["events.jsonl"] = read_events(self.events)
         return session
 
+    def record(self) -> dict[str, Any]:
+        """The session as a manifest line, its paths absolute (`from_record` reads it back)."""
+        found: dict[str, Any] = {"id": self.id, "sample": self.sample, "system": self.system}
+        if self.folder is not None:
+            found["folder"] = str(self.folder.resolve())
+        elif self.user is not None and self.channels is not None:
+            found["audio_path"] = str(self.user.resolve())
+            found["user_channel"], found["system_channel"] = self.channels
+        elif self.user is not None and self.other is not None:
+            found["user_path"], found["system_path"] = str(self.user.resolve()), str(self.other.resolve())
+        if self.events is not None:
+            found["events_path"] = str(self.events.resolve())
+        return found
+
+    @classmethod
+    def from_record(cls, row: Any, base: Path = Path("."), where: str = "a session") -> SessionEntry:
+        """A session from a manifest line (paths relative to `base`); SessionError naming `where` if it is none."""
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str | int):
+            raise SessionError(f"{where}: expected an object with an id")
+        unknown = sorted(set(row) - _FIELDS)
+        if unknown:
+            raise SessionError(f"{where}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(_FIELDS))}")
+        entry_id = str(row["id"])
+        system = None if row.get("system") is None else str(row["system"])
+        sample = str(row.get("sample", entry_id))
+        events = base / row["events_path"] if row.get("events_path") else None
+        if "folder" in row:
+            return cls(entry_id, sample, system, folder=base / row["folder"])
+        if "user_path" in row and "system_path" in row:
+            user, other = base / row["user_path"], base / row["system_path"]
+            return cls(entry_id, sample, system, user=user, other=other, events=events)
+        if "audio_path" in row and all(isinstance(row.get(k), int) for k in ("user_channel", "system_channel")):
+            channels = (row["user_channel"], row["system_channel"])
+            return cls(entry_id, sample, system, user=base / row["audio_path"], channels=channels, events=events)
+        raise SessionError(
+            f"{where}: no session: give folder, or user_path and system_path, or audio_path with user_channel and "
+            "system_channel"
+        )
+
 
 def read_manifest_file(path: str | Path) -> list[SessionEntry]:
     """The sessions a manifest lists; a line that names no session is refused with the file and line."""
     path = Path(path)
-    base = path.parent
     entries, seen = [], set()
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -75,33 +114,10 @@ def read_manifest_file(path: str | Path) -> list[SessionEntry]:
             row = json.loads(line)
         except json.JSONDecodeError as e:
             raise SessionError(f"{where}: not JSON ({e})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str | int):
-            raise SessionError(f"{where}: expected an object with an id")
-        unknown = sorted(set(row) - _FIELDS)
-        if unknown:
-            raise SessionError(f"{where}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(_FIELDS))}")
-        entry_id = str(row["id"])
-        if entry_id in seen:
-            raise SessionError(f"{where}: id {entry_id!r} given twice")
-        seen.add(entry_id)
-        system = None if row.get("system") is None else str(row["system"])
-        sample = str(row.get("sample", entry_id))
-        events = base / row["events_path"] if row.get("events_path") else None
-        if "folder" in row:
-            entry = SessionEntry(entry_id, sample, system, folder=base / row["folder"], fields=row)
-        elif "user_path" in row and "system_path" in row:
-            user, other = base / row["user_path"], base / row["system_path"]
-            entry = SessionEntry(entry_id, sample, system, user=user, other=other, events=events, fields=row)
-        elif "audio_path" in row and all(isinstance(row.get(k), int) for k in ("user_channel", "system_channel")):
-            channels = (row["user_channel"], row["system_channel"])
-            entry = SessionEntry(
-                entry_id, sample, system, user=base / row["audio_path"], channels=channels, events=events, fields=row
-            )
-        else:
-            raise SessionError(
-                f"{where}: no session: give folder, or user_path and system_path, or audio_path with user_channel "
-                "and system_channel"
-            )
+        entry = SessionEntry.from_record(row, path.parent, where)
+        if entry.id in seen:
+            raise SessionError(f"{where}: id {entry.id!r} given twice")
+        seen.add(entry.id)
         entries.append(entry)
     if not entries:
         raise SessionError(f"{path}: no session listed")

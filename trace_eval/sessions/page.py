@@ -135,17 +135,25 @@ def _write_audio(entry: dict[str, Any], base: Path | None, path: Path) -> tuple[
 
     from trace_eval.sessions.session import RATE, SessionError, read_session
 
-    if not entry.get("folder"):
-        return False, "the result names no folder for this session"
-    folder = Path(entry["folder"])
-    if not folder.is_dir() and base is not None and not folder.is_absolute() and (base / folder).is_dir():
-        folder = base / folder
-    if not folder.is_dir():
-        return False, f"{entry['folder']}: no such folder (moved or deleted since the run)"
-    try:
-        session = read_session(folder)
-    except (SessionError, OSError) as e:
-        return False, str(e)
+    if isinstance(entry.get("source"), dict):  # how the run read it: a folder, two files, a stereo recording
+        from trace_eval.sessions.manifest import SessionEntry
+
+        try:
+            session = SessionEntry.from_record(entry["source"]).read()
+        except (SessionError, OSError) as e:
+            return False, str(e)
+    else:
+        if not entry.get("folder"):
+            return False, "the result names no folder for this session"
+        folder = Path(entry["folder"])
+        if not folder.is_dir() and base is not None and not folder.is_absolute() and (base / folder).is_dir():
+            folder = base / folder
+        if not folder.is_dir():
+            return False, f"{entry['folder']}: no such folder (moved or deleted since the run)"
+        try:
+            session = read_session(folder)
+        except (SessionError, OSError) as e:
+            return False, str(e)
     measured = entry["timeline"].get("duration_s")
     if measured is not None and abs(session.duration_s - measured) > 0.05:
         return False, (

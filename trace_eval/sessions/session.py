@@ -63,6 +63,8 @@ def read_session(
     """A session from a folder (Full-Duplex-Bench v1/v1.5 or v2), a stereo file with its channels named, or two
     mono files (`source` the user's, `system` the system's)."""
     source = Path(source)
+    if not source.exists():
+        raise SessionError(f"{source}: no such file or folder")
     if source.is_dir():
         return _folder(source)
     if system is not None:
