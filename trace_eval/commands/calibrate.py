@@ -36,6 +36,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the label calibrated: overall (the fused label) or a dimension (default: %(default)s)",
     )
     p.add_argument(
+        "--leave-out",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="leave this annotator's labels out (repeat, or comma-separate); their labels stay in BENCH/labels/",
+    )
+    p.add_argument(
         "--out",
         metavar="FILE",
         type=Path,
@@ -45,10 +52,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trace_eval.commands.label import names_of
     from trace_eval.evaluation import EvaluationError, RunFolderError
     from trace_eval.evaluation.calibration import calibrate_runs
     from trace_eval.evaluation.records import bench_of, load_human_labels, load_runs
     from trace_eval.io import write_json
+    from trace_eval.labels.store import LabelError
     from trace_eval.rubrics import RubricError, rubric_of_run
 
     try:
@@ -58,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --on {args.on}: expected overall or one of {', '.join(rubric.names)}", file=sys.stderr)
             return 2
         bench = bench_of(runs, args.labels)
-        labels = load_human_labels(bench, rubric)
+        left_out = names_of(args.leave_out)
+        labels = load_human_labels(bench, rubric, left_out)
         from trace_eval.labels.sample import fitting_pairs
 
         labels, drawn = fitting_pairs(bench, labels)
@@ -71,11 +81,13 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         doc = calibrate_runs(runs, labels, args.agreement, args.delta, args.on)
-    except (EvaluationError, RunFolderError, RubricError, OSError) as e:
+    except (EvaluationError, RunFolderError, RubricError, LabelError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     fitted = sorted({i for run in runs for i in run.raws if labels.labels.get(i, {}).get(args.on) is not None})
     doc["pairs"] = {"fitted_on": fitted, **drawn}
+    if left_out:
+        doc["annotators_left_out"] = sorted(left_out)
     if drawn.get("limited"):  # a sample the benchmark outgrew, or not labelled through: the guarantee stops short
         doc["guarantee"] += (
             f", and only for pairs of {', '.join(drawn['strata']) or 'no system pair'} (the system pairs sampled "

@@ -59,6 +59,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument(
+        "--leave-out",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="leave this annotator's labels out of the human labels (repeat, or comma-separate; `label quality` "
+        "flags whom); their labels stay in BENCH/labels/",
+    )
+    parser.add_argument(
         "--calibration",
         metavar="FILE",
         type=Path,
@@ -119,8 +127,10 @@ def _rubric_of_runs(runs: list[str], given: str | None) -> Rubric:
 
 
 def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
+    from trace_eval.commands.label import names_of
     from trace_eval.evaluation import evaluate_folders, report_of
     from trace_eval.judge.confidence import CalibrationFileError
+    from trace_eval.labels.store import LabelError
 
     if args.out:
         out = Path(args.out)
@@ -145,8 +155,9 @@ def _evaluate(args: argparse.Namespace, settings: BootstrapSettings) -> int:
             policy=args.fusion,
             settings=settings,
             calibration=args.calibration,
+            leave_out=names_of(args.leave_out),
         )
-    except CalibrationFileError as e:
+    except (CalibrationFileError, LabelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for line in report_of(rubric).lines(files):

@@ -54,18 +54,20 @@ def evaluate_folders(
     policy: str | None = None,
     settings: BootstrapSettings = DEFAULT_BOOTSTRAP,
     calibration: Path | None = None,
+    leave_out: frozenset[str] | set[str] = frozenset(),
 ) -> EvaluationFiles:
     """Evaluate run folders judged with `rubric` against the benchmark's human labels and write the report
     of the rubric's metrics into `out`. `policy` re-fuses every run's verdicts (rubrics that fuse).
     Runs whose verdicts carry confidences add the trusted verdicts (trust.py; `calibration` gives the
-    thresholds of single-judge runs)."""
+    thresholds of single-judge runs). `leave_out`: annotators whose labels are not counted."""
     report = report_of(rubric)
     runs = load_runs(run_dirs)
     bench = bench_of(runs, labels)
-    human = load_human_labels(bench, rubric)
+    human = load_human_labels(bench, rubric, leave_out)
     metrics = {
         "bench": str(bench.resolve()),
         "labels_manifest": str(human.manifest),
+        **({"annotators_left_out": sorted(leave_out)} if leave_out else {}),
         **report.evaluate(runs, rubric, human, policy, settings),
     }
     out = Path(out)

@@ -230,12 +230,15 @@ class HumanLabels:
     languages: dict[str, str | None] = field(default_factory=dict)
 
 
-def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
+def load_human_labels(
+    bench: str | Path, rubric: Rubric, leave_out: frozenset[str] | set[str] = frozenset()
+) -> HumanLabels:
     """Human labels of every item in the rubric's label spaces; unusable ones are listed in `problems`.
 
     The manifest is read, and the label store beside it (BENCH/labels/) where there is one: then each
     label is the majority of the manifest's and the annotators' (trace_eval/labels/store.py), and the store's
-    labels find their items by the audio's content (which needs the audio).
+    labels find their items by the audio's content (which needs the audio). The annotators named in `leave_out`
+    are not counted (their labels stay in the store; LabelError for a name the store does not have).
     """
     from trace_eval.bench import load_benchmark
 
@@ -264,7 +267,7 @@ def load_human_labels(bench: str | Path, rubric: Rubric) -> HumanLabels:
     pair_systems = {p.id: (p.model_a, p.model_b) for p in benchmark.pairs if not p.pointwise}
     from trace_eval.labels.store import combine
 
-    people = combine(benchmark, rubric, labels)
+    people = combine(benchmark, rubric, labels, leave_out)
     languages = item_languages(benchmark)
     if people is None:
         return HumanLabels(labels, systems, problems, benchmark.manifest_path, pair_systems, languages=languages)

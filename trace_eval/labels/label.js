@@ -5,6 +5,8 @@
 (() => {
   'use strict';
   const token = new URLSearchParams(location.search).get('token') || '';
+  // This page's own id: a team's link labels from one page at a time, and the server tells pages apart by it.
+  const pageId = (crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`).replace(/[^\w-]/g, '');
   const $ = (id) => document.getElementById(id);
   const timings = { saves: [] }; // keypress to "saved" (the server replies after fsync), in ms
   window.TRACE_LABEL = timings;
@@ -20,6 +22,9 @@
   const RETRY_MS = 2000;
   let pending = null; // a save the server did not receive: { n, skip } (skip: sent as a skip)
   let retryTimer = null;
+  // What the labeller did on the pair in view, sent with the answer: the time on it, and what was played.
+  let shownAt = performance.now();
+  let played = new Set();
 
   class ServerGone extends Error {}
 
@@ -28,7 +33,7 @@
     try {
       response = await fetch(path, {
         ...options,
-        headers: { 'X-Trace-Token': token, 'Content-Type': 'application/json' },
+        headers: { 'X-Trace-Token': token, 'X-Trace-Page': pageId, 'Content-Type': 'application/json' },
       });
     } catch (error) {
       throw new ServerGone(error.message); // no answer at all: the server is not running
@@ -118,9 +123,24 @@
 
   function progress() {
     const answered = state.done.filter(Boolean).length;
+    if (state.team) { // a team's pairs are handed out one at a time: how many the team has left, not a total
+      const shown = current < state.total ? `pair ${current + 1}` : `${answered} pairs`;
+      $('progress').textContent = `${shown} · ${answered} answered · ${state.team.left} label(s) left for the team`;
+      const planned = answered + state.team.left / Math.max(1, state.team.overlap);
+      $('bar').style.width = `${(100 * answered) / Math.max(1, planned)}%`;
+      return;
+    }
     const shown = current < state.total ? `pair ${current + 1} of ${state.total}` : `${state.total} pairs`;
     $('progress').textContent = `${shown} · ${answered} answered`;
     $('bar').style.width = `${(100 * answered) / Math.max(1, state.total)}%`;
+  }
+
+  function showDone() {
+    current = state.total;
+    $('pair').hidden = true;
+    $('done').hidden = false;
+    $('actions').hidden = true;
+    progress();
   }
 
   async function show(n) {
@@ -128,15 +148,19 @@
     for (const role of ['a', 'b']) player(role).pause();
     $('instruction').pause();
     if (n >= state.total) {
-      current = state.total;
-      $('pair').hidden = true;
-      $('done').hidden = false;
-      $('actions').hidden = true;
-      progress();
+      showDone();
       return;
     }
-    pair = await api(`/api/pair/${n}`);
+    const got = await api(`/api/pair/${n}`);
+    if (got.done) { // a team's last places went to others meanwhile
+      state.total = got.total;
+      showDone();
+      return;
+    }
+    pair = got;
     current = n;
+    shownAt = performance.now();
+    played = new Set();
     $('pair').hidden = false;
     $('done').hidden = true;
     $('actions').hidden = false;
@@ -200,15 +224,23 @@
     await send({ labels: chosen, reasons }, startedAt);
   }
 
+  // The time on the pair and what was played before the answer, for the annotator's quality report.
+  const measured = () => ({ played: [...played], seconds: Math.round(performance.now() - shownAt) / 1000 });
+
   async function send(body, startedAt) {
     const n = current;
     busy = true;
     clearTimeout(retryTimer);
     try {
-      await api(`/api/pair/${n}`, { method: 'POST', body: JSON.stringify(body) });
+      const reply = await api(`/api/pair/${n}`, { method: 'POST', body: JSON.stringify({ ...body, ...measured() }) });
       pending = null;
       timings.saves.push(performance.now() - startedAt);
       state.done[n] = true;
+      if (reply.total !== undefined) { // a team's page: the pairs handed out so far, and one more if any is left
+        state.total = reply.total;
+        while (state.done.length < state.total) state.done.push(false);
+        state.team.left = reply.left;
+      }
       setStatus('saved', 'saved');
       await show(n + 1);
       if (current === n + 1) setStatus(`pair ${n + 1} saved`, 'saved');
@@ -352,6 +384,16 @@
     $('who').textContent = `annotator ${state.annotator} · ${state.rubric} rubric`;
     buildFields();
     for (const audio of document.querySelectorAll('audio')) audio.tabIndex = -1;
+    for (const [id, role] of [['audio-a', 'a'], ['audio-b', 'b'], ['instruction', 'instruction']]) {
+      $(id).addEventListener('play', () => played.add(role));
+    }
+    if (state.team) {
+      // Still here: the link stays this page's while it is open (and is free again soon after it closes).
+      setInterval(() => { api('/api/ping').catch(() => {}); }, 5000);
+      addEventListener('pagehide', () => {
+        navigator.sendBeacon(`/api/bye?token=${encodeURIComponent(token)}&page=${encodeURIComponent(pageId)}`);
+      });
+    }
     $('play-a').addEventListener('click', () => switchTo('a'));
     $('play-b').addEventListener('click', () => switchTo('b'));
     $('loop').addEventListener('change', (e) => { player('a').loop = player('b').loop = e.target.checked; });

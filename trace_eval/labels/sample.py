@@ -260,13 +260,26 @@ def fitting_pairs(bench: str | Path, labels: Any) -> tuple[Any, dict[str, Any]]:
     from dataclasses import replace
 
     from trace_eval.bench import load_benchmark
+    from trace_eval.labels.least_sure import kept_apart, least_sure_path
 
     record = read_sample(bench)
+    apart_note, apart_n = "", 0
+    if least_sure_path(bench).is_file():
+        # Pairs offered because the judges doubted them are not exchangeable with later pairs: never fitted on.
+        loaded = load_benchmark(bench, check_audio=False)
+        apart = kept_apart(loaded) - set(current(loaded, record)["ids"] if record is not None else [])
+        apart_n = sum(1 for i in apart if labels.labels.get(i))
+        labels = replace(labels, labels={i: got for i, got in labels.labels.items() if i not in apart})
+        apart_note = (
+            f"; {apart_n} labelled least-sure pair(s) (offered after the random sample for the judges' low "
+            "confidence or disagreement, labels/least_sure.json) kept apart: the guarantee uses random pairs only"
+        )
     if record is None:
         return labels, {
             "drawn": "not drawn by `label --sample`: that these pairs are exchangeable with later ones is assumed, "
-            "not shown",
+            "not shown" + apart_note,
             "random": False,
+            "kept_apart": apart_n,
         }
     loaded = load_benchmark(bench, check_audio=False)
     record = current(loaded, record)
@@ -300,8 +313,9 @@ def fitting_pairs(bench: str | Path, labels: Any) -> tuple[Any, dict[str, Any]]:
     if outside:
         described += f"; but {len(outside)} labelled pair(s) lie outside the draw, so not all were drawn at random"
     return labels, {
-        "drawn": described,
+        "drawn": described + apart_note,
         "random": not outside and not limited,
+        "kept_apart": apart_n,
         "sample": {k: record[k] for k in ("n", "seed", "split")},
         "strata": strata,
         "limited": limited,

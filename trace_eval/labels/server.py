@@ -43,7 +43,7 @@ from trace_eval.labels.store import (
     swapped,
 )
 
-__all__ = ["LabelSession", "MAX_BODY", "make_app", "page_file", "serve"]
+__all__ = ["BadRequest", "Busy", "LabelSession", "MAX_BODY", "make_app", "page_file", "serve", "serve_sessions"]
 
 MAX_BODY = 64 * 1024  # bytes of one answer: labels and short reasons
 MAX_REASON = 2000  # characters of one reason
@@ -77,12 +77,14 @@ class LabelSession:
         rubric: Any = None,
         ids: list[str] | None = None,
         restart: str | None = None,
+        bench: Any = None,
+        contents: dict[str, PairContent] | None = None,
     ):
         from trace_eval.bench import load_benchmark
         from trace_eval.rubrics import DEFAULT_RUBRIC, load_rubric
 
         self.rubric = rubric or load_rubric(DEFAULT_RUBRIC)
-        self.bench = load_benchmark(bench_root, rubric=None)
+        self.bench = bench if bench is not None else load_benchmark(bench_root, rubric=None)
         self.store = LabelStore(self.bench.root)
         self.store.path(annotator)  # checks the name
         self.store.check_new_name(annotator)
@@ -93,7 +95,7 @@ class LabelSession:
         )
         chosen = set(ids) if ids is not None else None
         self.pairs = [p for p in self.bench.pairs if chosen is None or p.id in chosen]
-        self.contents: dict[str, PairContent] = content_keys(self.bench)
+        self.contents: dict[str, PairContent] = content_keys(self.bench) if contents is None else contents
         self.spaces = label_spaces(self.rubric)
         titles = {d.name: (d.title, d.asks) for d in self.rubric.dimensions}
         self.fields = [
@@ -107,7 +109,10 @@ class LabelSession:
             for name, space in self.spaces.items()
         ]
         self.saved: dict[str, LabelRecord] = {}
-        for record in self.store.records(annotator)[0]:
+        self.load_saved()
+
+    def load_saved(self) -> None:
+        for record in self.store.records(self.annotator)[0]:
             self.saved[record.content_key or f"id:{record.pair_id}"] = record
 
     def who(self) -> str:
@@ -215,9 +220,16 @@ class LabelSession:
         item = self.pairs[self._index(n)]
         if not isinstance(body, dict):
             raise BadRequest("the body is not a JSON object")
-        unknown = sorted(set(body) - {"labels", "reasons", "skip"})
+        unknown = sorted(set(body) - {"labels", "reasons", "skip", "played", "seconds"})
         if unknown:
-            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: labels, reasons, skip")
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: labels, reasons, skip, played, seconds")
+        played, seconds = body.get("played"), body.get("seconds")
+        if played is not None and (
+            not isinstance(played, list) or not set(played) <= {"a", "b", "instruction"} or len(played) > 3
+        ):
+            raise BadRequest("played lists what was played before the answer: a, b, instruction")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0):
+            raise BadRequest("seconds is the time on the pair, a number of seconds")
         skip = body.get("skip")
         labels = body.get("labels") or {}
         reasons = body.get("reasons") or {}
@@ -256,10 +268,19 @@ class LabelSession:
             order_shown=(["1"] if item.pointwise else (["2", "1"] if swap else ["1", "2"])),
             skip=skip.strip() if skip is not None else None,
             rubric=self.rubric.name,
+            seconds=round(float(seconds), 3) if seconds is not None else None,
+            played=list(played) if played is not None else None,
         )
+        self.keep(n, record)
+        return record
+
+    def after_save(self) -> dict[str, Any]:
+        """What the page learns with a save's reply: where to go on."""
+        return {"first_open": self.first_open()}
+
+    def keep(self, n: int, record: LabelRecord) -> None:
         self.store.append(record)  # on disk (fsync) before the page hears it was saved
         self.saved[self.key(n)] = record
-        return record
 
 
 def _names(space: Any) -> list[str]:
@@ -287,7 +308,22 @@ def _climbs(raw_path: str) -> bool:
     return ".." in text.split("?")[0] or "//" in text or "\\" in text or "\0" in text
 
 
+class Busy(ValueError):
+    """A request refused for now (409): the annotator's link is open in another page."""
+
+
 def make_app(session: LabelSession, token: str) -> Any:
+    """One annotator's page, under its token."""
+
+    def lookup(given: str) -> LabelSession | None:
+        return session if secrets.compare_digest(given.encode(), token.encode()) else None
+
+    return serve_sessions(lookup)
+
+
+def serve_sessions(lookup: Any, lead: Any = None) -> Any:
+    """The ASGI app: `lookup(token)` gives the annotator's session (or None: 403); `lead(token)`, when given,
+    gives the lead's page and report instead (team.py)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -304,14 +340,17 @@ def make_app(session: LabelSession, token: str) -> Any:
         except ValueError as e:
             raise BadRequest(f"pair number {request.path_params['n']!r} is not a number") from e
 
+    def of(request: Request) -> LabelSession:
+        return request.scope["trace_session"]
+
     async def index(request: Request) -> Response:
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
     async def state(request: Request) -> Response:
-        return JSONResponse(session.state())
+        return JSONResponse(of(request).state())
 
     async def pair(request: Request) -> Response:
-        return JSONResponse(session.pair(n_of(request)))
+        return JSONResponse(of(request).pair(n_of(request)))
 
     async def answer(request: Request) -> Response:
         n = n_of(request)
@@ -327,12 +366,28 @@ def make_app(session: LabelSession, token: str) -> Any:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return refuse(400, "the body is not JSON")
+        session = of(request)
         record = session.answer(n, data)
-        return JSONResponse({"saved": True, "time": record.time, "first_open": session.first_open()})
+        return JSONResponse({"saved": True, "time": record.time, **session.after_save()})
 
     async def audio(request: Request) -> Response:
-        path = session.audio(n_of(request), request.path_params["role"])
+        path = of(request).audio(n_of(request), request.path_params["role"])
         return FileResponse(path, headers={"Cache-Control": "no-store"})
+
+    async def ping(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def bye(request: Request) -> Response:
+        release = getattr(of(request), "release", None)
+        if release is not None:
+            release(request.query_params.get("page") or "")
+        return JSONResponse({"ok": True})
+
+    async def lead_page(request: Request) -> Response:
+        return HTMLResponse(request.scope["trace_lead"].page(), headers={"Cache-Control": "no-store"})
+
+    async def lead_report(request: Request) -> Response:
+        return JSONResponse(request.scope["trace_lead"].report())
 
     async def guard(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -344,11 +399,26 @@ def make_app(session: LabelSession, token: str) -> Any:
             response = refuse(400, "the path climbs out of the benchmark folder or is absolute: refused")
         else:
             given = request.query_params.get("token") or request.headers.get("x-trace-token") or ""
-            if not secrets.compare_digest(given.encode(), token.encode()):
-                response = refuse(403, "this page needs its token: open the URL `label` printed")
-            else:
+            session = lookup(given)
+            boss = lead(given) if lead is not None and session is None else None
+            on_lead = scope["path"] in ("/lead", "/api/team")
+            if boss is not None and on_lead:
+                scope["trace_lead"] = boss
                 await app(scope, receive, send)
                 return
+            if session is None or on_lead:
+                response = refuse(403, "this page needs its token: open the URL `label` printed")
+            else:
+                try:  # a team's link serves one page at a time (team.py); the check is the session's
+                    check = getattr(session, "check_page", None)
+                    if check is not None:
+                        check(request.headers.get("x-trace-page") or request.query_params.get("page"))
+                except Busy as e:
+                    response = refuse(409, str(e))
+                else:
+                    scope["trace_session"] = session
+                    await app(scope, receive, send)
+                    return
         await response(scope, receive, send)
 
     async def bad_request(request: Request, error: Exception) -> Response:
@@ -358,9 +428,13 @@ def make_app(session: LabelSession, token: str) -> Any:
         routes=[
             Route("/", index),
             Route("/api/state", state),
+            Route("/api/ping", ping),
+            Route("/api/bye", bye, methods=["GET", "POST"]),
             Route("/api/pair/{n}", pair, methods=["GET"]),
             Route("/api/pair/{n}", answer, methods=["POST"]),
             Route("/audio/{n}/{role}", audio),
+            Route("/lead", lead_page),
+            Route("/api/team", lead_report),
         ],
         exception_handlers={BadRequest: bad_request},
     )

@@ -110,6 +110,26 @@ def content_keys(bench: Benchmark) -> dict[str, PairContent]:
     return found
 
 
+def append_line(path: Path, text: str) -> None:
+    """Append one line and fsync it (and the folder, for a new file): when this returns, it survives a crash."""
+    line = (text + "\n").encode("utf-8")
+    created = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # O_APPEND writes of one line each: two processes appending to one file never interleave lines.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:  # the new name must survive too
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 # -- records --------------------------------------------------------------------------------------------
 
 
@@ -129,9 +149,15 @@ class LabelRecord:
     rubric: str | None = None
     source: str = "page"  # page | import
     format_version: int = FORMAT_VERSION
+    seconds: float | None = None  # time on the pair, from shown to saved (team pages); None: not measured
+    played: list[str] | None = None  # what was played before the answer ("a", "b", "instruction"), as shown
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True, allow_nan=False)
+        raw = asdict(self)
+        for key in ("seconds", "played"):  # measured by team pages only: older readers never see them empty
+            if raw[key] is None:
+                del raw[key]
+        return json.dumps(raw, ensure_ascii=False, sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> LabelRecord:
@@ -155,9 +181,9 @@ class LabelStore:
 
     _lock = threading.Lock()  # one append at a time in this process; other processes append whole lines
 
-    def __init__(self, bench_root: str | Path):
+    def __init__(self, bench_root: str | Path, folder: str | Path = FOLDER):
         self.root = Path(bench_root)
-        self.dir = self.root / FOLDER
+        self.dir = self.root / folder  # gold answers live apart (labels/team/gold-labels): never the benchmark's
 
     def path(self, annotator: str) -> Path:
         return self.dir / f"{check_annotator(annotator)}.jsonl"
@@ -182,24 +208,8 @@ class LabelStore:
 
     def append(self, record: LabelRecord) -> None:
         """Append one record and fsync it: when this returns, the label survives a crash."""
-        path = self.path(record.annotator)
-        line = (record.to_json() + "\n").encode("utf-8")
         with self._lock:
-            created = not path.exists()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # O_APPEND writes of one line each: two processes appending to one file never interleave lines.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:  # the new name must survive too
-                dir_fd = os.open(path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
+            append_line(self.path(record.annotator), record.to_json())
 
     def records(self, annotator: str) -> tuple[list[LabelRecord], list[str]]:
         """Every record in file order, and the lines that could not be read (a torn last line after a crash)."""
@@ -277,8 +287,14 @@ class PeopleLabels:
     remapped: int = 0  # labels that found their pair by content under another id or seating
 
 
-def read_people(bench: Benchmark, rubric: Rubric, contents: dict[str, PairContent] | None = None) -> PeopleLabels:
-    """Every annotator's newest answer per pair, mapped onto `bench`'s ids and seats."""
+def read_people(
+    bench: Benchmark,
+    rubric: Rubric,
+    contents: dict[str, PairContent] | None = None,
+    leave_out: frozenset[str] | set[str] = frozenset(),
+) -> PeopleLabels:
+    """Every annotator's newest answer per pair, mapped onto `bench`'s ids and seats; the annotators named in
+    `leave_out` are not read (their files are kept)."""
     store = LabelStore(bench.root)
     contents = content_keys(bench) if contents is None else contents
     by_key: dict[str, list[str]] = {}
@@ -287,7 +303,15 @@ def read_people(bench: Benchmark, rubric: Rubric, contents: dict[str, PairConten
     known = {p.id for p in bench.pairs}
     spaces = label_spaces(rubric)
     people = PeopleLabels({}, {}, {}, {}, [], [])
+    missing = sorted(set(leave_out) - set(store.annotators()))
+    if missing:
+        raise LabelError(
+            f"cannot leave out {', '.join(missing)}: no such annotator in {store.dir} "
+            f"(annotators: {', '.join(store.annotators()) or 'none'})"
+        )
     for annotator in store.annotators():
+        if annotator in leave_out:
+            continue
         records, problems = store.records(annotator)
         people.problems += problems
         newest: dict[str, LabelRecord] = {}
@@ -350,7 +374,29 @@ def majority(votes: list[Any], space: LabelSpace) -> tuple[Any | None, str | Non
 
 _ID_FIELDS = ("id", "pair_id", "index")
 _PATH_FIELDS = ("instruction_path", "audio1_path", "audio2_path", "audio_path")
-_META = {*_ID_FIELDS, *_PATH_FIELDS, "annotator", "time", "order_shown", "skip", "source", "content_key"}
+# Each annotator's quality rides along on exported rows (quality.py); import reads the labels and leaves these.
+QUALITY_COLUMNS = (
+    "annotator_gold_accuracy",
+    "annotator_gold_pairs",
+    "annotator_agreement",
+    "annotator_position_first",
+    "annotator_median_seconds",
+    "annotator_played_both",
+    "annotator_flagged",
+)
+_META = {
+    *_ID_FIELDS,
+    *_PATH_FIELDS,
+    *QUALITY_COLUMNS,
+    "annotator",
+    "time",
+    "order_shown",
+    "skip",
+    "source",
+    "content_key",
+    "seconds",
+    "played",
+}
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -448,9 +494,31 @@ def import_labels(
     return len(records), []
 
 
-def export_labels(bench: Benchmark, rubric: Rubric, out: str | Path) -> int:
-    """Every annotator's newest label per item, in the current manifest's ids and numbering, as CSV (`.csv`)
-    or a JSON list; `import_labels` reads it back. Returns the number of rows."""
+EXPORT_FORMATS = ("csv", "json", "jsonl", "datasets")
+
+
+def export_format(out: str | Path, given: str | None = None) -> str:
+    """The format of an export: `given`, else the file's suffix (.csv, .json, .jsonl), else a `datasets` folder."""
+    if given is not None:
+        if given not in EXPORT_FORMATS:
+            raise LabelError(f"--format {given}: expected one of {', '.join(EXPORT_FORMATS)}")
+        return given
+    suffix = Path(out).suffix.lower().lstrip(".")
+    return suffix if suffix in EXPORT_FORMATS else "datasets"
+
+
+def export_labels(
+    bench: Benchmark,
+    rubric: Rubric,
+    out: str | Path,
+    quality: dict[str, dict[str, Any]] | None = None,
+    fmt: str | None = None,
+) -> int:
+    """Every annotator's newest label per item, in the current manifest's ids and numbering, as CSV, a JSON list,
+    JSON lines or a `datasets` table saved to a folder (`fmt`, else read from `out`); `import_labels` reads the
+    files back. `quality` (annotator -> the columns of QUALITY_COLUMNS) adds each annotator's quality to their
+    rows. Returns the number of rows."""
+    fmt = export_format(out, fmt)
     people = read_people(bench, rubric)
     spaces = label_spaces(rubric)
     times: dict[tuple[str, str], str] = {}
@@ -476,12 +544,16 @@ def export_labels(bench: Benchmark, rubric: Rubric, out: str | Path) -> int:
                 row["skip"] = people.skipped[annotator][pid]
             shown = people.shown.get(annotator, {}).get(pid)
             row["order_shown"] = " ".join(shown) if shown else None
+            if quality is not None:
+                row.update({k: (quality.get(annotator) or {}).get(k) for k in QUALITY_COLUMNS})
             rows.append(row)
     out = Path(out)
     from trace_eval.io import atomic_write_text, write_json
 
-    if out.suffix.lower() == ".csv":
-        columns = ["id", "annotator", "time", *spaces, *[f"{k}_reason" for k in spaces], "skip", "order_shown"]
+    columns = ["id", "annotator", "time", *spaces, *[f"{k}_reason" for k in spaces], "skip", "order_shown"]
+    if quality is not None:
+        columns += QUALITY_COLUMNS
+    if fmt == "csv":
         import io
 
         buffer = io.StringIO()
@@ -489,9 +561,34 @@ def export_labels(bench: Benchmark, rubric: Rubric, out: str | Path) -> int:
         writer.writeheader()
         writer.writerows(rows)
         atomic_write_text(out, buffer.getvalue())
+    elif fmt == "jsonl":
+        atomic_write_text(out, "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows))
+    elif fmt == "datasets":
+        _save_table(out, [{c: row.get(c) for c in columns} for row in rows], columns)
     else:
         write_json(out, rows)
     return len(rows)
+
+
+def _save_table(out: Path, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A Hugging Face `datasets` table in `out` (load_from_disk reads it), written beside and renamed into place."""
+    try:
+        import datasets  # type: ignore[import-untyped]
+    except ImportError as e:
+        raise LabelError("a datasets table needs the datasets package: pip install datasets") from e
+    import shutil
+    import tempfile
+
+    table = datasets.Dataset.from_dict({c: [row[c] for row in rows] for c in columns})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        table.save_to_disk(str(staging / "table"))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging / "table", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 @dataclass
@@ -505,12 +602,19 @@ class Combined:
     people: PeopleLabels
 
 
-def combine(bench: Benchmark, rubric: Rubric, manifest_labels: dict[str, dict[str, Any]]) -> Combined | None:
+def combine(
+    bench: Benchmark,
+    rubric: Rubric,
+    manifest_labels: dict[str, dict[str, Any]],
+    leave_out: frozenset[str] | set[str] = frozenset(),
+) -> Combined | None:
     """The store's labels beside the manifest's, one majority label per item and dimension (see `majority`);
-    None when the benchmark has no label store."""
+    None when the benchmark has no label store. `leave_out`: annotators whose labels are not counted."""
     if not LabelStore(bench.root).annotators():
+        if leave_out:
+            raise LabelError(f"cannot leave out {', '.join(sorted(leave_out))}: {bench.root / FOLDER} has no labels")
         return None
-    people = read_people(bench, rubric)
+    people = read_people(bench, rubric, leave_out=leave_out)
     voters: dict[str, dict[str, dict[str, Any]]] = {}
     if any(manifest_labels.values()):
         voters[MANIFEST_ANNOTATOR] = {i: dict(v) for i, v in manifest_labels.items() if v}
