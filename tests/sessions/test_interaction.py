@@ -160,3 +160,11 @@ def test_pairs_as_a_benchmark_judged_ranked_and_evaluated_like_any_other(bench, 
     records = [json.loads(line) for line in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
     deaf = next(r for r in records if r["id"] == "session-0|deaf|prompt")
     assert deaf["verdicts"]["interaction"] == "2" and deaf["orders"]["swapped"]["interaction"] == "2"
+
+
+def test_the_llm_reads_what_was_said_where_the_channels_were_transcribed(bench):
+    timeline = _timeline(bench, "prompt")
+    first = timeline.turns["user"][0]
+    timeline.words = {"user": [{"word": "Hello", "start": first.start, "end": first.start + 0.3}], "system": None}
+    lines = describe(timeline).splitlines()
+    assert lines[0].endswith('user speaks: "Hello"') and not any('system speaks: "' in line for line in lines)

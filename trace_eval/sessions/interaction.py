@@ -160,7 +160,8 @@ def describe(timeline: Timeline) -> str:
         for turn in timeline.turns[who]:
             pauses = [p for p in timeline.pauses[who] if turn.start <= p.start < turn.end]
             paused = f" (pauses: {', '.join(f'{p.duration:.2f} s at {p.start:.2f}' for p in pauses)})" if pauses else ""
-            lines.append((turn.start, f"{turn.start:6.2f}-{turn.end:6.2f} {who} speaks{paused}"))
+            said = _words_in(timeline.words.get(who), turn.start, turn.end)
+            lines.append((turn.start, f"{turn.start:6.2f}-{turn.end:6.2f} {who} speaks{paused}{said}"))
     for answer in timeline.answers:
         if answer.latency_s is not None:
             lines.append((answer.user_turn.end, f"{answer.user_turn.end:6.2f} user's turn ends; the system's "
@@ -173,6 +174,15 @@ def describe(timeline: Timeline) -> str:
     for overlap in timeline.overlaps:
         lines.append((overlap.start, f"{overlap.start:6.2f}-{overlap.end:6.2f} both speak"))
     return "\n".join(text for _, text in sorted(lines, key=lambda x: x[0])) or "no speech on either channel"
+
+
+def _words_in(words: list[dict[str, Any]] | None, start: float, end: float, most: int = 60) -> str:
+    """What was said in a turn, where the channel was transcribed: ': "..."' (its first `most` words)."""
+    inside = [w["word"] for w in words or () if start - 0.3 <= w["start"] < end + 0.3]
+    if not inside:
+        return ""
+    text = " ".join(inside[:most]) + (" ..." if len(inside) > most else "")
+    return f': "{text}"'
 
 
 SYSTEM_PROMPT = """You judge full-duplex spoken dialogue systems: systems that listen and speak at once. Two systems \
