@@ -46,6 +46,17 @@ def _release(p: argparse.ArgumentParser, label_help: str, several: bool = False)
     p.add_argument("--revision", metavar="REV", help="dataset revision to download (default: main; recorded)")
 
 
+def _systems_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--system",
+        dest="systems",
+        metavar="NAME=FOLDER",
+        action="append",
+        required=True,
+        help=f"{what}; repeat per system",
+    )
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="source_kind", required=True, metavar="SOURCE")
     for name, about in SOURCES.items():
@@ -92,14 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                 required=True,
                 help="the released benchmark: one folder per sample holding input.wav (the user) and its annotations",
             )
-            p.add_argument(
-                "--system",
-                dest="systems",
-                metavar="NAME=FOLDER",
-                action="append",
-                required=True,
-                help="a system's outputs: FOLDER/<sample>/output.wav (and output.json), the release's tree; repeat",
-            )
+            _systems_option(p, "a system's outputs: FOLDER/<sample>/output.wav (and output.json), the release's tree")
         else:
             p.add_argument(
                 "--instructions",
@@ -107,14 +111,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                 required=True,
                 help="folder of instruction audio (id = file name without suffix; text in <id>.txt), or a manifest",
             )
-            p.add_argument(
-                "--system",
-                dest="systems",
-                metavar="NAME=FOLDER",
-                action="append",
-                required=True,
-                help="a system's answers: FOLDER/<id>.wav (or .mp3, .flac, ...); repeat per system",
-            )
+            _systems_option(p, "a system's answers: FOLDER/<id>.wav (or .mp3, .flac, ...)")
             p.add_argument(
                 "--schedule",
                 choices=("reference", "all", "sample"),
