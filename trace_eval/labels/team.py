@@ -81,6 +81,8 @@ class TeamSession(LabelSession):
         )
         self.pairs = [team.item(i) for i in team.claims.get(annotator, [])]
         self.page: _Page | None = None
+        # The pair handed out and not answered yet (one at a time): kept, not searched for on every save.
+        self.open: int | None = next((n for n in range(len(self.pairs)) if self.record_of(n) is None), None)
 
     def load_saved(self) -> None:
         super().load_saved()
@@ -93,7 +95,7 @@ class TeamSession(LabelSession):
         return f"gold:{base}" if item.id in self.team.gold else base
 
     def open_pair(self) -> int | None:
-        return next((n for n in range(len(self.pairs)) if self.record_of(n) is None), None)
+        return self.open
 
     def state(self) -> dict[str, Any]:
         state = super().state()
@@ -123,6 +125,8 @@ class TeamSession(LabelSession):
             self.store.append(record)
         self.saved[self.key(n)] = record
         self.team.saves += 1
+        if self.open == n:
+            self.open = None
 
     def check_page(self, page: str | None) -> None:
         """Busy when another page has this link open; pages send their id with every request."""
@@ -190,6 +194,7 @@ class Team:
                 if not key.startswith("gold:"):
                     self.holders.setdefault(key, set()).add(name)
         self.start = 0
+        self.places = sum(max(0, settings.overlap - len(self.holders.get(self._key(p), ()))) for p in self.queue)
         self.saves = 0
         self.started = time.time()
         self.links: dict[str, str] = {}
@@ -237,8 +242,8 @@ class Team:
         return None
 
     def left(self) -> int:
-        """Places left on the queue's pairs (a pair labelled once of two has one)."""
-        return sum(max(0, self.settings.overlap - len(self.holders.get(self._key(p), ()))) for p in self.queue)
+        """Places left on the queue's pairs (a pair labelled once of two has one), kept as pairs are handed out."""
+        return self.places
 
     def claim(self, session: TeamSession) -> bool:
         """Hand `session` its next pair (on disk first); False when the team has covered the queue for them."""
@@ -266,7 +271,9 @@ class Team:
         self.claims.setdefault(who, []).append(pid)
         if pid in self.by_id:
             self.holders.setdefault(self._key(pid), set()).add(who)
+            self.places -= 1  # next_work only hands out a pair with a place left
         session.pairs.append(self.item(pid))
+        session.open = len(session.pairs) - 1
         return True
 
     # -- the lead's report -------------------------------------------------------------------------------
