@@ -7,9 +7,11 @@
    each labelling --per-page pairs with the keyboard as fast as keys go (gold pairs mixed in at --gold-rate,
    each pair labelled by two). Reports the pages' saves per second together and each save's time, from the
    Enter keydown to the reply, which comes after the label is appended and fsynced (the page's own timing).
+   --think S waits about S seconds between pairs, as a person would (the pages then do not fill the CPUs).
 2. What the server holds: five clients over HTTP, each on its own annotator's link, asking for a pair and
-   saving it in a loop for --seconds with nothing between (no browser, no person): saves per second and the
-   time of a save (the POST, from sending to the reply), median and 95th percentile.
+   saving it in a loop for --seconds (or until the pairs run out) with nothing between (no browser, no
+   person): saves per second and the time of a save (the POST, from sending to the reply), median and 95th
+   percentile.
 Every save is checked on disk at the end (one line per answer).
 """
 
@@ -52,7 +54,7 @@ def on_disk(bench: Path) -> int:
     return sum(len(f.read_text().splitlines()) for f in files)
 
 
-def pages(root: Path, per_page: int, gold_rate: float) -> None:
+def pages(root: Path, per_page: int, gold_rate: float, think: float) -> None:
     import random
 
     bench = write_bench(root / "pages", math.ceil(len(TEAM) * per_page / 2) + 20)
@@ -77,6 +79,7 @@ def pages(root: Path, per_page: int, gold_rate: float) -> None:
                 for _ in range(per_page):
                     if not label_one(browsers[k], False, set(), rng):
                         break
+                    time.sleep(think * rng.uniform(0.5, 1.5))  # a person between two pairs (0: none)
             except BaseException as e:  # noqa: BLE001 - reported below
                 failures.append(e)
 
@@ -97,7 +100,8 @@ def pages(root: Path, per_page: int, gold_rate: float) -> None:
         server.stop()
     assert on_disk(bench) == len(saves), (on_disk(bench), len(saves))
     print(
-        f"five pages at once, {per_page} pairs each ({len(saves)} saves, gold {gold_rate:.0%}, overlap 2): "
+        f"five pages at once, {per_page} pairs each ({len(saves)} saves, gold {gold_rate:.0%}, overlap 2, "
+        f"{think:g} s between pairs): "
         f"{len(saves) / wall:.1f} saves/s together in {wall:.1f} s"
     )
     print(f"  a save, Enter keydown to the reply after fsync (the pages' timing): {describe(saves)}")
@@ -158,7 +162,14 @@ def main() -> int:
     parser.add_argument("--per-page", type=int, default=100, help="pairs each of the five pages labels")
     parser.add_argument("--gold-rate", type=float, default=0.1)
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the five clients run flat out")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds a page waits between two pairs, on average (default: %(default)s, keys as fast as they go)",
+    )
     parser.add_argument("--no-pages", action="store_true", help="only the five clients over HTTP")
+    parser.add_argument("--no-flat", action="store_true", help="only the five pages")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_pages:
@@ -166,8 +177,9 @@ def main() -> int:
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
-            pages(Path(tmp), args.per_page, args.gold_rate)
-        flat_out(Path(tmp), args.seconds)
+            pages(Path(tmp), args.per_page, args.gold_rate, args.think)
+        if not args.no_flat:
+            flat_out(Path(tmp), args.seconds)
     return 0
 
 

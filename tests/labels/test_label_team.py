@@ -21,7 +21,8 @@ from trace_eval.evaluation.records import load_human_labels
 from trace_eval.rubrics import load_rubric
 
 TEAM = ("ana", "ben", "cleo", "dan", "eve")  # eve answers at random, without listening
-SETTINGS = ("--overlap", "2", "--gold-rate", "0.3", "--gold-pairs", "9", "--bar", "0.7")
+# Seed 3 hands eve gold pairs on her 1st, 3rd, 5th and 7th pair: four gold answers early, however the race goes.
+SETTINGS = ("--overlap", "2", "--gold-rate", "0.3", "--gold-pairs", "9", "--bar", "0.7", "--seed", "3")
 
 
 @pytest.fixture
