@@ -148,12 +148,20 @@ def make_gold(bench: Benchmark, rubric: Rubric, n: int, seed: int) -> list[GoldI
         raise LabelError("the benchmark has no pair with two responses to make gold pairs from")
     rng = random.Random(f"{seed}:gold")
     folder = gold_dir(bench.root)
+    used = {(i.audio1_path, i.kind) for i in made}
     for k in range(len(made), n):
         rng = random.Random(f"{seed}:gold:{k}")  # each made pair its own draw: the same however many are asked
-        source = rng.choice(usable)
-        path = source.audio1_path if rng.random() < 0.5 else source.audio2_path
-        assert path is not None
         kind = CHANGES[k % len(CHANGES)]
+        # A clip changed the same way twice would be one pair twice (the same audio): draw another clip.
+        for _ in range(100):
+            source = rng.choice(usable)
+            path = source.audio1_path if rng.random() < 0.5 else source.audio2_path
+            if (path, kind) not in used:
+                break
+        assert path is not None
+        if (path, kind) in used:
+            break  # the benchmark has no clip left to change this way
+        used.add((path, kind))
         try:
             audio = load_audio(bench.resolve(path))
         except Exception as e:  # noqa: BLE001 - any decoder's failure: name the clip and go on with another

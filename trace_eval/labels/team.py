@@ -172,9 +172,15 @@ class Team:
             if settings.gold_rate > 0
             else read_gold(bench.root)
         )
-        self.gold: dict[str, GoldItem] = {g.id: g for g in items}
+        self.gold: dict[str, GoldItem] = {}
+        seen: set[str] = set()
         for g in items:
-            self.contents[g.id] = g.content(bench.root)
+            content = g.content(bench.root)
+            if content.key in seen:  # the same audio as another gold pair: one pair, handed out once
+                continue
+            seen.add(content.key)
+            self.gold[g.id] = g
+            self.contents[g.id] = content
         self.gold_by_key = {self.contents[g].key: item for g, item in self.gold.items()}
         self.gold_store = LabelStore(bench.root, Path(FOLDER) / TEAM / "gold" / "labels")
         by_id = {p.id: p for p in bench.pairs}
