@@ -260,8 +260,12 @@ def _serve_team(bench, rubric, args: argparse.Namespace) -> int:
     from trace_eval.labels.sample import draw
     from trace_eval.labels.team import Settings, Team, serve_team
 
-    if args.annotator:
-        print("error: --team names the annotators; leave --annotator out", file=sys.stderr)
+    if args.annotator or args.token:
+        print(
+            "error: --team names the annotators and gives each a link of their own (kept in "
+            f"{bench.root / 'labels' / 'team' / 'team.json'}); leave --annotator and --token out",
+            file=sys.stderr,
+        )
         return 2
     if args.least_sure and args.sample is None:
         print(
