@@ -177,3 +177,6 @@ def test_exports_carry_each_annotator_s_quality_and_one_can_be_left_out(bench, t
     assert "cannot leave out zed: no such annotator" in capsys.readouterr().err
     assert main(["calibrate", str(run), "--leave-out", "ben", "--out", str(tmp_path / "c.json")]) == 0
     assert json.loads((tmp_path / "c.json").read_text())["annotators_left_out"] == ["ben"]
+    assert main(["evaluate", str(run), "--leave-out", "ben", "--out", str(tmp_path / "evaluation")]) == 0
+    metrics = json.loads((tmp_path / "evaluation" / "metrics.json").read_text())
+    assert metrics["annotators_left_out"] == ["ben"]
