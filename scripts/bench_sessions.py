@@ -67,13 +67,10 @@ def main() -> None:
     print(f"  response latency median {latency['median']} s over {latency['n']} answers (planted 0.4-1.6 s after")
     print("  each prompt, whose own silence at either end counts here: the prompts are not trimmed)")
     if args.words:
-        from extractors.asr import AsrExtractor
-        from trace_eval.stage1.pipeline import resolve_device
-        from trace_eval.stage1.profiles import profile_settings
-        from trace_eval.stage1.settings import make_config
+        from trace_eval.sessions.words import stage1_recogniser
 
-        device = resolve_device("auto")
-        recogniser = AsrExtractor(make_config(AsrExtractor, profile_settings(args.profile)["asr"]), device=device)
+        recogniser = stage1_recogniser(args.profile)
+        device = recogniser.device
         wall = time.perf_counter()
         recogniser.load()
         print(f"recogniser {recogniser.model().id} on {device}: loaded in {time.perf_counter() - wall:.1f} s")

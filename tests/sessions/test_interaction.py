@@ -108,6 +108,9 @@ def test_agreement_with_peoples_labels(bench, tmp_path, capsys):
     agreement = json.loads(out.read_text())["agreement"]
     assert (agreement["k"], agreement["n"]) == (2, 3)
     assert "agreement with" in capsys.readouterr().out
+    labels.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"sample": "session-0", "interaction": "2"}))
+    assert main(["sessions", str(bench), "--judge", "cues", "--labels", str(labels)]) == 2
+    assert "labels.jsonl line 2: expected {sample, system_1, system_2" in capsys.readouterr().err
 
 
 def test_pairs_as_a_benchmark_judged_ranked_and_evaluated_like_any_other(bench, tmp_path, monkeypatch, capsys):

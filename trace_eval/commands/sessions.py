@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,15 +100,16 @@ def run(args: argparse.Namespace) -> int:
     if (args.language or args.profile) and not args.words:
         print("error: --language and --profile choose the recogniser of --words; add --words", file=sys.stderr)
         return 2
-    args.timelines = Timelines(args)
-    if args.judge or args.pairs:
-        result = _judged(root, args)
-        if result is None:
-            return 1
-    else:
-        result = _scored(root, args)
-        if result is None:
-            return 2
+    from trace_eval.sessions import SessionError
+
+    try:
+        args.timelines = Timelines(args)
+        result = _judged(root, args) if args.judge or args.pairs else _scored(root, args)
+    except SessionError as e:  # a manifest or labels file that is not one
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if result is None:
+        return 1
     if args.out:
         from trace_eval.io import write_json
 
@@ -141,10 +140,11 @@ class Timelines:
 
     def __init__(self, args: argparse.Namespace):
         from trace_eval.sessions.store import TimelineStore
+        from trace_eval.sessions.words import stage1_recogniser
 
         self.store = TimelineStore(args.store)
         self.language = args.language
-        self.recogniser = _recogniser(args.profile) if args.words else None
+        self.recogniser = stage1_recogniser(args.profile) if args.words else None
         self.quiet = args.quiet
         self.read: list[dict[str, Any]] = []
         self.cached = 0
@@ -165,18 +165,6 @@ class Timelines:
         from tqdm import tqdm
 
         return tqdm(items, unit="session", desc=what, disable=self.quiet or len(items) < 2, dynamic_ncols=True)
-
-
-def _recogniser(profile: str | None):
-    """Stage 1's recogniser with the profile's models, on CUDA where there is one."""
-    from extractors.asr import AsrExtractor
-    from trace_eval.stage1.pipeline import resolve_device
-    from trace_eval.stage1.profiles import profile_settings
-    from trace_eval.stage1.settings import make_config
-
-    device = resolve_device("auto")
-    settings = profile_settings(profile or ("paper" if device == "cuda" else "cpu")).get("asr", {})
-    return AsrExtractor(make_config(AsrExtractor, settings), device=device)
 
 
 def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, latency_s: float) -> dict[str, Any]:
@@ -250,7 +238,16 @@ def _shown(value: Any) -> str:
 def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """Every pair of systems on every session they share, judged on interaction; the systems ranked."""
     from trace_eval.sessions import SessionError
-    from trace_eval.sessions.interaction import cues_verdict, llm_verdict, pairs_of, rank
+    from trace_eval.sessions.interaction import (
+        LLMSetupError,
+        agreement,
+        cues_verdict,
+        litellm_complete,
+        llm_verdict,
+        pairs_of,
+        rank,
+        read_labels,
+    )
     from trace_eval.sessions.manifest import find_sessions
 
     made: Timelines = args.timelines
@@ -276,15 +273,15 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         from trace_eval.sessions.pairs import write_pairs
 
         readers = {(e.system or "", e.sample): e for e in entries}
-        labels = _read_labels(Path(args.labels)) if args.labels else {}
+        labels = read_labels(Path(args.labels)) if args.labels else {}
         count = write_pairs(Path(args.pairs), pairs, systems, readers, labels)
         print(f"written: {args.pairs}: {count} interaction pairs (judge them: python -m trace_eval judge --bench "
               f"{args.pairs} --rubric interaction --model cues)")  # fmt: skip
         if not args.judge:
             return {"pairs": args.pairs, "sessions": made.read, "failed": failed}
     try:
-        complete = None if args.judge == "cues" else _llm(args.judge, args.api_base)
-    except _SetupError as e:
+        complete = None if args.judge == "cues" else litellm_complete(args.judge, args.api_base)
+    except LLMSetupError as e:
         print(f"error: {e}", file=sys.stderr)
         return None
     verdicts = []
@@ -295,7 +292,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         else:
             try:
                 verdicts.append(llm_verdict(sample, (a, b), first, second, complete, args.judge))
-            except _SetupError as e:  # a key, a URL or a model name: every call would fail the same way
+            except LLMSetupError as e:  # a key, a URL or a model name: every call would fail the same way
                 print(f"error: {e}", file=sys.stderr)
                 return None
     table = rank(verdicts)
@@ -312,82 +309,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     result["sessions"] = made.read
     result["failed"] = failed
     if args.labels:
-        result["agreement"] = _agreement(verdicts, Path(args.labels))
+        result["agreement"] = agreement(verdicts, read_labels(Path(args.labels)))
         agreement = result["agreement"]
         print(f"  agreement with {args.labels}: {_shown(agreement)}")
     return result
-
-
-class _SetupError(Exception):
-    pass
-
-
-def _llm(model: str, api_base: str | None):
-    from trace_eval.judge.litellm_backbone import _connection_failure, import_litellm
-    from trace_eval.sessions.interaction import CallFailed
-
-    litellm = import_litellm()
-    import openai
-
-    key = os.environ.get("TRACE_JUDGE_API_KEY") or None
-    if key is None:
-        missing = litellm.validate_environment(model=model).get("missing_keys") or []
-        if missing:
-            raise _SetupError(
-                f"{model}: no API key: set {' or '.join(missing)} (for a local server, any value in "
-                "TRACE_JUDGE_API_KEY)"
-            )
-
-    def complete(messages: list[dict[str, str]]) -> str:
-        try:
-            response = litellm.completion(
-                model=model,
-                messages=messages,
-                temperature=0.0,
-                api_base=api_base,
-                api_key=key,
-                max_retries=0,
-                timeout=120,
-            )
-        except (litellm.AuthenticationError, litellm.NotFoundError, litellm.BadRequestError) as e:
-            raise _SetupError(f"{model}: {type(e).__name__}: {e}") from None
-        except openai.APIError as e:  # what litellm raises derives from the OpenAI client's errors
-            # litellm reports a refused or unresolved connection as a 500: its cause chain tells them apart
-            failure = _connection_failure(e)
-            if failure is not None:
-                kind, _, detail = failure
-                raise _SetupError(f"{model}: cannot reach {api_base or 'the provider'} ({kind}: {detail})") from None
-            raise CallFailed(f"{type(e).__name__}: {e}") from None  # a timeout, a server error: this pair only
-        return response.choices[0].message.content or ""
-
-    return complete
-
-
-def _read_labels(path: Path) -> dict[tuple[str, str, str], str]:
-    """People's interaction labels by (sample, system shown first, system shown second), both orders."""
-    swap = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
-    labels = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            label = row["interaction"]
-            labels[(row["sample"], row["system_1"], row["system_2"])] = label
-            labels[(row["sample"], row["system_2"], row["system_1"])] = swap[label]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise SystemExit(
-                f"error: {path} line {n}: expected {{sample, system_1, system_2, interaction: 1, 2, both_good or "
-                f"both_bad}} ({type(e).__name__}: {e})"
-            ) from None
-    return labels
-
-
-def _agreement(verdicts: list, labels_path: Path) -> dict[str, Any]:
-    """The share of labelled pairs where the judge gave people's label (either order of the systems)."""
-    from trace_eval.sessions.metrics import rate
-
-    labels = _read_labels(labels_path)
-    keys = [(v.label, (v.sample, v.systems[0], v.systems[1])) for v in verdicts]
-    matched = [(label, labels[key]) for label, key in keys if key in labels]
-    return rate(sum(a == b for a, b in matched if a is not None), len(matched))

@@ -24,27 +24,37 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trace_eval.evaluation import bradley_terry
+from trace_eval.sessions.errors import SessionError
 from trace_eval.sessions.timeline import Timeline
 
 __all__ = [
     "LABELS",
     "CallFailed",
     "InteractionSettings",
+    "LLMSetupError",
     "PairVerdict",
+    "agreement",
     "cues_answer",
     "cues_verdict",
     "describe",
     "events",
+    "litellm_complete",
     "llm_verdict",
     "rank",
+    "read_labels",
 ]
 
 LABELS = ("1", "2", "both_good", "both_bad")
+
+
+class LLMSetupError(Exception):
+    """Every call would fail the same way (no key, a server that cannot be reached, an unknown model): stop."""
 
 
 class CallFailed(Exception):
@@ -308,3 +318,79 @@ def cues_answer(item: str, fields: dict[str, str], settings: InteractionSettings
     if verdict.label is None:
         answer["undetermined"] = {"interaction": verdict.why}
     return answer
+
+
+def litellm_complete(model: str, api_base: str | None = None) -> Callable[[list[dict[str, str]]], str]:
+    """`complete` for llm_verdict through litellm: the key from the provider's variable or TRACE_JUDGE_API_KEY
+    (checked here, before any call); a failed call raises CallFailed, one that every call would repeat (a key,
+    a URL, a model name) LLMSetupError."""
+    import os
+
+    import openai
+
+    from trace_eval.judge.litellm_backbone import _connection_failure, import_litellm
+
+    litellm = import_litellm()
+    key = os.environ.get("TRACE_JUDGE_API_KEY") or None
+    if key is None:
+        missing = litellm.validate_environment(model=model).get("missing_keys") or []
+        if missing:
+            raise LLMSetupError(
+                f"{model}: no API key: set {' or '.join(missing)} (for a local server, any value in "
+                "TRACE_JUDGE_API_KEY)"
+            )
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        try:
+            response = litellm.completion(
+                model=model,
+                messages=messages,
+                temperature=0.0,
+                api_base=api_base,
+                api_key=key,
+                max_retries=0,
+                timeout=120,
+            )
+        except (litellm.AuthenticationError, litellm.NotFoundError, litellm.BadRequestError) as e:
+            raise LLMSetupError(f"{model}: {type(e).__name__}: {e}") from None
+        except openai.APIError as e:  # what litellm raises derives from the OpenAI client's errors
+            # litellm reports a refused or unresolved connection as a 500: its cause chain tells them apart
+            failure = _connection_failure(e)
+            if failure is not None:
+                kind, _, detail = failure
+                raise LLMSetupError(f"{model}: cannot reach {api_base or 'the provider'} ({kind}: {detail})") from None
+            raise CallFailed(f"{type(e).__name__}: {e}") from None  # a timeout, a server error: this pair only
+        return response.choices[0].message.content or ""
+
+    return complete
+
+
+def read_labels(path: Path) -> dict[tuple[str, str, str], str]:
+    """People's interaction labels (JSON lines {sample, system_1, system_2, interaction}) by (sample, system
+    shown first, system shown second), in both orders; a line that is not one is refused with its number."""
+    swap = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad"}
+    labels = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            label = row["interaction"]
+            labels[(row["sample"], row["system_1"], row["system_2"])] = label
+            labels[(row["sample"], row["system_2"], row["system_1"])] = swap[label]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise SessionError(
+                f"{path} line {n}: expected {{sample, system_1, system_2, interaction: 1, 2, both_good or "
+                f"both_bad}} ({type(e).__name__}: {e})"
+            ) from None
+    return labels
+
+
+def agreement(verdicts: list[PairVerdict], labels: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+    """The share of labelled pairs where the judge gave people's label, with its Wilson interval; an
+    undetermined verdict counts as a disagreement."""
+    from trace_eval.sessions.metrics import rate
+
+    keys = [(v.label, (v.sample, v.systems[0], v.systems[1])) for v in verdicts]
+    matched = [(label, labels[key]) for label, key in keys if key in labels]
+    return rate(sum(a == b for a, b in matched if a is not None), len(matched))

@@ -8,7 +8,7 @@ from typing import Any
 from trace_eval.audio import Audio
 from trace_eval.sessions.session import RATE, Session
 
-__all__ = ["transcribe"]
+__all__ = ["stage1_recogniser", "transcribe"]
 
 Words = dict[str, list[dict[str, Any]] | None]
 
@@ -41,3 +41,16 @@ def transcribe(session: Session, recogniser: Any, language: str | None = None) -
             why = result.null_reasons.get("words") or "the recogniser gave no words"
             notes.append(f"the {who}'s channel has no words: {why}")
     return words, languages, notes
+
+
+def stage1_recogniser(profile: str | None = None, device: str = "auto") -> Any:
+    """Stage 1's recogniser (extractors.asr.AsrExtractor) with a profile's models (`paper`, `cpu`; default:
+    paper with CUDA, else cpu), on CUDA where there is one."""
+    from extractors.asr import AsrExtractor
+    from trace_eval.stage1.pipeline import resolve_device
+    from trace_eval.stage1.profiles import profile_settings
+    from trace_eval.stage1.settings import make_config
+
+    device = resolve_device(device)
+    settings = profile_settings(profile or ("paper" if device.startswith("cuda") else "cpu")).get("asr", {})
+    return AsrExtractor(make_config(AsrExtractor, settings), device=device)
