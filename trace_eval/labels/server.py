@@ -461,6 +461,33 @@ def _kept(path: Path) -> dict[str, Any]:
     }
 
 
+def listen(host: str, port: int | None, kept: int | None, kept_is: str, left_open: str) -> tuple[socket.socket, str]:
+    """A socket on `port` (asked for), else on `kept` (the last start's, so links keep working), else on a free
+    one, said on stderr when the kept one is taken; and the host to show in links. Serving beyond this machine is
+    warned of."""
+    wanted = port if port is not None else kept or 0
+    try:
+        sock = _bind(host, wanted)
+    except OSError as e:
+        if port is not None or not wanted:
+            raise
+        sock = _bind(host, 0)
+        print(
+            f"note: port {wanted}, {kept_is}, is taken ({e.strerror}): serving on another, so {left_open} must be "
+            "opened again at the new URL",
+            file=sys.stderr,
+            flush=True,
+        )
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"warning: --host {host} serves the pages (and the benchmark's audio) to other machines on the network; "
+            "anyone with a URL and its token can label",
+            file=sys.stderr,
+            flush=True,
+        )
+    return sock, "127.0.0.1" if host in ("0.0.0.0", "::") else host
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they are TCP. With Nagle
@@ -491,29 +518,9 @@ def serve(session: LabelSession, host: str = "127.0.0.1", port: int | None = Non
     path = page_file(session.store, session.annotator)
     kept = _kept(path)
     token = token or kept.get("token") or secrets.token_urlsafe(18)
-    wanted = port if port is not None else kept.get("port") or 0
-    try:
-        sock = _bind(host, wanted)
-    except OSError as e:
-        if port is not None or not wanted:
-            raise
-        sock = _bind(host, 0)
-        print(
-            f"note: port {wanted}, this page's port last time, is taken ({e.strerror}): serving on another, so a "
-            "page left open must be opened again at the new URL",
-            file=sys.stderr,
-            flush=True,
-        )
+    sock, shown = listen(host, port, kept.get("port"), "this page's port last time", "a page left open")
     bound = sock.getsockname()[1]
     write_json(path, {"token": token, "port": bound}, private=True)
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"warning: --host {host} serves the page (and the benchmark's audio) to other machines on the network; "
-            "anyone with the URL and token can label",
-            file=sys.stderr,
-            flush=True,
-        )
     print(f"http://{shown}:{bound}/?token={token}", flush=True)
     config = uvicorn.Config(make_app(session, token), log_level="warning", access_log=False, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])

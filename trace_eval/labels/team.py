@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from trace_eval.io import read_json, write_json
 from trace_eval.labels.gold import TEAM, GoldItem, make_gold, read_gold
 from trace_eval.labels.quality import quality, team_agreement
-from trace_eval.labels.server import _TOKEN, BadRequest, Busy, LabelSession, _bind, serve_sessions
+from trace_eval.labels.server import _TOKEN, BadRequest, Busy, LabelSession, listen, serve_sessions
 from trace_eval.labels.store import (
     FOLDER,
     LabelError,
@@ -386,33 +386,13 @@ def serve_team(team: Team, host: str = "127.0.0.1", port: int | None = None) -> 
     tokens = {k: v for k, v in (kept.get("tokens") or {}).items() if isinstance(v, str) and _TOKEN.fullmatch(v)}
     for name in ["lead", *team.names]:
         tokens.setdefault(name, secrets.token_urlsafe(18))
-    wanted = port if port is not None else kept.get("port") or 0
-    try:
-        sock = _bind(host, wanted)
-    except OSError as e:
-        if port is not None or not wanted:
-            raise
-        sock = _bind(host, 0)
-        print(
-            f"note: port {wanted}, the team's port last time, is taken ({e.strerror}): serving on another, so pages "
-            "left open must be opened again at the new URLs",
-            file=sys.stderr,
-            flush=True,
-        )
+    sock, shown = listen(host, port, kept.get("port"), "the team's port last time", "pages left open")
     bound = sock.getsockname()[1]
     write_json(
         path,
         {"tokens": tokens, "port": bound, "annotators": team.names, "settings": team.settings.__dict__},
         private=True,
     )
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"warning: --host {host} serves the pages (and the benchmark's audio) to other machines on the network; "
-            "anyone with a URL and its token can label",
-            file=sys.stderr,
-            flush=True,
-        )
     base = f"http://{shown}:{bound}"
     by_token = {tokens[name]: team.sessions[name] for name in team.names}
     team.links = {name: f"{base}/?token={tokens[name]}" for name in team.names}
