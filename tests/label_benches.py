@@ -43,9 +43,9 @@ def tone(path: Path, frequency: int, seconds: float = 0.6) -> None:
     )
 
 
-def make_outputs(root: Path) -> Path:
-    """Six instructions q00..q05 (with text) and four systems' answers to each, under `root`."""
-    for n in range(INSTRUCTIONS):
+def make_outputs(root: Path, instructions: int = INSTRUCTIONS) -> Path:
+    """Instructions q00, q01, ... (six by default, with text) and four systems' answers to each, under `root`."""
+    for n in range(instructions):
         tone(root / "instructions" / f"q{n:02d}.wav", 200 + 7 * n)
         (root / "instructions" / f"q{n:02d}.txt").write_text(f"Say the number {n} slowly.\n")
         for s, system in enumerate(SYSTEMS):
