@@ -14,14 +14,11 @@ listed with the reason and drawn without audio.
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from trace_eval.io import atomic_write_bytes, atomic_write_text, read_json
 
@@ -131,9 +128,7 @@ def _name(entry: dict[str, Any]) -> str:
 
 def _write_audio(entry: dict[str, Any], base: Path | None, path: Path) -> tuple[bool, str | None]:
     """The session's two channels as one stereo file at `path`: (written, why not)."""
-    import soundfile as sf
-
-    from trace_eval.sessions.session import RATE, SessionError, read_session
+    from trace_eval.sessions.session import SessionError, read_session
 
     if isinstance(entry.get("source"), dict):  # how the run read it: a folder, two files, a stereo recording
         from trace_eval.sessions.manifest import SessionEntry
@@ -160,8 +155,5 @@ def _write_audio(entry: dict[str, Any], base: Path | None, path: Path) -> tuple[
             f"{entry['folder']}: its audio lasts {session.duration_s:.2f} s where the timeline measured "
             f"{measured:.2f} s: changed since the run"
         )
-    stereo = np.clip(np.stack([session.user, session.system], axis=1), -1.0, 1.0)
-    buffer = io.BytesIO()
-    sf.write(buffer, stereo, RATE, format="FLAC", subtype="PCM_16")
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, session.stereo_flac())
     return True, None

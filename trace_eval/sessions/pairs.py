@@ -12,17 +12,13 @@ talked with the same user recording, and its fields hold each session's timeline
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from trace_eval.io import atomic_write_bytes, atomic_write_text
 from trace_eval.sessions.interaction import describe
 from trace_eval.sessions.manifest import SessionEntry
-from trace_eval.sessions.session import RATE
 from trace_eval.sessions.timeline import Timeline
 
 __all__ = ["INSTRUCTION", "write_pairs"]
@@ -41,18 +37,12 @@ def write_pairs(
     labels: dict[tuple[str, str, str], str] | None = None,
 ) -> int:
     """Write the benchmark of `pairs` ((session, (system, system))); returns how many items it holds."""
-    import soundfile as sf
-
     written: dict[tuple[str, str], str] = {}
 
     def audio(system: str, sample: str) -> str:
         if (system, sample) not in written:
             relative = f"audio/{system}/{sample}.flac"
-            session = sessions[(system, sample)].read()
-            stereo = np.clip(np.stack([session.user, session.system], axis=1), -1.0, 1.0)
-            buffer = io.BytesIO()
-            sf.write(buffer, stereo, RATE, format="FLAC", subtype="PCM_16")
-            atomic_write_bytes(bench / relative, buffer.getvalue())
+            atomic_write_bytes(bench / relative, sessions[(system, sample)].read().stereo_flac())
             written[(system, sample)] = relative
         return written[(system, sample)]
 

@@ -52,6 +52,17 @@ class Session:
     def duration_s(self) -> float:
         return len(self.user) / RATE
 
+    def stereo_flac(self) -> bytes:
+        """Both channels as one stereo FLAC file at RATE, the user left, the system right (to listen to)."""
+        import io
+
+        import soundfile as sf
+
+        buffer = io.BytesIO()
+        stereo = np.clip(np.stack([self.user, self.system], axis=1), -1.0, 1.0)
+        sf.write(buffer, stereo, RATE, format="FLAC", subtype="PCM_16")
+        return buffer.getvalue()
+
 
 def read_session(
     source: str | Path,
