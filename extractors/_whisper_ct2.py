@@ -45,7 +45,7 @@ from pathlib import Path
 import ctranslate2
 import numpy as np
 
-from extractors._whisper_decoding import Fallback, WindowTranscript, Word
+from extractors._whisper_decoding import Fallback, WindowTranscript, Word, compression_ratio
 
 __all__ = ["FasterWhisper", "encoder_frames"]
 
@@ -183,27 +183,66 @@ class FasterWhisper:
     def multilingual(self) -> bool:
         return bool(self.model.model.is_multilingual)
 
-    def detect_languages(self, windows: list[np.ndarray], sure_at: float = 0.0) -> list[dict[str, float]]:
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
         """Whisper's probability of every language it knows, for each window (its first 30 s), `workers`
         windows at a time. The encoder hears the window as its decoding does (its own frames and
-        `encoder_padding_s`: a fifth of the cost on a 4 s answer, and the check of an unsure token decodes from
-        the same encoding); a first guess below `sure_at` is read again on the window padded to 30 s, as
-        Whisper was trained to read its token (on the example and 60 recorded prompts the token read on the
-        window's own frames is as often wrong, 5 against 4 of 83, but the unsure ones, read again, settled two
-        more Spanish prompts right: 19 of 20 against 17)."""
+        `encoder_padding_s`: a fifth of the cost on a 4 s answer), and the check of an unsure token decodes from
+        the same encoding."""
         audio = [np.asarray(w, dtype=np.float32) for w in windows]
         if self.workers == 1 or len(audio) == 1:
-            return [self._detect_one(a, sure_at) for a in audio]
+            return [self._detect_one(a) for a in audio]
         with ThreadPoolExecutor(self.workers, thread_name_prefix="whisper") as pool:
-            return list(pool.map(self._detect_one, audio, [sure_at] * len(audio)))
+            return list(pool.map(self._detect_one, audio))
 
-    def _detect_one(self, audio: np.ndarray, sure_at: float) -> dict[str, float]:
+    def _detect_one(self, audio: np.ndarray) -> dict[str, float]:
         frames, padded = self._padded(audio)
         with _decoding(frames):
-            found = dict(self.model.detect_language(audio=padded)[2])
-        if frames < MAX_FRAMES and max(found.values()) < sure_at:
-            found = dict(self.model.detect_language(audio=audio)[2])
-        return found
+            return dict(self.model.detect_language(audio=padded)[2])
+
+    def decode_in_languages(self, audio: np.ndarray, languages: list[str], max_tokens: int) -> list[WindowTranscript]:
+        """The window decoded by beam search in each language, without timestamps or words, all languages in one
+        batch over the window's one encoding (the check of an unsure language token). Each language's result is
+        the same as alone: the hypotheses of a batch share no arithmetic (int8 products quantised row by row,
+        attention and normalisation per hypothesis)."""
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        frames, padded = self._padded(np.asarray(audio, dtype=np.float32))
+        features = pad_or_trim(self.model.feature_extractor(padded)[..., :MAX_FRAMES])  # as the token read it
+        with _decoding(frames):
+            encoding = self.model.encode(features)
+        batch = ctranslate2.StorageView.from_array(np.repeat(np.asarray(encoding), len(languages), axis=0))
+        tokenizers = [Tokenizer(self.model.hf_tokenizer, True, task="transcribe", language=c) for c in languages]
+        prompts = [[*t.sot_sequence, t.no_timestamps] for t in tokenizers]
+        results = self.model.model.generate(
+            batch,
+            prompts,
+            beam_size=self.beam_size,
+            max_length=len(prompts[0]) + max_tokens,
+            return_scores=True,
+            suppress_blank=True,
+            suppress_tokens=list(get_suppressed_tokens(tokenizers[0], [-1])),
+        )
+        transcripts = []
+        for language, tokenizer, result in zip(languages, tokenizers, results):
+            tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+            # CTranslate2's score is the sequence's log-probability (its end included) over its token count.
+            cumulative = result.scores[0] * len(result.sequences_ids[0])
+            text = tokenizer.decode(tokens).strip()
+            transcripts.append(
+                WindowTranscript(
+                    text,
+                    [],
+                    language,
+                    0.0,
+                    cumulative / max(1, len(tokens)),
+                    compression_ratio(text),
+                    0.0,
+                    len(tokens),
+                )
+            )
+        return transcripts
 
     def _padded(self, audio: np.ndarray) -> tuple[int, np.ndarray]:
         """The encoder frames a window is heard in, and the window with digital silence up to them (the silence

@@ -82,9 +82,14 @@ class WhisperBackend(Protocol):
 
     def supports_language(self, language: str | None) -> bool: ...
 
-    # Each window's language probabilities. A backend that reads the token on fewer frames than Whisper's 30 s
-    # reads it again on the 30 s input where its first guess is below `sure_at`.
-    def detect_languages(self, windows: list[np.ndarray], sure_at: float = 0.0) -> list[dict[str, float]]: ...
+    # Each window's language probabilities, from Whisper's language token.
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]: ...
+
+    # The window decoded by beam search in each language, without timestamps or words (the check of an unsure
+    # language token): text, tokens and their average log-probability; at most `max_tokens` tokens each.
+    def decode_in_languages(
+        self, window: np.ndarray, languages: list[str], max_tokens: int
+    ) -> list[WindowTranscript]: ...
 
     def transcribe(
         self,

@@ -119,7 +119,7 @@ class TransformersWhisper:
             return language == "en"
         return language in self.id_of_language
 
-    def detect_languages(self, windows: list[np.ndarray], sure_at: float = 0.0) -> list[dict[str, float]]:
+    def detect_languages(self, windows: list[np.ndarray]) -> list[dict[str, float]]:
         """Whisper's probability of every language it knows, for each window (always heard padded to 30 s): the
         language tokens' share of the first token after start-of-transcript (as OpenAI's detect_language)."""
         torch = self.torch
@@ -136,6 +136,10 @@ class TransformersWhisper:
         return [{self.language_of_id[i]: float(p) for i, p in zip(ids, row)} for row in probabilities]
 
     # -- decoding ---------------------------------------------------------------------------
+    def decode_in_languages(self, window: np.ndarray, languages: list[str], max_tokens: int) -> list[WindowTranscript]:
+        """The window decoded by beam search in each language (its words aligned too, which the check ignores)."""
+        return [self.transcribe([window], language, [0], False, max_tokens)[0] for language in languages]
+
     def transcribe(
         self,
         windows: list[np.ndarray],

@@ -101,7 +101,7 @@ from extractors.base import (
 )
 from extractors.models import ModelCard, load_card, resolve_model, standin_note
 from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
-from trace_eval.languages import characters, code_problem, separates_words
+from trace_eval.languages import characters, code_problem, separates_words, text_language
 
 __all__ = [
     "AsrConfig",
@@ -127,6 +127,10 @@ DEFAULT_CARDS = {
     "faster-whisper": ("whisper-base-ct2", "whisper-tiny.en-ct2"),
 }
 SETTING = "asr.model_path"
+# A candidate language's transcript whose text py3langid reads as another language at least this surely is no
+# evidence for the candidate (every Asterisk transcript read so was read right: trace_eval/languages.py).
+TEXT_READS_AS = 0.5
+READS_AS = "its text reads as "
 
 
 @dataclass
@@ -146,6 +150,9 @@ class AsrConfig:
     # each decoded to at most this many tokens a second of speech, and 10 (more is a loop: 4 s of English decoded
     # in Thai ran to 224 tokens), so a guess that loops costs little more than one that does not
     check_tokens_per_s: float = 12.0
+    # ... and another guess replaces the token's first sound one when its joint log-probability (token and
+    # transcript) is higher by more than this
+    language_check_margin: float = 1.0
     beam_size: int = 5
     # None: float16 on CUDA; on the CPU int8 for faster-whisper (exact integer products: docs/reproducibility.md),
     # float32 for transformers
@@ -387,7 +394,10 @@ class ClipLanguage:
 @register
 class AsrExtractor(Extractor):
     name = "asr"
-    version = "7"  # 7: oneDNN at AVX in the avx2 class; the language token on the window, its guesses checked
+    # 7: oneDNN at AVX in the avx2 class; the language token on the window, its guesses checked. 8: an unsure
+    # token is not read again on 30 s; its guesses are decoded together, without timestamps, a guess whose text
+    # reads as another language is no evidence for its own, and the first sound guess stands within a margin
+    version = "8"
     description = (
         "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
         "them, decoded only where there is speech"
@@ -614,16 +624,15 @@ class AsrExtractor(Extractor):
         for batch in batches_by_duration(first_windows, self.config.batch_seconds):
             audio = [heard[i][int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))] for i, start, end in batch]
             try:
-                found = self._loaded.detect_languages(audio, self.config.min_language_probability)
+                found = self._loaded.detect_languages(audio)
             except Exception as e:  # noqa: BLE001 - the clips of this batch fail, the run goes on
                 for i, _, _ in batch:
                     results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
                 continue
 
             def settle(i: int, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage | ClipError:
-                seed = window_seed(self.config.seed, clips[i].sha256, 0, len(samples))
                 try:
-                    return self._detected(probabilities, samples, seed)
+                    return self._detected(probabilities, samples)
                 except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
                     return ClipError(f"language detection failed: {type(e).__name__}: {e}")
 
@@ -645,9 +654,10 @@ class AsrExtractor(Extractor):
                 del settled[i]
         return settled
 
-    def _detected(self, probabilities: dict[str, float], samples: np.ndarray, seed: int) -> ClipLanguage:
+    def _detected(self, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage:
         """The language Whisper finds most probable; when its probability is below min_language_probability, the
-        language of the most probable transcript, among the most probable languages, that does not loop."""
+        language of the most probable transcript, among the most probable languages, that does not loop and whose
+        text does not read as another language."""
         cfg = self.config
         ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
         code, probability = ranked[0]
@@ -659,29 +669,55 @@ class AsrExtractor(Extractor):
         ]
         if probability < cfg.min_language_probability and len(candidates) > 1:
             limit = math.ceil(len(samples) / SAMPLE_RATE * cfg.check_tokens_per_s) + 10
-            tried = {c: self._loaded.transcribe([samples], c, [seed], False, limit)[0] for c in candidates}
-            sound = [c for c in candidates if self._sound(tried[c], c) and tried[c].tokens < limit]
+            tried = dict(zip(candidates, self._loaded.decode_in_languages(samples, candidates, limit)))
+            why_not = {c: self._unsound(tried[c], c, limit) for c in candidates}
             # Whisper's joint log-probability of the language and its transcript: an average per token would
             # favour scripts that take more tokens per sound (Spanish speech decoded as Thai scores higher per
             # token, and far lower in all).
             joint = {
                 c: math.log(max(probabilities[c], 1e-12)) + tried[c].avg_logprob * tried[c].tokens for c in candidates
             }
-            if sound:
-                code = max(sound, key=lambda c: round(joint[c], 2))  # the first guess on a tie
-                probability = _probability_given_transcripts(code, {c: joint[c] for c in sound}, probabilities)
+            # The token's most probable guess whose words are its language's stands, even where they loop (speech
+            # that repeats itself), unless a guess whose words do not loop is clearly more probable: on a few words
+            # the transcripts' likelihoods are close and noisy ("Cambiar a que carpeta" decoded in Indonesian
+            # scores 0.4 above Spanish).
+            standing = [c for c in candidates if not (why_not[c] or "").startswith(READS_AS)]
+            if standing:
+                code = standing[0]
+                sound = [c for c in candidates if not why_not[c]]
+                best = max(sound, key=lambda c: round(joint[c], 2), default=code)
+                if round(joint[best] - joint[code], 2) > cfg.language_check_margin:
+                    code = best
+                weighed = [c for c in candidates if c == code or not why_not[c]]
+                # A guess whose words read as a weighed guess's language heard that language: its share goes there.
+                mass = {c: probabilities[c] for c in weighed}
+                for c, reason in why_not.items():
+                    read = reason.removeprefix(READS_AS) if reason else None
+                    if read in mass:
+                        mass[read] += probabilities[c]
+                probability = _probability_given_transcripts(code, {c: joint[c] for c in weighed}, mass)
             said = "; ".join(
                 f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
-                f"{tried[c].tokens} tokens" + ("" if c in sound else ", loops")
+                f"{tried[c].tokens} tokens" + (f", {why_not[c]}" if why_not[c] else "")
                 for c in candidates
             )
             detection = (
                 f"Whisper's language token was unsure (below asr.min_language_probability "
-                f"{cfg.min_language_probability:g}), so the first 30 s were decoded by beam search in its first "
-                f"guesses: {said}; {code} kept, probability {probability:.2f} given the transcripts"
+                f"{cfg.min_language_probability:g}), so the first window of speech was decoded by beam search in "
+                f"its first guesses: {said}; {code} kept, probability {probability:.2f} given the transcripts"
             )
         language = {"code": code, "probability": round(probability, 3), "source": "detected"}
         return ClipLanguage(language, None, code, detection)
+
+    def _unsound(self, t: WindowTranscript, language: str, limit: int) -> str | None:
+        """Why a candidate language's transcript is no evidence for it (None: it is): it loops, or its text reads
+        as another language (English speech decoded under the Tagalog token comes out as English words)."""
+        if not self._sound(t, language) or t.tokens >= limit:
+            return "loops"
+        read = text_language(t.text)
+        if read is not None and read.code != language and read.probability >= TEXT_READS_AS:
+            return READS_AS + read.code
+        return None
 
     def _sound(self, t: WindowTranscript, language: str) -> bool:
         """Whether a beam-search transcript holds words that do not loop."""
@@ -850,15 +886,16 @@ class AsrExtractor(Extractor):
         return Section(values, null_reasons)
 
 
-def _probability_given_transcripts(code: str, joint: dict[str, float], probabilities: dict[str, float]) -> float:
+def _probability_given_transcripts(code: str, joint: dict[str, float], mass: dict[str, float]) -> float:
     """The probability of `code` once the candidates' transcripts are heard: each candidate's share of the joint
     likelihood (language token and transcript, at stored precision), times the token's probability of the
-    candidates together, which leaves the languages not decoded the share the token gave them. A transcript far
-    more likely in one language makes it sure; two candidates whose transcripts are about as likely stay unsure."""
+    candidates together (`mass`: with that of the guesses whose words read as one of them), which leaves the
+    languages not decoded the share the token gave them. A transcript far more likely in one language makes it
+    sure; two candidates whose transcripts are about as likely stay unsure."""
     rounded = {c: round(v, 2) for c, v in joint.items()}
     top = max(rounded.values())
     weights = {c: math.exp(v - top) for c, v in rounded.items()}
-    return sum(probabilities[c] for c in joint) * weights[code] / sum(weights.values())
+    return sum(mass[c] for c in joint) * weights[code] / sum(weights.values())
 
 
 def _tried(t: WindowTranscript) -> str:

@@ -74,7 +74,7 @@ def token_guesses(asr: AsrExtractor, clips: list[Clip]) -> list[str | None]:
             continue
         start, end = windows[0]
         window = heard[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
-        probabilities = asr._loaded.detect_languages([window], asr.config.min_language_probability)[0]
+        probabilities = asr._loaded.detect_languages([window])[0]
         guesses.append(max(probabilities, key=lambda code: probabilities[code]))
     return guesses
 
