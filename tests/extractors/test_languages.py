@@ -106,9 +106,9 @@ def test_recorded_spanish_and_french_are_detected_and_transcribed_in_their_langu
 
 
 def test_an_unsure_language_token_is_settled_by_its_guesses_transcripts(unsure, blueprints):
-    """The prompt "Rol de llamadas completo": the token's first guess is English (0.57), but the words decoded in Spanish are
-    far more probable. "Cambiar a que carpeta": the token says Spanish (0.60), and its few words decoded in
-    Indonesian score a little higher (0.4): within the margin, the token's guess stands, unsure."""
+    """The prompt "Rol de llamadas completo": the token's first guess is English (0.57), but the words decoded in
+    Spanish are far more probable. "Cambiar a que carpeta": the token says Spanish (0.60), and its few words
+    decoded in Indonesian score a little higher (0.4): within the margin, the token's guess stands, unsure."""
     for r in unsure:
         blueprint = blueprints[r.clip.sha256]
         detection = blueprint["asr"]["language_detection"]
