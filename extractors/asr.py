@@ -128,7 +128,8 @@ DEFAULT_CARDS = {
 }
 SETTING = "asr.model_path"
 # A candidate language's transcript whose text py3langid reads as another language at least this surely is no
-# evidence for the candidate (every Asterisk transcript read so was read right: trace_eval/languages.py).
+# evidence for the candidate, and one read as its own language this surely confirms it (every Asterisk
+# transcript read so was read right: trace_eval/languages.py).
 TEXT_READS_AS = 0.5
 READS_AS = "its text reads as "
 
@@ -695,7 +696,13 @@ class AsrExtractor(Extractor):
                     read = reason.removeprefix(READS_AS) if reason else None
                     if read in mass:
                         mass[read] += probabilities[c]
-                probability = _probability_given_transcripts(code, {c: joint[c] for c in weighed}, mass)
+                given = _probability_given_transcripts(code, {c: joint[c] for c in weighed}, mass)
+                # The transcripts make the language kept surer than its token only where its words read as it: a
+                # second opinion that agrees (Spanish speech whose few words, decoded under the Latin token, read
+                # as nothing in particular stays as unsure as the token was).
+                words = text_language(tried[code].text)
+                confirmed = words is not None and words.code == code and words.probability >= TEXT_READS_AS
+                probability = given if confirmed else min(given, probabilities[code])
             said = "; ".join(
                 f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
                 f"{tried[c].tokens} tokens" + (f", {why_not[c]}" if why_not[c] else "")
