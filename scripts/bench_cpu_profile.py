@@ -10,7 +10,7 @@ Each run copies examples/mini (23 clips, 89.6 s of audio) to a temporary folder 
     python -m trace_eval blueprints COPY --store EMPTY --device cpu --profile cpu
 
 with the checkout's own code, then reports for the run:
-- wall seconds and wall / audio seconds (the real-time factor the CPU profile is held to: 0.18 on 2 cores);
+- wall seconds and wall / audio seconds (the real-time factor the CPU profile is held to: 0.15 on 2 cores);
 - CPU seconds, user + system, of the process and every process it started, and CPU / audio seconds;
 - the seconds each extractor took (the run's summary.json);
 - the numeric class and the kernels every library ran (the recogniser's provenance);
