@@ -319,3 +319,20 @@ def test_fingerprint_ignores_speed_settings():
     base = DnsmosExtractor(Config()).fingerprint()
     assert DnsmosExtractor(Config(batch_seconds=500, num_threads=1)).fingerprint() == base
     assert DnsmosExtractor(Config(non_personalized=True)).fingerprint() != base
+
+
+def test_the_nchwc_layout_is_a_variant_of_its_own_with_the_same_scores_to_the_stored_digit(clips_by_length, batched):
+    """onnxruntime's NCHWc layout sums the convolutions' channels in other blocks than the class's layout: faster,
+    the same scores within float rounding, but a fingerprint of its own, and the blocks recorded in the section's
+    numerics (they follow the CPU)."""
+    assert DnsmosExtractor(Config(layout="nchwc")).fingerprint() != DnsmosExtractor(Config()).fingerprint()
+    fast = DnsmosExtractor(Config(non_personalized=True, num_threads=2, layout="nchwc"), "cpu")
+    fast.load()
+    for seconds, scores in zip(LENGTHS_S, fast.scorer.score(list(clips_by_length.values()))):
+        assert scores.windows == batched[seconds].windows
+        for field in SCORE_FIELDS:
+            assert getattr(scores, field) == pytest.approx(getattr(batched[seconds], field), abs=1e-5), field
+    assert fast.numerics()["onnxruntime_layout"].startswith("NCHWc, convolutions summed by blocks of ")
+    assert "onnxruntime_layout" not in DnsmosExtractor(Config()).numerics()
+    with pytest.raises(ValueError, match="expected one of: class, nchwc"):
+        DnsmosExtractor(Config(layout="fast"))
