@@ -12,19 +12,19 @@ Two backends run Whisper and give the same output:
 Every clip's language comes first (`language`): the one the manifest declares for it
 (Clip.language; else the run's `language` setting), else the one Whisper detects on its
 first window of speech (at most 30 s) with the multilingual `model`, recorded with its
-probability. Whisper reads the language from one token; when that token is unsure (below
-`min_language_probability`), the window is also decoded, by beam search, in each of the
-most probable languages (up to `language_candidates`, each given at least
-`min_candidate_probability`), and the language of the most probable transcript that does
-not loop is taken (`asr.language_detection` says so): Whisper base took noisy English for
-Vietnamese at 0.61, and telephone Spanish for Spanish at only 0.36. Not only the first two:
-English speech whose token put Vietnamese and Thai first was decoded as Vietnamese on one
-CPU's arithmetic, with English third at 0.20. The probability recorded is then the
-language's given the transcripts (`_probability_given_transcripts`): sure when one
-transcript is far more likely, unsure when two are alike. The token is first read on the window
-as its decoding hears it (its own frames and `encoder_padding_s`: a fifth of the cost of
-Whisper's 30 s on a 4 s answer); an unsure one is read again on the 30 s input before
-anything else, and the probabilities recorded are those.
+probability. Whisper reads the language from one token, on the window as its decoding hears it (its own
+frames and `encoder_padding_s`: a fifth of the cost of Whisper's 30 s on a 4 s answer); when that token is
+unsure (below `min_language_probability`), the window is also decoded, by beam search and in one batch, in
+each of the most probable languages (up to `language_candidates`, each given at least
+`min_candidate_probability`): Whisper base took noisy English for Vietnamese at 0.61, and telephone Spanish
+for Spanish at only 0.36; English speech whose token put Vietnamese and Thai first was decoded as Vietnamese
+on one CPU's arithmetic, with English third at 0.20. A guess whose words read as another language (English
+decoded under the Tagalog token comes out as English words) is no evidence for its own, and its share goes to
+the language its words read as; the token's most probable remaining guess stands unless a guess whose
+transcript does not loop is more probable, token and transcript together, by `language_check_margin`
+(`asr.language_detection` says what was decided and why). The probability recorded is then the language's
+given the transcripts (`_probability_given_transcripts`): sure when one transcript is far more likely,
+unsure when two are alike, and never surer than the token where the words kept do not read as its language.
 The whole clip is then decoded in that one language (`asr.language`), by `english_model`
 for English when one is set (the cpu profile: tiny.en, the transcripts the example's
 golden files hold), by `model` otherwise. A recogniser that knows English only detects
