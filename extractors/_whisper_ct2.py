@@ -212,6 +212,8 @@ class FasterWhisper:
         features = pad_or_trim(self.model.feature_extractor(padded)[..., :MAX_FRAMES])  # as the token read it
         with _decoding(frames):
             encoding = self.model.encode(features)
+        if encoding.device != "cpu":  # numpy reads host memory; generate moves the batch to the model's device
+            encoding = encoding.to_device(ctranslate2.Device.cpu)
         batch = ctranslate2.StorageView.from_array(np.repeat(np.asarray(encoding), len(languages), axis=0))
         tokenizers = [Tokenizer(self.model.hf_tokenizer, True, task="transcribe", language=c) for c in languages]
         prompts = [[*t.sot_sequence, t.no_timestamps] for t in tokenizers]
