@@ -131,7 +131,6 @@ SETTING = "asr.model_path"
 # evidence for the candidate, and one read as its own language this surely confirms it (every Asterisk
 # transcript read so was read right: trace_eval/languages.py).
 TEXT_READS_AS = 0.5
-READS_AS = "its text reads as "
 
 
 @dataclass
@@ -671,7 +670,15 @@ class AsrExtractor(Extractor):
         if probability < cfg.min_language_probability and len(candidates) > 1:
             limit = math.ceil(len(samples) / SAMPLE_RATE * cfg.check_tokens_per_s) + 10
             tried = dict(zip(candidates, self._loaded.decode_in_languages(samples, candidates, limit)))
-            why_not = {c: self._unsound(tried[c], c, limit) for c in candidates}
+            # What each guess's words read as (py3langid), and the guesses whose words read surely as another
+            # language (English speech decoded under the Tagalog token comes out as English words) or loop.
+            read = {c: text_language(tried[c].text) for c in candidates}
+            loops = {c for c in candidates if not self._sound(tried[c], c) or tried[c].tokens >= limit}
+            heard_as = {
+                c: r.code
+                for c, r in read.items()
+                if c not in loops and r is not None and r.code != c and r.probability >= TEXT_READS_AS
+            }
             # Whisper's joint log-probability of the language and its transcript: an average per token would
             # favour scripts that take more tokens per sound (Spanish speech decoded as Thai scores higher per
             # token, and far lower in all).
@@ -682,30 +689,30 @@ class AsrExtractor(Extractor):
             # that repeats itself), unless a guess whose words do not loop is clearly more probable: on a few words
             # the transcripts' likelihoods are close and noisy ("Cambiar a que carpeta" decoded in Indonesian
             # scores 0.4 above Spanish).
-            standing = [c for c in candidates if not (why_not[c] or "").startswith(READS_AS)]
+            standing = [c for c in candidates if c not in heard_as]
             if standing:
                 code = standing[0]
-                sound = [c for c in candidates if not why_not[c]]
+                sound = [c for c in standing if c not in loops]
                 best = max(sound, key=lambda c: round(joint[c], 2), default=code)
                 if round(joint[best] - joint[code], 2) > cfg.language_check_margin:
                     code = best
-                weighed = [c for c in candidates if c == code or not why_not[c]]
+                weighed = [c for c in candidates if c == code or c in sound]
                 # A guess whose words read as a weighed guess's language heard that language: its share goes there.
                 mass = {c: probabilities[c] for c in weighed}
-                for c, reason in why_not.items():
-                    read = reason.removeprefix(READS_AS) if reason else None
-                    if read in mass:
-                        mass[read] += probabilities[c]
+                for c, heard in heard_as.items():
+                    if heard in mass:
+                        mass[heard] += probabilities[c]
                 given = _probability_given_transcripts(code, {c: joint[c] for c in weighed}, mass)
                 # The transcripts make the language kept surer than its token only where its words read as it: a
                 # second opinion that agrees (Spanish speech whose few words, decoded under the Latin token, read
                 # as nothing in particular stays as unsure as the token was).
-                words = text_language(tried[code].text)
+                words = read[code]
                 confirmed = words is not None and words.code == code and words.probability >= TEXT_READS_AS
                 probability = given if confirmed else min(given, probabilities[code])
+            why_not = {c: ", loops" for c in loops} | {c: f", its text reads as {heard_as[c]}" for c in heard_as}
             said = "; ".join(
                 f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
-                f"{tried[c].tokens} tokens" + (f", {why_not[c]}" if why_not[c] else "")
+                f"{tried[c].tokens} tokens{why_not.get(c, '')}"
                 for c in candidates
             )
             detection = (
@@ -715,16 +722,6 @@ class AsrExtractor(Extractor):
             )
         language = {"code": code, "probability": round(probability, 3), "source": "detected"}
         return ClipLanguage(language, None, code, detection)
-
-    def _unsound(self, t: WindowTranscript, language: str, limit: int) -> str | None:
-        """Why a candidate language's transcript is no evidence for it (None: it is): it loops, or its text reads
-        as another language (English speech decoded under the Tagalog token comes out as English words)."""
-        if not self._sound(t, language) or t.tokens >= limit:
-            return "loops"
-        read = text_language(t.text)
-        if read is not None and read.code != language and read.probability >= TEXT_READS_AS:
-            return READS_AS + read.code
-        return None
 
     def _sound(self, t: WindowTranscript, language: str) -> bool:
         """Whether a beam-search transcript holds words that do not loop."""
