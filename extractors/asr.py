@@ -70,7 +70,9 @@ transcript is kept, because the voice-activity gate found speech there.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -101,7 +103,8 @@ from extractors.base import (
 )
 from extractors.models import ModelCard, load_card, resolve_model, standin_note
 from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
-from trace_eval.languages import characters, code_problem, separates_words, text_language
+from trace_eval.language_rule import LanguageRule
+from trace_eval.languages import characters, code_problem, separates_words, text_languages
 
 __all__ = [
     "AsrConfig",
@@ -127,10 +130,7 @@ DEFAULT_CARDS = {
     "faster-whisper": ("whisper-base-ct2", "whisper-tiny.en-ct2"),
 }
 SETTING = "asr.model_path"
-# A candidate language's transcript whose text py3langid reads as another language at least this surely is no
-# evidence for the candidate, and one read as its own language this surely confirms it (every Asterisk
-# transcript read so was read right: trace_eval/languages.py).
-TEXT_READS_AS = 0.5
+EVIDENCE_LANGUAGES = 10  # the token's most probable languages kept as evidence
 
 
 @dataclass
@@ -144,15 +144,10 @@ class AsrConfig:
     # Every clip is decoded in this language unless the manifest declares another for it (recorded as declared);
     # None: each clip's language is detected.
     language: str | None = None
-    min_language_probability: float = 0.7  # below it, the detected language is checked by decoding ...
-    language_candidates: int = 5  # ... in at most this many of the most probable languages (1: the first guess)
-    min_candidate_probability: float = 0.05  # ... those the token gives at least this (the first guess always),
-    # each decoded to at most this many tokens a second of speech, and 10 (more is a loop: 4 s of English decoded
-    # in Thai ran to 224 tokens), so a guess that loops costs little more than one that does not
+    # Each guess of a split language token is decoded to at most this many tokens a second of speech, and 10 (more
+    # is a loop: 4 s of English decoded in Thai ran to 224 tokens), so a guess that loops costs little more than
+    # one that does not. Which guesses, and how the evidence is weighed: trace_eval/language_rule.py.
     check_tokens_per_s: float = 12.0
-    # ... and another guess replaces the token's first sound one when its joint log-probability (token and
-    # transcript) is higher by more than this
-    language_check_margin: float = 1.0
     beam_size: int = 5
     # None: float16 on CUDA; on the CPU int8 for faster-whisper (exact integer products: docs/reproducibility.md),
     # float32 for transformers
@@ -395,9 +390,9 @@ class ClipLanguage:
 class AsrExtractor(Extractor):
     name = "asr"
     # 7: oneDNN at AVX in the avx2 class; the language token on the window, its guesses checked. 8: an unsure
-    # token is not read again on 30 s; its guesses are decoded together, without timestamps, a guess whose text
-    # reads as another language is no evidence for its own, and the first sound guess stands within a margin
-    version = "8"
+    # token is not read again on 30 s; its guesses are decoded together, without timestamps. 9: the language from
+    # all the evidence in one rule (trace_eval/language_rule.py), the evidence recorded in `language.evidence`
+    version = "9"
     description = (
         "Whisper transcript in the clip's language (declared or detected), word timings and how far to trust "
         "them, decoded only where there is speech"
@@ -407,6 +402,7 @@ class AsrExtractor(Extractor):
     batched = True
     outputs = ("agent_response", "language", "words", "asr", "transcript_quality")
     reads_declared_language = True
+    reads_expected_languages = True
     Config = AsrConfig
 
     def __init__(self, config: AsrConfig | None = None, device: str = "cpu"):
@@ -423,10 +419,6 @@ class AsrExtractor(Extractor):
                 other = "transformers" if backend == "faster-whisper" else "faster-whisper"
                 raise ValueError(f"model {card.name} is not in the {backend} format; set asr.backend={other}")
         _check_language("asr.language", self.config.language)
-        if self.config.language_candidates < 1:
-            raise ValueError(f"asr.language_candidates={self.config.language_candidates}; expected at least 1")
-        if not 0 <= self.config.min_language_probability <= 1:
-            raise ValueError(f"asr.min_language_probability={self.config.min_language_probability}; expected 0 to 1")
         # The options actually used, so that they enter the fingerprint and the record.
         self.config = dataclasses.replace(
             self.config,
@@ -444,6 +436,14 @@ class AsrExtractor(Extractor):
         self._standin = standin_note(self.card, self.config.model_path) or (
             standin_note(self.english_card) if self.english_card else None
         )
+
+    def fingerprint(self, declared_language: str | None = None, expects: tuple[str, ...] = ()) -> str:
+        """The extractor's, and where a clip's language is detected, the constants of the rule that decides it."""
+        own = super().fingerprint(declared_language, expects)
+        if declared_language or self.config.language:
+            return own
+        rule = json.dumps(LanguageRule.load().record(), sort_keys=True)
+        return hashlib.sha256(f"{own}:{rule}".encode()).hexdigest()[:16]
 
     def _cards(self) -> list[ModelCard]:
         return [self.card] + ([self.english_card] if self.english_card else [])
@@ -632,7 +632,7 @@ class AsrExtractor(Extractor):
 
             def settle(i: int, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage | ClipError:
                 try:
-                    return self._detected(probabilities, samples)
+                    return self._detected(probabilities, samples, clips[i].expects)
                 except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
                     return ClipError(f"language detection failed: {type(e).__name__}: {e}")
 
@@ -654,74 +654,76 @@ class AsrExtractor(Extractor):
                 del settled[i]
         return settled
 
-    def _detected(self, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage:
-        """The language Whisper finds most probable; when its probability is below min_language_probability, the
-        language of the most probable transcript, among the most probable languages, that does not loop and whose
-        text does not read as another language."""
-        cfg = self.config
-        ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
-        code, probability = ranked[0]
+    def _detected(
+        self, probabilities: dict[str, float], samples: np.ndarray, expects: tuple[str, ...] = ()
+    ) -> ClipLanguage:
+        """The language the evidence makes most probable (trace_eval/language_rule.py): Whisper's language token,
+        and where it is split or a language the clip's context expects is not its surest, the transcripts of its
+        first guesses and of the expected languages, and what their words read as. The blueprint keeps the
+        decision without context; the judge weighs the same evidence with the context as a prior."""
+        evidence = self._evidence(probabilities, samples, expects)
+        decision = LanguageRule.load().decide(evidence)
+        language = {
+            "code": decision.code,
+            "probability": decision.probability,
+            "source": "detected",
+            "evidence": evidence,
+        }
         detection = None
-        candidates = [
-            c
-            for i, (c, p) in enumerate(ranked[: cfg.language_candidates])
-            if not i or p >= cfg.min_candidate_probability
-        ]
-        if probability < cfg.min_language_probability and len(candidates) > 1:
-            limit = math.ceil(len(samples) / SAMPLE_RATE * cfg.check_tokens_per_s) + 10
-            tried = dict(zip(candidates, self._loaded.decode_in_languages(samples, candidates, limit)))
-            # What each guess's words read as (py3langid), and the guesses whose words read surely as another
-            # language (English speech decoded under the Tagalog token comes out as English words) or loop.
-            read = {c: text_language(tried[c].text) for c in candidates}
-            loops = {c for c in candidates if not self._sound(tried[c], c) or tried[c].tokens >= limit}
-            heard_as = {
-                c: r.code
-                for c, r in read.items()
-                if c not in loops and r is not None and r.code != c and r.probability >= TEXT_READS_AS
+        if evidence.get("guesses"):
+            detection = f"{decision.reason}; {decision.code} kept, probability {decision.probability:.2f}"
+        return ClipLanguage(language, None, str(decision.code), detection)
+
+    def _evidence(
+        self, probabilities: dict[str, float], samples: np.ndarray, expects: Sequence[str] = (), everyone: bool = False
+    ) -> dict:
+        """What tells a window's language (trace_eval/language_rule.py): the token's most probable languages, and
+        where the token is split (`everyone`: always, the first five), its guesses decoded by beam search in one
+        batch, their log-probability, whether they loop and what their words read as. A language the context
+        `expects` that is not the token's surest is decoded with them (the hypothesis test of an answer)."""
+        rule = LanguageRule.load()
+        ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
+        token = {c: stored(p) for i, (c, p) in enumerate(ranked[:EVIDENCE_LANGUAGES]) if not i or p >= 0.001}
+        evidence: dict = {"speech_s": round(len(samples) / SAMPLE_RATE, 2), "token": token}
+        guessed = [c for c, _ in ranked[: rule.candidates]] if everyone else rule.guesses_to_decode(probabilities)
+        tested = [c for c in expects if c != ranked[0][0] and c in probabilities]
+        if tested:
+            evidence["expects"] = list(expects)
+            guessed = list(dict.fromkeys((guessed or [ranked[0][0]]) + tested))
+        if guessed:
+            limit = math.ceil(len(samples) / SAMPLE_RATE * self.config.check_tokens_per_s) + 10
+            evidence["guesses"] = {
+                c: self._guess(t, c, limit)
+                for c, t in zip(guessed, self._loaded.decode_in_languages(samples, guessed, limit))
             }
-            # Whisper's joint log-probability of the language and its transcript: an average per token would
-            # favour scripts that take more tokens per sound (Spanish speech decoded as Thai scores higher per
-            # token, and far lower in all).
-            joint = {
-                c: math.log(max(probabilities[c], 1e-12)) + tried[c].avg_logprob * tried[c].tokens for c in candidates
-            }
-            # The token's most probable guess whose words are its language's stands, even where they loop (speech
-            # that repeats itself), unless a guess whose words do not loop is clearly more probable: on a few words
-            # the transcripts' likelihoods are close and noisy ("Cambiar a que carpeta" decoded in Indonesian
-            # scores 0.4 above Spanish).
-            standing = [c for c in candidates if c not in heard_as]
-            if standing:
-                code = standing[0]
-                sound = [c for c in standing if c not in loops]
-                best = max(sound, key=lambda c: round(joint[c], 2), default=code)
-                if round(joint[best] - joint[code], 2) > cfg.language_check_margin:
-                    code = best
-                weighed = [c for c in candidates if c == code or c in sound]
-                # A guess whose words read as a weighed guess's language heard that language: its share goes there.
-                mass = {c: probabilities[c] for c in weighed}
-                for c, heard in heard_as.items():
-                    if heard in mass:
-                        mass[heard] += probabilities[c]
-                given = _probability_given_transcripts(code, {c: joint[c] for c in weighed}, mass)
-                # The transcripts make the language kept surer than its token only where its words read as it: a
-                # second opinion that agrees (Spanish speech whose few words, decoded under the Latin token, read
-                # as nothing in particular stays as unsure as the token was).
-                words = read[code]
-                confirmed = words is not None and words.code == code and words.probability >= TEXT_READS_AS
-                probability = given if confirmed else min(given, probabilities[code])
-            why_not = {c: ", loops" for c in loops} | {c: f", its text reads as {heard_as[c]}" for c in heard_as}
-            said = "; ".join(
-                f"{c} (probability {probabilities[c]:.2f}): log-probability {joint[c]:.2f} over "
-                f"{tried[c].tokens} tokens{why_not.get(c, '')}"
-                for c in candidates
-            )
-            detection = (
-                f"Whisper's language token was unsure (below asr.min_language_probability "
-                f"{cfg.min_language_probability:g}), so the first window of speech was decoded by beam search in "
-                f"its first guesses: {said}; {code} kept, probability {probability:.2f} given the transcripts"
-            )
-        language = {"code": code, "probability": round(probability, 3), "source": "detected"}
-        return ClipLanguage(language, None, code, detection)
+        return evidence
+
+    def _guess(self, t: WindowTranscript, language: str, limit: int) -> dict:
+        """One guess's transcript as evidence: Whisper's log-probability of it (summed: an average per token would
+        favour scripts that take more tokens per sound), whether it loops, what its words read as."""
+        read = text_languages(t.text)
+        return {
+            "text": t.text,
+            "logprob": round(t.avg_logprob * t.tokens, 2),
+            "tokens": t.tokens,
+            "loops": not self._sound(t, language) or t.tokens >= limit,
+            "reads": [[c, p] for c, p in read[:3] if p >= 0.05] if read else None,
+        }
+
+    def language_evidence(self, clip: Clip, everyone: bool = False) -> dict | None:
+        """A clip's language evidence as detection gathers it (None: no speech), its context's expected languages
+        (`clip.expects`) tested; `everyone`: the token's first five guesses decoded whatever the token says
+        (scripts/bench_perception.py studies the rule with them)."""
+        self.load()
+        samples = clip.samples(SAMPLE_RATE)
+        heard, _ = recogniser_input(samples, self.config)
+        spans, reason = speech_windows(samples, self.config, heard)
+        if reason or not spans:
+            return None
+        start, end = spans[0]
+        window = heard[int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))]
+        probabilities = self._loaded.detect_languages([window])[0]
+        return self._evidence(probabilities, window, clip.expects, everyone)
 
     def _sound(self, t: WindowTranscript, language: str) -> bool:
         """Whether a beam-search transcript holds words that do not loop."""
@@ -888,18 +890,6 @@ class AsrExtractor(Extractor):
         if language.language is None:
             null_reasons["language"] = language.reason or "not told"
         return Section(values, null_reasons)
-
-
-def _probability_given_transcripts(code: str, joint: dict[str, float], mass: dict[str, float]) -> float:
-    """The probability of `code` once the candidates' transcripts are heard: each candidate's share of the joint
-    likelihood (language token and transcript, at stored precision), times the token's probability of the
-    candidates together (`mass`: with that of the guesses whose words read as one of them), which leaves the
-    languages not decoded the share the token gave them. A transcript far more likely in one language makes it
-    sure; two candidates whose transcripts are about as likely stay unsure."""
-    rounded = {c: round(v, 2) for c, v in joint.items()}
-    top = max(rounded.values())
-    weights = {c: math.exp(v - top) for c, v in rounded.items()}
-    return sum(mass[c] for c in joint) * weights[code] / sum(weights.values())
 
 
 def _tried(t: WindowTranscript) -> str:

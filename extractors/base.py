@@ -106,6 +106,9 @@ class Clip:
     language: str | None = (
         None  # the language the manifest declares for this clip (trace_eval/languages.py); None: detect
     )
+    # The languages its items' contexts expect it in (an answer to a Spanish instruction: es), tested where its
+    # language is detected (trace_eval/language_rule.py)
+    expects: tuple[str, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -140,6 +143,8 @@ class Extractor:
     # Whether a language the manifest declares for a clip (Clip.language) changes this extractor's values: the
     # clip's section is then fingerprinted with it, so that the same audio declared otherwise is made again.
     reads_declared_language: ClassVar[bool] = False
+    # Whether the languages a clip's context expects (Clip.expects) change this extractor's values, likewise.
+    reads_expected_languages: ClassVar[bool] = False
 
     def __init__(self, config: Any = None, device: str = "cpu"):
         self.config = config if config is not None else self.Config()
@@ -150,9 +155,9 @@ class Extractor:
         """The weights this extractor runs with (id and revision enter the fingerprint)."""
         return ModelInfo()
 
-    def fingerprint(self, declared_language: str | None = None) -> str:
+    def fingerprint(self, declared_language: str | None = None, expects: tuple[str, ...] = ()) -> str:
         """Hash over everything that changes this extractor's output (not where weights live), for a clip whose
-        manifest declares `declared_language` (None: nothing declared)."""
+        manifest declares `declared_language` (None: nothing declared) and whose context expects `expects`."""
         model = self.model()
         config = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in _NON_OUTPUT_CONFIG_FIELDS}
         payload = {
@@ -163,6 +168,8 @@ class Extractor:
         }
         if declared_language and self.reads_declared_language:
             payload["declared_language"] = declared_language
+        elif expects and self.reads_expected_languages:
+            payload["expects"] = list(expects)
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def numerics(self) -> dict[str, Any]:

@@ -92,6 +92,15 @@ class Benchmark:
         declared in two languages); clips not listed have their language detected."""
         return {path: code for pair in self.pairs for path, code in pair.declared_languages().items()}
 
+    def expected_languages(self) -> dict[str, tuple[str, ...]]:
+        """Relative audio path -> the languages its items' contexts expect it in (Pair.expected_languages), for
+        answers whose language is not declared."""
+        found: dict[str, set[str]] = {}
+        for pair in self.pairs:
+            for path, code in pair.expected_languages().items():
+                found.setdefault(path, set()).add(code)
+        return {path: tuple(sorted(codes)) for path, codes in found.items()}
+
     def resolve(self, relative: str) -> Path:
         return self.root / relative
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trace_eval.languages import text_language
+
 __all__ = ["LANGUAGE_FIELDS", "Pair"]
+
+# A written instruction that reads as one language at least this surely (py3langid) tells which language its
+# answers are tested in (trace_eval/languages.py: every Asterisk transcript read so surely was read right).
+TEXT_SURE = 0.5
 
 # The manifest field that declares the language of each audio field's clip (docs/benchmark.md).
 LANGUAGE_FIELDS = {
@@ -53,3 +59,16 @@ class Pair:
             if path and language_field in self.languages:
                 declared[path] = self.languages[language_field]
         return declared
+
+    def expected_languages(self) -> dict[str, str]:
+        """Relative path -> the language this item's context expects an answer in, for each answer whose own
+        language is not declared: the instruction's declared language, else the one its written text reads as
+        surely. Stage 1 decodes an answer in it where the answer's own evidence does not already make it the
+        surest (the hypothesis test of trace_eval/language_rule.py); the judge weighs it as a prior."""
+        expected = self.languages.get("instruction_language")
+        if not expected and self.instruction_text:
+            read = text_language(self.instruction_text)
+            expected = read.code if read is not None and read.probability >= TEXT_SURE else None
+        declared = self.declared_languages()
+        answers = (self.audio1_path, self.audio2_path, self.audio_path)
+        return {path: expected for path in answers if expected and path and path not in declared}

@@ -26,6 +26,7 @@ __all__ = [
     "language_name",
     "separates_words",
     "text_language",
+    "text_languages",
 ]
 
 # Whisper's languages (openai/whisper tokenizer.py), in its order: code -> English name.
@@ -223,3 +224,12 @@ def text_language(text: str | None) -> TextLanguage | None:
         return None
     code, probability = _identifier().classify(text)
     return TextLanguage(str(code), round(float(probability), 3))
+
+
+def text_languages(text: str | None) -> list[tuple[str, float]] | None:
+    """Every language `text` may read as, most probable first, with probabilities over Whisper's languages; None
+    for a text of fewer than TEXT_MIN_LETTERS letters."""
+    letters = sum(c.isalpha() for c in text or "")
+    if letters < TEXT_MIN_LETTERS:
+        return None
+    return [(str(code), round(float(p), 3)) for code, p in _identifier().rank(text)]

@@ -461,7 +461,7 @@ def judge_content(
             oks.append(None)
             notes.append(f"response {n} has speech")
             missing.append("no quoted words in the instruction: nothing to check what is said against")
-        in_language, heard = languages.heard_in(asked, bp, t.language_min_probability)
+        in_language, heard, _ = languages.heard_in(asked, bp, t.language_min_probability)
         if in_language is False:
             oks[-1] = False  # an answer in another language than asked fails whatever it says
         elif oks[-1] and asked.language is None and asked.instruction == languages.ASKED_UNKNOWN:
@@ -968,12 +968,11 @@ def _pair_margin(margins: list[Margin]) -> Margin:
 def _language_check(asked: languages.Asked, bp: dict | None, t: Thresholds) -> list[tuple[bool, float]]:
     """The answer's language against the one expected, as far from the probability floor as its detection
     (a declared language: sure); nothing where it cannot be told."""
-    heard = languages.heard_in(asked, bp, t.language_min_probability)[0]
-    if heard is None:
+    heard = languages.heard_in(asked, bp, t.language_min_probability)
+    if heard.in_language is None:
         return []
-    found = languages.ClipLanguage.of(bp)
-    probability = found.probability if found else None
-    return [(heard, SURE_MARGIN if probability is None else _distance(probability, "language_min_probability", t))]
+    sure = heard.probability is None
+    return [(heard.in_language, SURE_MARGIN if sure else _distance(heard.probability, "language_min_probability", t))]
 
 
 def content_margin(
@@ -1195,6 +1194,19 @@ def spoken_words(transcript: str, language: str | None, t: Thresholds = DEFAULT_
     return f'{lead} "{quoted}"', lead
 
 
+def no_answer_loses(judgement: Judgement, failed: tuple[bool, bool]) -> Judgement:
+    """A response whose audio could not be heard (empty, or not decodable) is no answer: it loses every dimension
+    to an answer that can be heard, whatever the dimension's rule could tell of that one (both_bad stands where
+    the rule found it unacceptable), and both are bad where neither can be heard."""
+    label, why, missing = judgement
+    if all(failed):
+        return "both_bad", f"{why}; neither response could be heard", None
+    if not any(failed) or label in ("both_bad", "1" if failed[1] else "2"):
+        return judgement
+    heard, lost = ("1", 2) if failed[1] else ("2", 1)
+    return heard, f"{why}; response {lost} could not be heard, and any answer wins over none", None
+
+
 def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     """The verdict document for one case, reasoning included; `undetermined` names each dimension left null."""
     # The written instruction keeps its quotation marks, which tell the words to say from the manner asked for.
@@ -1225,6 +1237,10 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
         why_c = f"words to say read from the instruction's transcript, after “{lead}”; {why_c}"
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction, language)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts, language)
+    failed = (bool((bp1 or {}).get("answer_failed")), bool((bp2 or {}).get("answer_failed")))
+    content, why_c, missing_c = no_answer_loses((content, why_c, missing_c), failed)
+    quality, why_vq, missing_vq = no_answer_loses((quality, why_vq, missing_vq), failed)
+    para, why_p, missing_p = no_answer_loses((para, why_p, missing_p), failed)
     reasoning = (
         f"Content: {why_c} -> {content or 'undetermined'}. "
         f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "

@@ -24,9 +24,10 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
-from trace_eval.languages import language_name, text_language
+from trace_eval.language_rule import LanguageRule
+from trace_eval.languages import language_name, text_language, text_languages
 from trace_eval.text import fold
 
 __all__ = [
@@ -34,12 +35,14 @@ __all__ = [
     "TABLES",
     "Asked",
     "ClipLanguage",
+    "Heard",
     "Table",
     "asked_language",
     "describe_clip",
     "expected",
     "heard_in",
     "instruction_language",
+    "language_evidence",
     "manner_requests",
     "name",
     "not_understood",
@@ -200,7 +203,13 @@ def instruction_language(
     """The instruction's language, and which evidence told it:
 
     1. declared by the manifest (`instruction_language`, the item's `Pair.languages`);
-    2. else detected from its audio, when the detection is sure (`min_probability`) and the written instruction
+    2. else, where its blueprint records the evidence of its language (`language.evidence`), the one rule over
+       that evidence and what its written text reads as (trace_eval/language_rule.py): a Spanish text heard as
+       Italian is Spanish when the text says so more surely than the audio says Italian.
+
+    A blueprint made before the evidence was recorded is read by the chain that came before:
+
+    2. detected from its audio, when the detection is sure (`min_probability`) and the written instruction
        (`text`) does not contradict it: a text in another script (synthetic Spanish heard as Thai), or a text
        that reads surely as another language (espeak-ng's Spanish heard as Finnish at 0.80);
     3. else read from the written instruction, when it reads surely as one language (`text_language`);
@@ -218,6 +227,17 @@ def instruction_language(
     if audio is None:
         return None
     written = (text or "").strip()
+    evidence = language_evidence(blueprint)
+    if evidence is not None:
+        # One rule over the audio's evidence and the text's reading (trace_eval/language_rule.py).
+        readings = text_languages(written) if written else None
+        decision = LanguageRule.load().decide(evidence, text=dict(readings) if readings else None)
+        said = f"its audio: {decision.reason}"
+        if written:
+            said += "; its text " + (
+                "reads " + ", ".join(f"{c} {p:.2f}" for c, p in readings[:3]) if readings else "too short to read"
+            )
+        return replace(audio, code=decision.code, probability=decision.probability, evidence=said)
     script = script_of(written)
     read = text_language(written) if written else None
     sure_text = read if read is not None and read.probability >= min_probability else None
@@ -280,10 +300,15 @@ def reads_english(language: str | None) -> bool:
 
 
 def describe_clip(blueprint: dict | None, instruction: ClipLanguage | None = None) -> str:
-    """A response's language for a prompt, and whether it differs from the instruction's."""
+    """A response's language for a prompt, heard with the instruction's language as the prior where its evidence
+    is recorded (as `heard_in` hears it), and whether it differs from the instruction's."""
     language = ClipLanguage.of(blueprint)
     if language is None:
         return "not recorded"
+    evidence = language_evidence(blueprint)
+    if evidence is not None and instruction is not None and instruction.code:
+        decision = LanguageRule.load().decide(evidence, expected=instruction.code)
+        language = replace(language, code=decision.code, probability=decision.probability)
     text = language.describe()
     if instruction is not None and instruction.code and language.code and language.code != instruction.code:
         text += f"; not the instruction's language ({name(instruction.code)})"
@@ -699,18 +724,44 @@ def expected(manner: str, language: str | None) -> Asked:
     return Asked(known, False, language)
 
 
-def heard_in(asked: Asked, blueprint: dict | None, min_probability: float) -> tuple[bool | None, str]:
-    """(True, what) when the answer is in the language expected, (False, what) when it is heard in another
-    language, (None, why) when that cannot be told; ("", ...) reasons stay empty where nothing is expected."""
+class Heard(NamedTuple):
+    """Whether an answer is in the language expected, in words, and how probable the language it was heard in."""
+
+    in_language: bool | None  # None: not known, or nothing expected
+    what: str  # "in Spanish", "in English, not Spanish expected ...", why it is not known; "" when nothing expected
+    probability: float | None = None  # of the language heard, given the context; None when declared
+
+
+def heard_in(asked: Asked, blueprint: dict | None, min_probability: float) -> Heard:
+    """The answer's language against the one expected: (True, what) when in it, (False, what) when heard in
+    another, (None, why) when that cannot be told. Where the blueprint records its language's evidence, the
+    expected language is the rule's prior (trace_eval/language_rule.py): an answer the evidence leaves ambiguous
+    goes the instruction's way, a surely English one stays English."""
     if asked.language is None:
-        return None, ""
+        return Heard(None, "")
     heard = ClipLanguage.of(blueprint)
     if heard is None:
-        return None, "its language not recorded"
+        return Heard(None, "its language not recorded")
     if heard.code is None:
-        return None, f"its language not known ({heard.reason or 'no reason recorded'})"
+        return Heard(None, f"its language not known ({heard.reason or 'no reason recorded'})")
+    evidence = language_evidence(blueprint)
+    context = ""
+    if evidence is not None:
+        decision = LanguageRule.load().decide(evidence, expected=asked.language)
+        heard = replace(heard, code=decision.code, probability=decision.probability)
+        context = f", probability {decision.probability:.2f} with {name(asked.language)} expected"
     if not heard.trusted(min_probability):
-        return None, f"heard as {name(heard.code)} only with probability {heard.probability:.2f}"
+        return Heard(
+            None, f"heard as {name(heard.code)} only with probability {heard.probability:.2f}", heard.probability
+        )
     if heard.code == asked.language:
-        return True, f"in {name(heard.code)}"
-    return False, f"in {name(heard.code)}, not {asked.describe()}"
+        return Heard(True, f"in {name(heard.code)}{context}", heard.probability)
+    return Heard(False, f"in {name(heard.code)}{context}, not {asked.describe()}", heard.probability)
+
+
+def language_evidence(blueprint: dict | None) -> dict | None:
+    """The evidence a detected language was decided from (`language.evidence`); None where declared, or in a
+    blueprint made before the evidence was recorded."""
+    value = (blueprint or {}).get("language")
+    evidence = value.get("evidence") if isinstance(value, dict) and value.get("source") == "detected" else None
+    return evidence if isinstance(evidence, dict) else None

@@ -18,7 +18,10 @@ def extractor_record(blueprint: dict, extractor: str) -> Any:
 
 def unmeasured_reason(blueprint: dict, key: str, extractor: str) -> str:
     """Why the value at the dotted `key` of `blueprint`, made by `extractor`, is missing: the extractor's
-    `null_reasons` for it, else the reason of its status (unavailable, failed)."""
+    `null_reasons` for it, else the reason of its status (unavailable, failed); for an answer whose audio could
+    not be heard, that, naming its file."""
+    if blueprint.get("answer_failed"):
+        return f"the answer's audio could not be heard: {blueprint['answer_failed']}"
     record = extractor_record(blueprint, extractor)
     if not isinstance(record, dict):
         return f"{extractor} extractor not run"

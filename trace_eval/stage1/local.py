@@ -248,7 +248,7 @@ def _run_chunk(plan: Plan, recorder: Recorder, chunk: list[Job], decoded: list[D
         if dec.audio is None and job.blueprint is not None and dec.error is None:
             # only audio-free sections (e.g. speaking rate) are stale: no decoding needed
             blueprints[job.sha] = job.blueprint
-            clips[job.sha] = Clip(job.sha, None, job.blueprint, job.language)
+            clips[job.sha] = Clip(job.sha, None, job.blueprint, job.language, job.expects)
             changed[job.sha] = False
             continue
         if dec.audio is None:
@@ -257,7 +257,7 @@ def _run_chunk(plan: Plan, recorder: Recorder, chunk: list[Job], decoded: list[D
         info = AudioInfo(dec.audio.duration_s, dec.audio.sample_rate, dec.audio.channels)
         bp = blueprints[job.sha] = recorder.blueprint(job, info)
         changed[job.sha] = job.blueprint is None
-        clips[job.sha] = Clip(job.sha, dec.audio, bp, job.language)
+        clips[job.sha] = Clip(job.sha, dec.audio, bp, job.language, job.expects)
         for name, (result, secs) in dec.sections.items():
             changed[job.sha] |= recorder.apply(bp, job, by_name[name], result, secs)
 

@@ -37,11 +37,16 @@ __all__ = [
 DEFAULT_PROFILE = "cpu"  # the profile whose blueprints are an audio's default variant
 
 
-def variant_of(profile: str, language: str | None) -> str:
+def variant_of(profile: str, language: str | None, expects: tuple[str, ...] = ()) -> str:
     """Which of an audio's blueprints a run makes and reads: the settings that give the same audio other sections
     are kept apart in the store, side by side, so that neither run recomputes the other's ("" for the cpu
-    profile with the language detected; "language-es", "paper", "paper.language-es" ...)."""
-    parts = ([] if profile == DEFAULT_PROFILE else [profile]) + ([f"language-{language}"] if language else [])
+    profile with the language detected; "language-es", "paper", "paper.language-es", "expects-es" for an answer
+    tested against the language its instruction expects ...)."""
+    parts = [] if profile == DEFAULT_PROFILE else [profile]
+    if language:
+        parts.append(f"language-{language}")
+    elif expects:
+        parts.append("expects-" + "+".join(expects))
     return ".".join(parts)
 
 
@@ -56,6 +61,7 @@ class Job:
     # provenance.extractors as the plan read them: what another process wrote since differs from this
     stored_sections: dict = field(default_factory=dict)
     language: str | None = None  # the language the manifest declares for this audio; None: detected
+    expects: tuple[str, ...] = ()  # the languages its items' contexts expect it in (Clip.expects)
     variant: str = ""  # the variant of settings its blueprint is made in (variant_of)
 
     @property
@@ -96,7 +102,8 @@ class Plan:
     kept_unavailable: dict[str, str] = field(default_factory=dict)  # extractor -> recorded reason
     kept_failures: list[RecordedFailure] = field(default_factory=list)  # not tried again
     packages: str = ""  # installed_packages(), recorded with a decode failure
-    _declared: dict[str, dict[str, str]] = field(default_factory=dict)  # declared language -> its fingerprints
+    # (declared language, expected languages) -> their fingerprints
+    _declared: dict[tuple[str | None, tuple[str, ...]], dict[str, str]] = field(default_factory=dict)
 
     @property
     def undecodable(self) -> list[RecordedFailure]:
@@ -109,12 +116,14 @@ class Plan:
 
     def fingerprints_of(self, job: Job) -> dict[str, str]:
         """The fingerprints a job's sections are made with: those of the run, and for a clip whose manifest
-        declares its language, those of the extractors that read it (and of their dependants) with it."""
-        if job.language is None:
+        declares its language (or whose context expects one), those of the extractors that read it (and of their
+        dependants) with it."""
+        if job.language is None and not job.expects:
             return self.fingerprints
-        if job.language not in self._declared:
-            self._declared[job.language] = fingerprints(self.extractors, job.language)
-        return self._declared[job.language]
+        key = (job.language, job.expects)
+        if key not in self._declared:
+            self._declared[key] = fingerprints(self.extractors, job.language, job.expects)
+        return self._declared[key]
 
     def todo(self) -> list[Job]:
         """Jobs with work to do, shortest audio first (clips of similar length share a batch)."""
@@ -179,6 +188,7 @@ def make_plan(
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
+    expected = bench.expected_languages()
     asr = next((e for e in extractors if e.name == "asr"), None)
     run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []
@@ -189,7 +199,8 @@ def make_plan(
             plan.missing.append(Missing(rel, f"{path}: file not found"))
             continue
         sha = store.hash_of(rel)
-        variant = variant_of(profile, declared.get(rel) or run_language)
+        expects = () if run_language else expected.get(rel, ())
+        variant = variant_of(profile, declared.get(rel) or run_language, expects)
         if sha in plan.jobs:  # identical audio under several paths is processed once, in the language declared
             job = plan.jobs[sha]
             if declared.get(rel) not in (None, job.language):
@@ -210,7 +221,7 @@ def make_plan(
             plan.kept_failures.append(RecordedFailure(rel, sha, "decode", failure.get("reason") or "not decodable"))
             undecodable.add(sha)
             continue
-        job = Job(rel, sha, blueprint, [], copy.deepcopy(_sections(blueprint)), declared.get(rel), variant)
+        job = Job(rel, sha, blueprint, [], copy.deepcopy(_sections(blueprint)), declared.get(rel), expects, variant)
         job.needed = _stale(plan, job, force, retry_unavailable)
         plan.jobs[sha] = job
     for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
@@ -270,12 +281,14 @@ def _stale(plan: Plan, job: Job, force: bool, retry_unavailable: bool) -> list[s
     return needed
 
 
-def fingerprints(extractors: list[Extractor], declared_language: str | None = None) -> dict[str, str]:
+def fingerprints(
+    extractors: list[Extractor], declared_language: str | None = None, expects: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Each extractor's own fingerprint combined with those of its dependencies (for a clip declared to be in
-    `declared_language`, None for one whose language is detected)."""
+    `declared_language`, None for one whose language is detected, and whose context expects `expects`)."""
     result: dict[str, str] = {}
     for ext in extractors:  # dependencies come first
-        parts = [ext.fingerprint(declared_language)] + [result[d] for d in ext.depends_on]
+        parts = [ext.fingerprint(declared_language, expects)] + [result[d] for d in ext.depends_on]
         result[ext.name] = parts[0] if len(parts) == 1 else hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
     return result
 

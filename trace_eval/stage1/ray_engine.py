@@ -146,6 +146,7 @@ def _decode(row: dict, per_clip: list[tuple[type[Extractor], Any, str]], rates: 
     out = {
         "sha": row["sha"],
         "language": row["language"],
+        "expects": row["expects"],
         "blueprint": row["blueprint"],
         "models": row["models"],
         "error": dec.error or "",
@@ -211,7 +212,8 @@ class ModelActor:
                 by_rate = {r: np.frombuffer(batch[f"audio_{r}"][i], dtype=np.float32) for r in self.rates}
                 audio = ShippedAudio(by_rate, duration_s, channels)
                 blueprint = self._blueprint(batch["blueprint"][i], results[i])
-                clips.append(Clip(str(batch["sha"][i]), audio, blueprint, str(batch["language"][i]) or None))
+                expects = tuple(c for c in str(batch["expects"][i]).split(",") if c)
+                clips.append(Clip(str(batch["sha"][i]), audio, blueprint, str(batch["language"][i]) or None, expects))
             for i, (_, result, seconds) in zip(chosen, run_batched(self.ext, clips)):
                 results[i][name] = (result, seconds)
         batch["results"] = np.array([pickle.dumps(r) for r in results], dtype=object)
@@ -272,6 +274,7 @@ def execute(plan: Plan, recorder: Recorder, settings: dict[str, dict[str, Any]],
         {
             "sha": j.sha,
             "language": j.language or "",
+            "expects": ",".join(j.expects),
             # what a model that depends on others reads of the stored blueprint (accent: the language; prosody: words)
             "blueprint": json.dumps(j.blueprint or {}) if dependants & set(j.needed) else "",
             "path": plan.bench.source(j.path),
@@ -384,7 +387,7 @@ def _finish(
                 reason = recorder.unavailable.get(ext.name) or f"depends on {', '.join(missing)}, which is unavailable"
                 result, seconds = ExtractorUnavailable(reason), None
             else:
-                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp, job.language)])
+                [(_, result, seconds)] = run_batched(ext, [Clip(job.sha, audio, bp, job.language, job.expects)])
         else:
             continue
         changed |= recorder.apply(bp, job, ext, result, seconds)

@@ -1,0 +1,114 @@
+"""The one rule that decides a clip's language from its evidence (trace_eval/language_rule.py), on evidence
+written as asr records it: the rule's arithmetic and what context does to it. How often the fitted rule is
+right is measured on the perception sets (scripts/bench_perception.py, tests/extractors/test_perception.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trace_eval.judge.languages import Asked, heard_in, instruction_language
+from trace_eval.language_rule import LanguageRule
+
+
+def guess(text: str, logprob: float, tokens: int, reads: list | None, loops: bool = False) -> dict:
+    return {"text": text, "logprob": logprob, "tokens": tokens, "loops": loops, "reads": reads}
+
+
+RULE = LanguageRule.load()
+# A short Spanish answer whose token leans English ("No hay mensajes." heard as "No, I mustn't sahise.").
+LEANS_ENGLISH = {
+    "speech_s": 1.4,
+    "token": {"en": 0.62, "es": 0.21, "pt": 0.06, "it": 0.04},
+    "guesses": {
+        "en": guess("No, I mustn't sahise.", -9.1, 8, None),
+        "es": guess("No hay mensajes.", -5.2, 6, [["es", 0.93]]),
+        "pt": guess("Não há mensagens.", -8.8, 7, [["pt", 0.71]]),
+        "it": guess("No ai messaggi.", -9.5, 6, [["it", 0.55]]),
+    },
+}
+
+
+def blueprint(evidence: dict, code: str, probability: float) -> dict:
+    return {"language": {"code": code, "probability": probability, "source": "detected", "evidence": evidence}}
+
+
+def test_a_sure_token_decodes_no_guesses_and_decides_alone():
+    token = {"fr": 0.97, "en": 0.02}
+    assert RULE.guesses_to_decode(token) == []
+    decision = RULE.decide({"speech_s": 3.0, "token": token})
+    assert decision.code == "fr" and decision.probability > 0.9
+
+
+def test_a_split_token_decodes_its_first_guesses():
+    token = {"en": 0.5, "es": 0.3, "ca": 0.15, "gl": 0.001}
+    chosen = RULE.guesses_to_decode(token)
+    assert chosen[:3] == ["en", "es", "ca"] and "gl" not in chosen
+
+
+def test_words_written_under_another_token_count_for_their_own_language():
+    """English speech decoded under the Tagalog token comes out as English words: that is English's evidence."""
+    evidence = {
+        "speech_s": 3.2,
+        "token": {"tl": 0.41, "vi": 0.22, "en": 0.2},
+        "guesses": {
+            "tl": guess("At we won't link at the front entrance.", -14.0, 11, [["en", 0.91]]),
+            "vi": guess("Ét uy oăn linh ét đờ phờ ron en tran.", -30.0, 24, [["vi", 0.8]]),
+            "en": guess("And we want to meet at the front entrance.", -12.5, 10, [["en", 0.97]]),
+        },
+    }
+    decision = RULE.decide(evidence)
+    assert decision.code == "en", decision
+    assert decision.posterior["en"] > decision.posterior.get("tl", 0)
+
+
+def test_the_transcripts_settle_a_token_that_leans_the_wrong_way():
+    decision = RULE.decide(LEANS_ENGLISH)
+    assert decision.code == "es", decision
+
+
+def test_the_expected_language_is_a_prior_that_tips_an_ambiguous_answer_but_not_a_sure_one():
+    ambiguous = {"speech_s": 1.0, "token": {"en": 0.45, "es": 0.4, "pt": 0.1}}
+    assert RULE.decide(ambiguous).code == "en"
+    assert RULE.decide(ambiguous, expected="es").code == "es"
+    sure = {"speech_s": 3.0, "token": {"en": 0.96, "es": 0.01}}
+    assert RULE.decide(sure, expected="es").code == "en"
+
+
+def test_an_answer_is_held_to_the_instructions_language_through_the_prior():
+    asked = Asked("es", False, "es")
+    ambiguous = {"speech_s": 1.0, "token": {"en": 0.45, "es": 0.4, "pt": 0.1}}
+    heard = heard_in(asked, blueprint(ambiguous, "en", 0.45), 0.5)
+    assert heard.in_language is True and "Spanish expected" in heard.what, heard
+    english = {"speech_s": 3.0, "token": {"en": 0.97, "es": 0.01}}
+    heard = heard_in(asked, blueprint(english, "en", 0.97), 0.5)
+    assert heard.in_language is False and "not Spanish expected" in heard.what, heard
+
+
+def test_a_written_text_and_the_audio_are_weighed_together():
+    """espeak-ng's Spanish heard as Italian at 0.75; its text reads as Spanish only at 0.39 (Galician and
+    Portuguese share the rest): together, Spanish."""
+    italian = {"speech_s": 2.5, "token": {"it": 0.75, "es": 0.18, "pt": 0.04}}
+    text = "Di la conferencia ha sido extendida"
+    told = instruction_language({}, blueprint(italian, "it", 0.75), text)
+    assert told is not None and told.code == "es", told
+    assert "its text reads es" in (told.evidence or ""), told.evidence
+    # Without the text, the audio decides.
+    told = instruction_language({}, blueprint(italian, "it", 0.75), None)
+    assert told is not None and told.code == "it"
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [None, {}, {"speech_s": 0.0, "token": {}}],
+    ids=["none", "empty", "no token"],
+)
+def test_no_evidence_decides_nothing_and_says_so(evidence):
+    decision = RULE.decide(evidence)
+    assert decision.code is None and decision.probability is None and decision.reason == "no language evidence"
+
+
+def test_a_text_no_table_knows_and_an_empty_text_are_read_as_no_evidence():
+    audio = {"speech_s": 2.0, "token": {"de": 0.9, "nl": 0.05}}
+    for text in ("", "ᚠᚢᚦᚨᚱᚲ ᚷᚹᚺᚾ", "???"):
+        told = instruction_language({}, blueprint(audio, "de", 0.9), text)
+        assert told is not None and told.code == "de", (text, told)

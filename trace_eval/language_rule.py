@@ -1,0 +1,244 @@
+"""A clip's language from all the evidence, in one rule.
+
+The evidence of a clip (`language.evidence` in its blueprint, written by `asr`):
+
+- `token`: Whisper's probability of its most probable languages, read from its language token on the clip's
+  first window of speech;
+- `guesses`: where the token is split (its surest language below `split_below`), that window decoded by beam
+  search in each of the token's first guesses: the transcript's log-probability summed over its tokens, whether
+  it loops, and what its words read as (py3langid, over Whisper's languages);
+- and, given by the judge: a written text's reading (an instruction's text) and a prior from the pair's context
+  (an answer is expected in its instruction's language; an instruction in its benchmark's).
+
+Each candidate language `c` (the token's languages; where guesses were decoded, the guesses and the languages
+their words read as) is scored as a log-linear model, and the scores are turned into probabilities:
+
+    token_weight      * log P_token(c)
+  + transcript_weight * (log-probability of c's transcript - the best transcript's)
+  + words_weight      * log(floor + how surely a transcript's words read as c)
+  - loop_penalty      * (c's transcript loops)
+  + text_weight       * log(floor + P_text(c))       (a written text, where there is one)
+  + log prior(c)                                        (context, where there is some)
+
+    P(c | evidence) = exp(score(c)) / sum over candidates of exp(score)
+
+The decision is the most probable candidate, with its probability. The constants are data
+(trace_eval/language_rule.json), fitted on the tuning half of the perception sets by maximum likelihood
+(`scripts/bench_perception.py --fit`) and reported on the test half (docs/languages.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LanguageDecision", "LanguageRule", "fit", "save"]
+
+CONSTANTS = Path(__file__).with_name("language_rule.json")
+
+
+@dataclass(frozen=True)
+class LanguageDecision:
+    """What the rule decided, and from what."""
+
+    code: str | None  # the most probable language; None when there is no evidence at all
+    probability: float | None  # its probability given the evidence (3 decimals)
+    posterior: dict[str, float] = field(default_factory=dict)  # every candidate's, most probable first
+    reason: str = ""  # the evidence in words, for the blueprint and the judge's reasons
+
+
+@dataclass(frozen=True)
+class LanguageRule:
+    """The rule's constants (docstring of this module); `load()` gives the fitted ones."""
+
+    token_weight: float = 1.0
+    transcript_weight: float = 0.5
+    words_weight: float = 1.0
+    loop_penalty: float = 2.0
+    text_weight: float = 1.0
+    floor: float = 0.01  # a reading's smallest weight: a language no text reads as is unlikely, not impossible
+    unread: float = 0.1  # the reading of a transcript too short to read: neither for nor against its language
+    token_floor: float = 1e-4  # the token's probability of a language it gave less than this
+    split_below: float = 0.9  # the token's surest language below this decodes its guesses
+    candidates: int = 5  # ... at most this many
+    min_candidate_probability: float = 0.02  # ... those the token gives at least this (the first always)
+    prior_weight: float = 0.5  # the context prior's probability of the expected language, the rest shared out
+    fitted_on: str = ""  # where the constants come from
+
+    @classmethod
+    @functools.cache
+    def load(cls) -> LanguageRule:
+        data = json.loads(CONSTANTS.read_text()) if CONSTANTS.exists() else {}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    # -- which guesses asr decodes ---------------------------------------------------------------------------
+
+    def guesses_to_decode(self, token: Mapping[str, float]) -> list[str]:
+        """The languages whose transcripts settle a split token: none when its surest is sure enough."""
+        ranked = sorted(token.items(), key=lambda item: (-item[1], item[0]))
+        if not ranked or ranked[0][1] >= self.split_below:
+            return []
+        chosen = [
+            c for i, (c, p) in enumerate(ranked[: self.candidates]) if not i or p >= self.min_candidate_probability
+        ]
+        return chosen if len(chosen) > 1 else []
+
+    # -- the decision ------------------------------------------------------------------------------------------
+
+    def scores(
+        self,
+        evidence: Mapping[str, Any],
+        text: Mapping[str, float] | None = None,
+        prior: Mapping[str, float] | None = None,
+    ) -> dict[str, float]:
+        """Each candidate language's score (log, up to a constant)."""
+        token: Mapping[str, float] = evidence.get("token") or {}
+        guesses: Mapping[str, Mapping[str, Any]] = evidence.get("guesses") or {}
+        candidates = _candidates(token, guesses)
+        if text:
+            candidates |= {c for c, p in text.items() if p >= 0.5}
+        if prior:
+            candidates |= set(prior)
+        scores = {}
+        best_logprob = max((g["logprob"] for g in guesses.values()), default=0.0)
+        for c in candidates:
+            score = self.token_weight * math.log(max(token.get(c, 0.0), self.token_floor))
+            if guesses:
+                own = guesses.get(c) or _read_as(guesses, c)
+                if own is None:  # nothing was decoded in it, nor read as it: as unlikely as the worst transcript
+                    logprob = min(g["logprob"] for g in guesses.values())
+                    loops = True
+                else:
+                    logprob, loops = own["logprob"], own["loops"]
+                score += self.transcript_weight * (logprob - best_logprob)
+                score += self.words_weight * math.log(self.floor + _reading(guesses, c, self.unread))
+                score -= self.loop_penalty * loops
+            if text:
+                score += self.text_weight * math.log(self.floor + text.get(c, 0.0))
+            if prior:
+                score += math.log(max(prior.get(c, 0.0), 1e-12))
+            scores[c] = score
+        return scores
+
+    def decide(
+        self,
+        evidence: Mapping[str, Any] | None,
+        text: Mapping[str, float] | None = None,
+        expected: str | None = None,
+        prior: Mapping[str, float] | None = None,
+    ) -> LanguageDecision:
+        """The most probable language given the evidence, a text's reading and a prior; `expected`: a language
+        the context expects (the prior gives it `prior_weight` and shares the rest among the others)."""
+        if not evidence or not evidence.get("token"):
+            return LanguageDecision(None, None, {}, "no language evidence")
+        if expected is not None and prior is None:
+            prior = self.expecting(expected, evidence, text)
+        scores = self.scores(evidence, text, prior)
+        top = max(scores.values())
+        weights = {c: math.exp(s - top) for c, s in scores.items()}
+        total = sum(weights.values())
+        posterior = {c: round(w / total, 3) for c, w in sorted(weights.items(), key=lambda item: (-item[1], item[0]))}
+        code = next(iter(posterior))
+        return LanguageDecision(code, posterior[code], dict(list(posterior.items())[:5]), describe(evidence))
+
+    def expecting(
+        self, expected: str, evidence: Mapping[str, Any], text: Mapping[str, float] | None = None
+    ) -> dict[str, float]:
+        """A prior that expects one language: `prior_weight` for it, the rest shared by the other candidates."""
+        others = _candidates(evidence.get("token") or {}, evidence.get("guesses") or {}) - {expected}
+        if text:
+            others |= {c for c, p in text.items() if p >= 0.5} - {expected}
+        if not others:
+            return {expected: 1.0}
+        rest = (1 - self.prior_weight) / len(others)
+        return {expected: self.prior_weight, **dict.fromkeys(others, rest)}
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _candidates(token: Mapping[str, float], guesses: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    if not guesses:
+        return set(token)
+    read = {reads[0][0] for g in guesses.values() if (reads := g.get("reads")) and reads[0][1] >= 0.5}
+    return set(guesses) | read
+
+
+def _read_as(guesses: Mapping[str, Mapping[str, Any]], code: str) -> Mapping[str, Any] | None:
+    """The guess whose words read most surely as `code` (English speech decoded under the Tagalog token comes out
+    as English words: that transcript is English's)."""
+    best, surest = None, 0.0
+    for guess in guesses.values():
+        p = dict((c, q) for c, q in guess.get("reads") or []).get(code, 0.0)
+        if p > surest:
+            best, surest = guess, p
+    return best if surest >= 0.5 else None
+
+
+def _reading(guesses: Mapping[str, Mapping[str, Any]], code: str, unread: float) -> float:
+    """How surely some transcript's words read as `code`: its own guess's reading, or another's (the words
+    Whisper wrote under another token), `unread` where its own are too few to read."""
+    own = guesses.get(code)
+    readings = [dict((c, q) for c, q in g["reads"]).get(code, 0.0) for g in guesses.values() if g.get("reads")]
+    if own is not None and not own.get("reads"):
+        readings.append(unread)
+    return max(readings, default=unread)
+
+
+def describe(evidence: Mapping[str, Any]) -> str:
+    """The evidence in words: "token en 0.46, es 0.31; transcripts: es -12.3 (9 tokens, reads es 0.92), ..."."""
+    token = evidence.get("token") or {}
+    ranked = sorted(token.items(), key=lambda item: (-item[1], item[0]))[:4]
+    said = "token " + ", ".join(f"{c} {p:.2f}" for c, p in ranked)
+    guesses = evidence.get("guesses") or {}
+    if guesses:
+        parts = []
+        for c, g in guesses.items():
+            reads = g.get("reads")
+            how = f"reads {reads[0][0]} {reads[0][1]:.2f}" if reads else "too short to read"
+            parts.append(f"{c} {g['logprob']:.1f} ({g['tokens']} tokens, {how}{', loops' if g['loops'] else ''})")
+        said += "; transcripts: " + ", ".join(parts)
+    return said
+
+
+# -- fitting ---------------------------------------------------------------------------------------------------
+
+FITTED = ("token_weight", "transcript_weight", "words_weight", "loop_penalty")
+
+
+def fit(examples: list[tuple[Mapping[str, Any], str]]) -> LanguageRule:
+    """The weights that make the true languages of `examples` (evidence, language) most probable: maximum
+    likelihood, by Nelder-Mead from the current constants."""
+    from scipy.optimize import minimize
+
+    start = LanguageRule.load()
+
+    def loss(weights) -> float:
+        rule = _with(start, weights)
+        total = 0.0
+        for evidence, truth in examples:
+            scores = rule.scores(evidence)
+            top = max(scores.values())
+            norm = top + math.log(sum(math.exp(s - top) for s in scores.values()))
+            total -= scores.get(truth, norm - 12.0) - norm  # a truth the rule never considers costs e^-12
+        return total / len(examples)
+
+    best = minimize(loss, [getattr(start, name) for name in FITTED], method="Nelder-Mead", options={"maxiter": 400})
+    return _with(start, best.x)
+
+
+def save(rule: LanguageRule, fitted_on: str) -> None:
+    """Write the constants the rule loads (language_rule.json)."""
+    CONSTANTS.write_text(json.dumps(rule.record() | {"fitted_on": fitted_on}, indent=2) + "\n")
+    LanguageRule.load.cache_clear()
+
+
+def _with(rule: LanguageRule, weights) -> LanguageRule:
+    values = asdict(rule) | {name: round(max(0.0, float(w)), 3) for name, w in zip(FITTED, weights)}
+    return LanguageRule(**values)
