@@ -448,11 +448,13 @@ def test_swap_with_the_cues_backbone_says_it_measures_nothing(tmp_path, capsys):
     assert "(--swap with the cues backbone measures nothing" in captured.out
 
 
-def _judge_process(code: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _judge_process(code: str, tmp_path: Path, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
     """`code` then the judge command in a process of its own, as a user runs it (a fresh interpreter: what it
     imports is its own)."""
     script = f"import sys\n{code}\nfrom trace_eval.cli import entry\nsys.exit(entry())\n"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_JUDGE_API_KEY": "dummy", "TRACE_CACHE_DIR": str(tmp_path)}
+    env.pop("TRACE_JUDGE_VIA_LITELLM", None)
+    env.update(env_vars)
     return subprocess.run(
         [sys.executable, "-c", script, "judge", *args], capture_output=True, text=True, env=env, cwd=tmp_path
     )
@@ -467,8 +469,8 @@ def test_a_missing_benchmark_is_said_before_the_judge_s_modules_load(tmp_path):
 
 
 def test_litellm_is_imported_while_the_benchmark_is_read_and_never_for_cues(tmp_path):
-    """An LLM judge: litellm's import (seconds) is under way before the benchmark is read, in a thread of its own;
-    `cues` imports no litellm at all."""
+    """An LLM judge through litellm: litellm's import (seconds) is under way before the benchmark is read, in a
+    thread of its own; `cues` imports no litellm at all."""
     bench = write_benchmark(tmp_path / "bench", 2)
     watch = (
         "import trace_eval.judge.runner as runner, trace_eval.judge.litellm_backbone as lb\n"
@@ -482,7 +484,9 @@ def test_litellm_is_imported_while_the_benchmark_is_read_and_never_for_cues(tmp_
     )
     with LLMServer(default=Reply(verdict_json())) as server:
         common = ["--bench", str(bench), "--quiet", "--no-cache"]
-        llm = _judge_process(watch, tmp_path, *common, "--model", "openai/x", "--api-base", server.api_base)
+        llm = _judge_process(
+            watch, tmp_path, *common, "--model", "openai/x", "--api-base", server.api_base, TRACE_JUDGE_VIA_LITELLM="1"
+        )
         assert server.request_count == 2
     assert llm.returncode == 0, llm.stderr[-2000:]
     assert "importing litellm while the benchmark is read: True" in llm.stdout
@@ -490,3 +494,18 @@ def test_litellm_is_imported_while_the_benchmark_is_read_and_never_for_cues(tmp_
     assert cues.returncode == 0, cues.stderr[-2000:]
     assert "importing litellm while the benchmark is read: False" in cues.stdout
     assert "litellm imported: False" in cues.stdout
+
+
+def test_a_local_server_is_judged_without_importing_litellm(tmp_path):
+    """--model openai/NAME --api-base URL: the calls go straight over HTTP; neither litellm nor the OpenAI client,
+    nor a model library, is imported."""
+    bench = write_benchmark(tmp_path / "bench", 2)
+    heavy = ("litellm", "openai", "torch", "tiktoken", "aiohttp")
+    report = f"import atexit; atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules)))"
+    with LLMServer(default=Reply(verdict_json())) as server:
+        args = ["--bench", str(bench), "--quiet", "--no-cache", "--model", "openai/x", "--api-base", server.api_base]
+        done = _judge_process(report, tmp_path, *args)
+        assert server.request_count == 2
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "judged 2 pairs with openai/x" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout

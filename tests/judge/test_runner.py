@@ -1,7 +1,8 @@
-"""The judge against a real local OpenAI-compatible server, called through litellm.
+"""The judge against a real local OpenAI-compatible server, spoken to directly over HTTP as `judge` does.
 
 Every test starts tests/llm_server.py on a random port and judges a small
-synthetic benchmark with model "openai/<name>" and api_base pointing at it.
+synthetic benchmark with model "openai/<name>" and api_base pointing at it
+(test_openai_http.py holds the same calls through litellm to the same answers).
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         + "\n\nfusion policies (rubrics that fuse, such as trace):\n"
         + "\n".join(f"  {name:22} {policy.description}" for name, policy in sorted(fusion.POLICIES.items()))
         + "\n\nenvironment: TRACE_JUDGE_MODEL (default --model), TRACE_JUDGE_API_KEY (API key sent to the backbone;"
-        "\nproviders' own variables such as OPENAI_API_KEY work too), TRACE_CACHE_DIR (answer cache)."
+        "\nproviders' own variables such as OPENAI_API_KEY work too), TRACE_CACHE_DIR (answer cache),"
+        "\nTRACE_JUDGE_VIA_LITELLM=1 (a local server of --api-base called through litellm, not directly over HTTP)."
     )
     p.add_argument(
         "--bench",
@@ -307,14 +308,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _import_ahead(models: list[str], args: argparse.Namespace) -> None:
     """Start importing litellm when a judge will call through it, while the benchmark is read (`cues` never
-    imports it)."""
+    imports it, nor a judge that speaks to the server of --api-base directly)."""
     from trace_eval.judge.backbones import backbone_for
 
     called = [m for m in models if backbone_for(m) == "litellm"]
-    if called:
+    if not called:
+        return
+    from trace_eval.judge.openai_http import speaks_directly
+
+    through_litellm = [m for m in called if not speaks_directly(m, args.api_base)]
+    if through_litellm:
         from trace_eval.judge.litellm_backbone import start_importing_litellm
 
-        start_importing_litellm(called[0], args.api_base)
+        start_importing_litellm(through_litellm[0], args.api_base)
 
 
 def _bench_here() -> Path | None:

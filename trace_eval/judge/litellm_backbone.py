@@ -1,5 +1,9 @@
 """Backbone `litellm`: any litellm model id (OpenAI, Gemini, Anthropic, a local vLLM or Ollama server
 through `api_base`). Provider failures are translated into the exceptions of backbones.py.
+
+An OpenAI-compatible server at --api-base (`openai/NAME`) is called over HTTP without litellm (openai_http.py):
+the same requests, answers and failures, without the seconds litellm's import takes. litellm is imported only
+where it is consulted (another provider, a dry run's token count).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import httpx
+
 from trace_eval.judge.backbones import (
     NO_CONNECTION,
     Backbone,
@@ -26,6 +32,7 @@ from trace_eval.judge.backbones import (
     TransientBackboneError,
     default_token_budget,
 )
+from trace_eval.judge.openai_http import OpenAIServer, ServerError, speaks_directly
 from trace_eval.judge.prompts import Case
 
 __all__ = ["LiteLLMBackbone", "import_litellm", "start_importing_litellm"]
@@ -79,12 +86,17 @@ def start_importing_litellm(model: str, api_base: str | None = None) -> None:
     _importing.start()
 
 
-def _retry_after_s(error: Exception) -> float | None:
-    """Seconds from a Retry-After (or retry-after-ms) header, when the provider sent one."""
+def _headers_of(error: Exception) -> Any:
+    """The HTTP headers of the answer a litellm error came with, if any."""
     headers: Any = getattr(error, "litellm_response_headers", None)
     if headers is None:
         response = getattr(error, "response", None)
         headers = getattr(response, "headers", None)
+    return headers
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, when the provider sent one."""
     if not headers:
         return None
     value = headers.get("retry-after-ms")
@@ -114,15 +126,16 @@ def _connection_failure(error: BaseException) -> tuple[str, str | None, str] | N
     litellm reports them all as a 500 or an APIConnectionError; the cause chain tells them apart, and
     its innermost cause is the most precise.
     """
-    import httpx
-    import openai
-
+    # The OpenAI client's errors can be in the chain only where it was imported (not on the direct path).
+    openai = sys.modules.get("openai")
+    timed_out = (openai.APITimeoutError,) if openai else ()
+    dropped = (ConnectionError, httpx.TransportError, *((openai.APIConnectionError,) if openai else ()))
     precise = {socket.gaierror: "name", ConnectionRefusedError: "refused", ssl.SSLError: "tls"}
     kind = host = None
     detail = ""
     cause: BaseException | None = error
     for _ in range(16):  # the whole chain: a later (inner) cause overrides what an outer one said
-        if cause is None or isinstance(cause, openai.APITimeoutError):
+        if cause is None or isinstance(cause, timed_out):
             break
         found = _HOST.search(str(cause))
         host = getattr(cause, "host", None) or (found.group(1) if found else None) or host
@@ -131,7 +144,7 @@ def _connection_failure(error: BaseException) -> tuple[str, str | None, str] | N
             kind, detail = named, str(cause)
         elif isinstance(cause, httpx.ConnectError) and kind in (None, "connection"):
             kind, detail = "unreachable", str(cause)
-        elif isinstance(cause, (ConnectionError, httpx.TransportError, openai.APIConnectionError)) and kind is None:
+        elif isinstance(cause, dropped) and kind is None:
             kind, detail = "connection", str(cause)
         cause = cause.__cause__ or cause.__context__
     return (kind, host, detail) if kind else None
@@ -140,12 +153,13 @@ def _connection_failure(error: BaseException) -> tuple[str, str | None, str] | N
 _MISSING_KEY = re.compile(r"missing\b.{0,60}\bapi[ _-]?key", re.IGNORECASE)
 
 
-_LITELLM_PREFIX = re.compile(r"^litellm\.\w+: (?:\w+Exception - )?")
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+: (?:\w+: )?(?:\w+Exception - )?")
 
 
 def _describe(error: Exception) -> str:
-    """The provider's message on one line, without litellm's prefix ("litellm.BadRequestError:
-    OpenAIException - ") and the traceback it sometimes folds in."""
+    """The provider's message on one line, without litellm's prefix ("litellm.AuthenticationError:
+    AuthenticationError: OpenAIException - ") and the traceback it sometimes folds in: the server's own words,
+    as the direct path gives them."""
     text = str(error).split("Traceback (most recent call last)")[0]
     text = _LITELLM_PREFIX.sub("", " ".join(text.split()))
     return text[:500] or type(error).__name__
@@ -171,11 +185,25 @@ class LiteLLMBackbone(Backbone):
             # Local OpenAI-compatible servers need some key to be sent, and ignore it.
             settings = replace(settings, api_key="no-key")
         super().__init__(settings)
-        self._litellm = import_litellm()
+        self._imported: Any = None
         self._reasons_first: bool | None = None
-        self._check_provider()
+        # The server of --api-base spoken to directly (the key litellm would send: the given one, else
+        # OPENAI_API_KEY), or None: calls go through litellm.
+        self._server: OpenAIServer | None = None
+        if settings.api_base and speaks_directly(settings.model, settings.api_base):
+            key = settings.api_key or os.environ.get("OPENAI_API_KEY")
+            self._server = OpenAIServer(settings.api_base, key, settings.timeout_s)
+        else:
+            self._check_provider()
         if settings.check_key:
             self._check_key()
+
+    @property
+    def _litellm(self) -> Any:
+        """litellm, imported where it is first consulted."""
+        if self._imported is None:
+            self._imported = import_litellm()
+        return self._imported
 
     def _check_provider(self) -> None:
         try:
@@ -189,6 +217,8 @@ class LiteLLMBackbone(Backbone):
 
     def key_variables(self) -> list[str]:
         """The environment variables litellm reads this model's API key from (empty when it needs none)."""
+        if self._server is not None:  # what litellm says of openai/NAME
+            return [] if os.environ.get("OPENAI_API_KEY") else ["OPENAI_API_KEY"]
         try:
             env = self._litellm.validate_environment(model=self.settings.model, api_base=self.settings.api_base)
         except Exception:
@@ -250,7 +280,11 @@ class LiteLLMBackbone(Backbone):
         )
 
     def reasons_before_answering(self) -> bool:
-        """True when litellm says the model thinks before it answers (its thoughts count against max_tokens)."""
+        """True when litellm says the model thinks before it answers (its thoughts count against max_tokens).
+
+        False on the direct path: litellm's map knows no local server's models (openai/NAME)."""
+        if self._server is not None:
+            return False
         try:
             return bool(self._litellm.supports_reasoning(model=self.settings.model))
         except Exception:
@@ -301,10 +335,13 @@ class LiteLLMBackbone(Backbone):
         return int(litellm.token_counter(model=model, messages=text_only)), exact
 
     def prices_per_token(self) -> tuple[float, float] | None:
-        """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown."""
+        """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown
+        (a local server's calls are not priced from litellm's map, which knows no local model)."""
         s = self.settings
         if s.price_in_per_token is not None:
             return s.price_in_per_token, s.price_out_per_token or 0.0
+        if self._server is not None:
+            return None
         try:
             info = self._litellm.get_model_info(s.model)
         except Exception:
@@ -314,6 +351,8 @@ class LiteLLMBackbone(Backbone):
         return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
 
     def _provider(self) -> str | None:
+        if self._server is not None:
+            return "openai"
         try:
             return self._litellm.get_llm_provider(self.settings.model, api_base=self.settings.api_base)[1]
         except Exception:
@@ -354,8 +393,7 @@ class LiteLLMBackbone(Backbone):
                 return None
         return float(cost) if cost is not None else None
 
-    def _setup_error(self, error: Exception) -> FatalBackboneError:
-        """A rejected key (401, 403) or an unknown model (404): every call would fail the same way."""
+    def _litellm_setup_error(self, error: Exception) -> FatalBackboneError:
         litellm = self._litellm
         status = getattr(error, "status_code", None)
         if status is None:
@@ -366,33 +404,74 @@ class LiteLLMBackbone(Backbone):
                 if isinstance(error, litellm.PermissionDeniedError)
                 else 401
             )
+        return self._setup_error(status, _describe(error))
+
+    def _setup_error(self, status: int, said: str) -> FatalBackboneError:
+        """A rejected key (401, 403) or an unknown model (404): every call would fail the same way."""
         if status == 404:
             return FatalBackboneError(
                 f"{self.name}: unknown model or endpoint at {self._where()} "
-                f"(HTTP 404: {_describe(error)}); check --model and --api-base"
+                f"(HTTP 404: {said}); check --model and --api-base"
             )
         return FatalBackboneError(
-            f"{self.name}: the API key was rejected by {self._where()} "
-            f"(HTTP {status}: {_describe(error)}); {self._key_hint()}"
+            f"{self.name}: the API key was rejected by {self._where()} (HTTP {status}: {said}); {self._key_hint()}"
         )
 
     async def close(self) -> None:
         try:
-            await self._litellm.close_litellm_async_clients()
+            if self._server is not None:
+                await self._server.close()
+            elif "litellm" in sys.modules:
+                await self._litellm.close_litellm_async_clients()
         except Exception:
             pass  # closing idle connections is a courtesy; the run's results are written
+
+    async def _complete_directly(
+        self, server: OpenAIServer, messages: list[dict], response_format: dict | None, max_tokens: int | None
+    ) -> Completion:
+        """One call to the server of --api-base over HTTP, its failures sorted as litellm's are below."""
+        s = self.settings
+        body = server.body(s.model, messages, s.temperature, max_tokens, response_format, s.logprobs)
+        start = time.perf_counter()
+        try:
+            completion = await server.chat(body)
+        except ServerError as e:
+            status, said = e.status, str(e)
+            if status in (401, 403, 404):
+                raise self._setup_error(status, said) from None
+            if status == 429:
+                raise TransientBackboneError(said, "rate_limit", _retry_after_s(e.headers)) from None
+            if status == 408:
+                raise TransientBackboneError(self._timed_out(), "timeout") from None
+            if status >= 500:
+                raise TransientBackboneError(said, "server") from None
+            raise RequestRejected(said) from None
+        except httpx.TimeoutException as e:
+            raise TransientBackboneError(self._timed_out(), "timeout") from e
+        except httpx.TransportError as e:
+            failure = _connection_failure(e)
+            if failure and failure[0] in NO_CONNECTION:
+                raise TransientBackboneError(self._no_connection(*failure), failure[0]) from None
+            raise TransientBackboneError(_describe(e), failure[0] if failure else "connection") from None
+        prices = self.prices_per_token()
+        cost = None
+        if prices is not None and completion.prompt_tokens is not None:
+            cost = completion.prompt_tokens * prices[0] + (completion.completion_tokens or 0) * prices[1]
+        return replace(completion, cost_usd=cost, latency_s=time.perf_counter() - start)
 
     async def complete(
         self, messages: list[dict], case: Case, response_format: dict | None, max_tokens: int | None
     ) -> Completion:
+        if self._server is not None:
+            return await self._complete_directly(self._server, messages, response_format, max_tokens)
         litellm = self._litellm
         start = time.perf_counter()
         try:
             response = await litellm.acompletion(**self._kwargs(messages, response_format, max_tokens))
         except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as e:
-            raise self._setup_error(e) from None
+            raise self._litellm_setup_error(e) from None
         except litellm.RateLimitError as e:
-            raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
+            raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(_headers_of(e))) from None
         except litellm.Timeout as e:
             raise TransientBackboneError(self._timed_out(), "timeout") from e
         except (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError) as e:
@@ -411,16 +490,16 @@ class LiteLLMBackbone(Backbone):
             raise TransientBackboneError(_describe(e), failure[0] if failure else "server") from None
         except litellm.BadRequestError as e:
             if getattr(e, "status_code", None) in (401, 403, 404):
-                raise self._setup_error(e) from None
+                raise self._litellm_setup_error(e) from None
             raise RequestRejected(_describe(e)) from None
         except Exception as e:  # any other provider error: decide by HTTP status when there is one
             status = getattr(e, "status_code", None)
             if status in (401, 403, 404):
-                raise self._setup_error(e) from None
+                raise self._litellm_setup_error(e) from None
             if isinstance(status, int) and (status >= 500 or status == 408):
                 raise TransientBackboneError(_describe(e), "server") from None
             if isinstance(status, int) and status == 429:
-                raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(e)) from None
+                raise TransientBackboneError(_describe(e), "rate_limit", _retry_after_s(_headers_of(e))) from None
             if isinstance(status, int) and 400 <= status < 500:
                 raise RequestRejected(_describe(e)) from None
             # Anything else the provider library raised concerns this request; the run goes on.
