@@ -85,7 +85,10 @@ class Track:
         return at_s, end_s
 
 
-def _write(folder: Path, user: Track, system: Track, annotation: tuple[str, Any], words_from_s: float = 0.0) -> None:
+def write_sample(
+    folder: Path, user: Track, system: Track, annotation: tuple[str, Any], words_from_s: float = 0.0
+) -> None:
+    """A sample folder in Full-Duplex-Bench's v1 layout: both channels, the system's words, the annotation."""
     folder.mkdir(parents=True, exist_ok=True)
     n = max(len(user.samples), len(system.samples))
     for name, track in (("input.wav", user), ("output.wav", system)):
@@ -124,7 +127,7 @@ def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "f
             system.place(said[5], first_end + 0.3)
         pause_at = {"text": "[PAUSE]", "timestamp": [first_end, second_start]}
         pause = ("pause.json", pause_at if flexi else [pause_at])
-        _write(root / "pause_handling" / sample, user, system, pause)
+        write_sample(root / "pause_handling" / sample, user, system, pause)
         planted[f"pause_handling/{sample}"] = {"user_end": user_end, "pause": (first_end, second_start)}
 
     for sample, at in (("answers-after-0.8-s", 0.8), ("jumps-in", -0.6), ("mm-hm-then-answers", 2.5)):
@@ -134,7 +137,7 @@ def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "f
             system.place(mm_hm, user_end + 0.2)
         system_start, _ = system.place(said[6], user_end + at)
         turn = ("turn_taking.json", [{"text": "[TURN-TAKING]", "timestamp": [user_end + 0.1, user_end + 0.5]}])
-        _write(root / "smooth_turn_taking" / sample, user, system, turn)
+        write_sample(root / "smooth_turn_taking" / sample, user, system, turn)
         planted[f"smooth_turn_taking/{sample}"] = {"user_end": user_end, "system_start": system_start}
 
     for sample in ("stops-and-answers", "talks-through"):
@@ -156,7 +159,7 @@ def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "f
             answer = system.place(said[2], interrupt_end + 0.8)[0]
         events = [{"context": said[1].text, "interrupt": said[4].text, "timestamp": [barge, interrupt_end]}]
         cropped = 0.0 if flexi else interrupt_end  # Full-Duplex-Bench transcribes from the interruption's end
-        _write(root / "user_interruption" / sample, user, system, ("interrupt.json", events), cropped)
+        write_sample(root / "user_interruption" / sample, user, system, ("interrupt.json", events), cropped)
         planted[f"user_interruption/{sample}"] = {
             "barge_in": barge,
             "interrupt_end": interrupt_end,

@@ -47,6 +47,21 @@ def test_the_offline_judge_ranks_the_well_timed_system_first_with_its_reasons(be
     assert "1 prompt" in re.sub(r"\s+", " ", capsys.readouterr().out)
 
 
+def test_every_threshold_is_an_option_and_recorded(bench, tmp_path, capsys):
+    """Stricter on stopping (0.1 s), looser on answering (3 s): the prompt system's barge-in, stopped 0.3 s after
+    the user began, now went on; the slow system's answers, 2.5 s after the user's end, are acceptable."""
+    out = tmp_path / "judged.json"
+    options = ["--stop-within", "0.1", "--answer-within", "3", "--max-pause", "2.5", "--onset-db", "none"]
+    assert main(["sessions", str(bench), "--judge", "cues", *options, "--out", str(out), "--quiet"]) == 0
+    result = json.loads(out.read_text())
+    assert result["settings"]["judge"] == {"answer_within_s": 3.0, "jump_in_tolerance_s": 0.2}
+    assert result["settings"]["timeline"]["stop_within_s"] == 0.1 and result["settings"]["timeline"]["onset_db"] is None
+    assert all(s["timeline"]["settings"] == result["settings"]["timeline"] for s in result["sessions"])
+    verdict = next(v for v in result["verdicts"] if v["sample"] == "session-0" and v["systems"] == ["prompt", "slow"])
+    reasons = {e["kind"]: (e["why_1"], e["why_2"]) for e in verdict["events"]}
+    assert reasons["barge-in"][0].startswith("went on") and reasons["answer"][1].startswith("answered 2.")
+
+
 def test_sessions_on_different_user_channels_are_not_compared(bench):
     other = _timeline(bench, "prompt", "session-1")
     verdict = cues_verdict("mixed", ("prompt", "slow"), _timeline(bench, "prompt"), other)

@@ -91,10 +91,10 @@ def test_a_barge_in_is_measured_where_the_system_stops_or_does_not(prompts, stop
     (barge_in,) = timeline.barge_ins
     assert barge_in.user_turn.start == pytest.approx(barge, abs=TOLERANCE_S)
     assert barge_in.stop_latency_s == pytest.approx(system_end - barge, abs=2 * TOLERANCE_S)
-    assert barge_in.stopped_before_user_ended is (stops_after_s is not None)
+    assert barge_in.stopped is (stops_after_s is not None)
     metrics = timing_metrics([timeline])
     assert metrics["stop_latency_s"]["n"] == 1
-    assert metrics["stopped_before_user_ended_rate"]["k"] == (1 if stops_after_s is not None else 0)
+    assert metrics["stopped_rate"]["k"] == (1 if stops_after_s is not None else 0)
 
 
 def test_a_short_answer_while_the_user_speaks_is_a_backchannel_not_an_answer(prompts):

@@ -85,6 +85,42 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="write a page that draws each session's two channels on one time axis and plays its audio from any "
         "point, with the pairs' verdicts beside the drawings under --judge (opens from disk: DIR/index.html)",
     )
+    _thresholds(p)
+
+
+def _thresholds(p: argparse.ArgumentParser) -> None:
+    """An option for every threshold of TimelineSettings and InteractionSettings, its help read from the field."""
+    from dataclasses import fields
+
+    from trace_eval.sessions.interaction import InteractionSettings
+    from trace_eval.sessions.timeline import TimelineSettings
+
+    for title, settings in (
+        ("timeline thresholds (docs/realtime.md; recorded in every timeline)", TimelineSettings),
+        ("the offline judge's thresholds (--judge cues, --pairs; recorded in the output)", InteractionSettings),
+    ):
+        group = p.add_argument_group(title)
+        for f in fields(settings):
+            optional = f.default is None or "None" in str(f.type)
+            group.add_argument(
+                "--" + f.name.removesuffix("_s").replace("_", "-"),
+                dest=f.name,
+                type=_number_or_none if optional else float,
+                default=f.default,
+                metavar="S" if f.name.endswith("_s") else "X",
+                help=f"{f.metadata['help']} (default: %(default)s{', none: off' if optional else ''})",
+            )
+
+
+def _number_or_none(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
+def settings_of(args: argparse.Namespace, settings: type) -> Any:
+    """The TimelineSettings or InteractionSettings the options give."""
+    from dataclasses import fields
+
+    return settings(**{f.name: getattr(args, f.name) for f in fields(settings)})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,9 +176,11 @@ class Timelines:
 
     def __init__(self, args: argparse.Namespace):
         from trace_eval.sessions.store import TimelineStore
+        from trace_eval.sessions.timeline import TimelineSettings
         from trace_eval.sessions.words import stage1_recogniser
 
         self.store = TimelineStore(args.store)
+        self.settings = settings_of(args, TimelineSettings)
         self.language = args.language
         self.recogniser = stage1_recogniser(args.profile) if args.words else None
         self.quiet = args.quiet
@@ -154,7 +192,7 @@ class Timelines:
         from trace_eval.sessions.store import timeline_of
 
         timeline, cached = timeline_of(
-            entry.read(), recogniser=self.recogniser, language=self.language, store=self.store
+            entry.read(), self.settings, recogniser=self.recogniser, language=self.language, store=self.store
         )
         self.cached += cached
         self.read.append({"system": entry.system, "sample": entry.sample, "folder": entry.where,
@@ -237,8 +275,11 @@ def _shown(value: Any) -> str:
 
 def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """Every pair of systems on every session they share, judged on interaction; the systems ranked."""
+    from dataclasses import asdict
+
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.interaction import (
+        InteractionSettings,
         LLMSetupError,
         agreement,
         cues_verdict,
@@ -251,6 +292,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     from trace_eval.sessions.manifest import find_sessions
 
     made: Timelines = args.timelines
+    judging = settings_of(args, InteractionSettings)
     systems: dict[str, dict[str, Any]] = {}
     failed = []
     entries = find_sessions(root, by_system=True)
@@ -274,7 +316,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
         readers = {(e.system or "", e.sample): e for e in entries}
         labels = read_labels(Path(args.labels)) if args.labels else {}
-        count = write_pairs(Path(args.pairs), pairs, systems, readers, labels)
+        count = write_pairs(Path(args.pairs), pairs, systems, readers, labels, judging)
         print(f"written: {args.pairs}: {count} interaction pairs (judge them: python -m trace_eval judge --bench "
               f"{args.pairs} --rubric interaction --model cues)")  # fmt: skip
         if not args.judge:
@@ -288,7 +330,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     for sample, (a, b) in pairs:
         first, second = systems[a][sample], systems[b][sample]
         if complete is None:
-            verdicts.append(cues_verdict(sample, (a, b), first, second))
+            verdicts.append(cues_verdict(sample, (a, b), first, second, judging))
         else:
             try:
                 verdicts.append(llm_verdict(sample, (a, b), first, second, complete, args.judge))
@@ -306,6 +348,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         print(f"  {row['rank']:>4} {row['system']:20} {row['score']:7.1f} {row['wins']:5} {row['both_good']:5} "
               f"{row['both_bad']:5} {row['losses']:6}")  # fmt: skip
     result: dict[str, Any] = {"judge": args.judge, "ranking": table, "verdicts": [v.record() for v in verdicts]}
+    result["settings"] = {"timeline": asdict(made.settings), "judge": asdict(judging)}
     result["sessions"] = made.read
     result["failed"] = failed
     if args.labels:

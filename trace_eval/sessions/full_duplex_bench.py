@@ -8,8 +8,9 @@ and the task's annotation: `pause.json` (pause handling), `turn_taking.json` (sm
 `compat="full-duplex-bench"` gives the numbers the benchmark's own scripts print, quirks included: system speech
 anywhere in the output counts as taking the turn, latencies start at the annotation and a negative one counts as 0, the
 latency is the first word's start (whatever came before the user's end), and only means are reported.
-The default reads the same words and annotations, adds the speech activity of both channels (the session's
-timeline), and computes what the task asks: whether the system took a turn before the user had ended (and
+The default reads the annotations and the session's timeline (both channels' speech activity, with
+trace-eval's multilingual words where they were asked for; its turns, answers and barge-ins, defined once in
+timeline.py), and computes what the task asks: whether the system took a turn before the user had ended (and
 where: before, inside or after the annotated pause), the signed latency from the user's end as heard, how long
 the system went on once interrupted and whether it then answered; every figure a distribution or a rate with
 its interval. docs/realtime.md lists each difference with a sample where it changes the result.
@@ -81,10 +82,11 @@ def score_sample(
     timeline: Timeline | None = None,
     latency_s: float = 0.0,
 ) -> dict[str, Any]:
-    """One sample scored. The default reads `timeline` where given (else makes one); where the timeline holds
-    the system's words from trace-eval's recogniser they are used instead of the benchmark's `output.json`
-    (made by an English-only recogniser), and the record says which were used. `latency_s`: FLEXI's pause
-    handling lengthens a pause by the model's turn-taking latency, given by hand."""
+    """One sample scored. The default reads the session's timeline (`timeline` where given, else made): its
+    turns, answers and barge-ins as timeline.py defines them, the words of trace-eval's recogniser where the
+    timeline holds them (the benchmark's `output.json`, from an English-only recogniser, is read by compat
+    only). `latency_s`: FLEXI's pause handling lengthens a pause by the model's turn-taking latency, given by
+    hand."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in TASKS.values():
@@ -98,13 +100,10 @@ def score_sample(
         return {"sample": str(folder), **_compat_sample(folder, task, words)}
     read_annotations(folder, task)  # a bad annotation is named before any audio is read
     timeline = timeline or make_timeline(read_session(folder), settings)
-    words_from = "output.json"
-    heard = timeline.words.get("system")
-    if heard is not None:
-        words = [Word(w["word"], float(w["start"]), float(w["end"])) for w in heard]
-        words_from = f"trace-eval's recogniser ({timeline.recogniser})"
     scored = {"pause_handling": _pause, "smooth_turn_taking": _turn_taking, "user_interruption": _interruption}
-    return {"sample": str(folder), **scored[task](folder, words, timeline), "words_from": words_from}
+    # The words that count, with the durations, in telling an answer from a backchannel (timeline.py).
+    words_from = f"trace-eval's recogniser ({timeline.recogniser})" if timeline.recogniser else "none: durations only"
+    return {"sample": str(folder), **scored[task](folder, timeline), "words_from": words_from}
 
 
 # -- as the benchmark's scripts compute --------------------------------------------------------------------------
@@ -150,28 +149,17 @@ def _compat_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
 # -- as the tasks mean -------------------------------------------------------------------------------------------
 
 
-def _turns(timeline: Timeline, words: list[Word]) -> list[Segment]:
-    """The system's turns (speech activity, silences under turn_gap_s bridged) that take the turn by the
-    benchmark's rule, applied to the words heard inside each turn rather than to the whole output."""
-    taken = []
-    for turn in timeline.turns["system"]:
-        inside = [w for w in words if turn.start - 0.5 <= _middle(w) <= turn.end + 0.5]
-        span = (max(_end(w) for w in inside) - min(w.start for w in inside)) if inside else turn.duration
-        if max(span, turn.duration) >= TURN_MIN_S or len(inside) > TURN_MAX_WORDS:
-            taken.append(turn)
-    return taken
-
-
 def _user_end(timeline: Timeline) -> float | None:
-    return timeline.speech["user"][-1].end if timeline.speech["user"] else None
+    return timeline.turns["user"][-1].end if timeline.turns["user"] else None
 
 
-def _pause(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+def _pause(folder: Path, timeline: Timeline) -> dict[str, Any]:
     pauses = [Segment(*map(float, p["timestamp"])) for p in read_annotations(folder, "pause_handling")]
     user_end = _user_end(timeline)
     if user_end is None:
         return {"took_turn": None, "notes": ["no speech on the user's channel"]}
-    early = next((t for t in _turns(timeline, words) if t.start < user_end), None)
+    # A takeover: the system's answer began inside the user's turn (the annotated pause keeps it one turn).
+    early = next((a.system_turn for a in timeline.answers if a.latency_s is not None and a.latency_s < 0), None)
     if early is None:
         where = None
     elif any(p.start <= early.start <= p.end for p in pauses):
@@ -190,39 +178,38 @@ def _pause(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any
     }
 
 
-def _turn_taking(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+def _turn_taking(folder: Path, timeline: Timeline) -> dict[str, Any]:
     annotated = float(read_annotation(folder, "smooth_turn_taking")["timestamp"][0])
-    user_end = _user_end(timeline)
-    if user_end is None:
+    if not timeline.answers:
         return {"took_turn": None, "latency_s": None, "notes": ["no speech on the user's channel"]}
-    answer = next((t for t in _turns(timeline, words) if t.end > user_end), None)
+    answer = timeline.answers[-1]  # to the user's last turn, the one the annotation marks the end of
+    start = None if answer.system_turn is None else answer.system_turn.start
     return {
-        "took_turn": answer is not None,
+        "took_turn": answer.system_turn is not None,
         # signed: negative is a jump-in; clock: the user's end as heard
-        "latency_s": None if answer is None else round(answer.start - user_end, 3),
-        "latency_from_annotation_s": None if answer is None else round(answer.start - annotated, 3),
-        "user_end_s": round(user_end, 3),
+        "latency_s": None if answer.latency_s is None else round(answer.latency_s, 3),
+        "latency_from_annotation_s": None if start is None else round(start - annotated, 3),
+        "user_end_s": round(answer.user_turn.end, 3),
         "notes": timeline.notes,
     }
 
 
-def _interruption(folder: Path, words: list[Word], timeline: Timeline) -> dict[str, Any]:
+def _interruption(folder: Path, timeline: Timeline) -> dict[str, Any]:
     start, end = map(float, read_annotation(folder, "user_interruption")["timestamp"])
-    heard = [t for t in timeline.turns["user"] if t.end > start - 0.5 and t.start < end + 0.5]
-    if not heard:
+    near = [a for a in timeline.answers if a.user_turn.end > start - 0.5 and a.user_turn.start < end + 0.5]
+    answer = near[0] if near else None
+    if answer is None:
         return {"stopped": None, "answered": None, "notes": ["no user speech where the interruption is annotated"]}
-    barge_in = Segment(heard[0].start, heard[-1].end)
-    talking = next((s for s in timeline.turns["system"] if s.start < barge_in.start < s.end), None)
-    stop_latency = 0.0 if talking is None else talking.end - barge_in.start
-    stopped = talking is None or talking.end < barge_in.end
-    answer = next((t for t in _turns(timeline, words) if t.start > barge_in.start and t is not talking), None)
+    heard = answer.user_turn
+    barge = next((b for b in timeline.barge_ins if b.user_turn == heard), None)
+    stopped = barge is None or barge.stopped  # a system that was silent had nothing to yield
     return {
-        "stopped": stopped,  # fell silent before the user's interruption ended
-        "stop_latency_s": round(stop_latency, 3),  # clock: the interruption's start as heard
-        "answered": answer is not None,
-        "latency_s": None if answer is None else round(answer.start - barge_in.end, 3),  # from its end as heard
-        "success": stopped and answer is not None,
-        "interruption_s": barge_in.record(),
+        "stopped": stopped,  # within the timeline's stop_within_s of the interruption's start as heard
+        "stop_latency_s": 0.0 if barge is None else round(barge.stop_latency_s, 3),
+        "answered": answer.system_turn is not None,
+        "latency_s": None if answer.latency_s is None else round(answer.latency_s, 3),  # from its end as heard
+        "success": stopped and answer.system_turn is not None,
+        "interruption_s": heard.record(),
         "notes": timeline.notes,
     }
 

@@ -3,13 +3,17 @@
 The dimension is turn-taking and interruption handling, with the typed ties of the other dimensions: `1`, `2`,
 `both_good`, `both_bad`. Two judges:
 
-- `cues`, offline and deterministic, decides from the timelines, event by event. Every user turn is an *answer*
-  event: acceptable when the system answered, starting no earlier than `jump_in_tolerance_s` before the user's
-  end and no later than `answer_within_s` after it. Every user turn begun while the system spoke is a *barge-in*
-  event: acceptable when the system fell silent within `stop_within_s` (a system that was not speaking had
-  nothing to yield). Per event: both acceptable `both_good`, neither `both_bad`, else the acceptable one. Per
-  pair, as the acceptability cap does for the other dimensions: a session is acceptable when every event is; one
-  acceptable session wins; both, `both_good`; neither, the one with fewer unacceptable events, or `both_bad`.
+- `cues`, offline and deterministic, decides from the timelines, event by event, with the timeline's own
+  turns, answers and barge-ins (timeline.py defines them). Every user turn is an *answer* event: acceptable when
+  the system answered, starting no earlier than `jump_in_tolerance_s` before the user's end and no later than
+  `answer_within_s` after it. Every user turn begun while the system spoke is a *barge-in* event: acceptable
+  when the system stopped (within the timeline's `stop_within_s`; a system that was not speaking had nothing to
+  yield). Events are matched across the two sessions by the stretch of the user's speech they are at (one user
+  channel), since where a user's turn ends depends on what the system did (a silence it waited through is a
+  pause): an answer event in one session only is a silence the other waited through, acceptable there. Per
+  event: both acceptable `both_good`, neither `both_bad`, else the acceptable one. Per pair, as the
+  acceptability cap does for the other dimensions: a session is acceptable when every event is; one acceptable
+  session wins; both, `both_good`; neither, the one with fewer unacceptable events, or `both_bad`.
 - an LLM (any litellm model) reads both timelines as text (who spoke when, the latencies, what overlapped) and
   answers with a label and its reasoning.
 
@@ -31,7 +35,7 @@ import numpy as np
 
 from trace_eval.evaluation import bradley_terry
 from trace_eval.sessions.errors import SessionError
-from trace_eval.sessions.timeline import Timeline
+from trace_eval.sessions.timeline import Timeline, setting
 
 __all__ = [
     "LABELS",
@@ -65,17 +69,15 @@ class CallFailed(Exception):
 class InteractionSettings:
     # People notice an answer slower than about a second and a half; gaps between human turns are mostly
     # under half a second.
-    answer_within_s: float = 1.5
-    # Starting this little before the user's end is overlap at the turn's edge (a few speech-activity frames),
-    # not a jump-in.
-    jump_in_tolerance_s: float = 0.2
-    stop_within_s: float = 1.0  # still speaking this long after the user began to talk over it: did not yield
+    answer_within_s: float = setting(1.5, "an answer later than this after the user's end is unacceptable")
+    # Overlap at the turn's edge (a few speech-activity frames), not a jump-in.
+    jump_in_tolerance_s: float = setting(0.2, "an answer starting more than this before the user's end jumped in")
 
 
 @dataclass(frozen=True)
 class Event:
     kind: str  # "answer" | "barge-in"
-    user_turn: int  # which user turn (the same in both sessions: one user channel)
+    speech: int  # which stretch of the user's speech it ends (answer) or starts (barge-in): one user channel
     at_s: float  # the user's end (answer) or start (barge-in)
     acceptable: bool
     why: str
@@ -99,8 +101,13 @@ class PairVerdict:
 def events(timeline: Timeline, settings: InteractionSettings | None = None) -> list[Event]:
     """The session's answer and barge-in events, each acceptable or not, with why."""
     settings = settings or InteractionSettings()
+    speech = timeline.speech["user"]
+
+    def nearest(t: float, edge: int) -> int:
+        return min(range(len(speech)), key=lambda k: abs(speech[k].record()[edge] - t))
+
     found = []
-    for k, answer in enumerate(timeline.answers):
+    for answer in timeline.answers:
         end = answer.user_turn.end
         if answer.latency_s is None:
             ok, why = False, "no answer before the user spoke again or the session ended"
@@ -113,14 +120,12 @@ def events(timeline: Timeline, settings: InteractionSettings | None = None) -> l
             )
         else:
             ok, why = True, f"answered {answer.latency_s:.2f} s after the user's end"
-        found.append(Event("answer", k, end, ok, why))
-    turns = [a.user_turn for a in timeline.answers]
+        found.append(Event("answer", nearest(end, 1), end, ok, why))
     for barge in timeline.barge_ins:
-        k = turns.index(barge.user_turn)
-        late = barge.stop_latency_s > settings.stop_within_s
-        how = "went on" if late else "stopped after"
+        how = "stopped after" if barge.stopped else "went on"
         why = f"{how} {barge.stop_latency_s:.2f} s once the user began to speak over it"
-        found.append(Event("barge-in", k, barge.user_turn.start, not late, why))
+        start = barge.user_turn.start
+        found.append(Event("barge-in", nearest(start, 0), start, barge.stopped, why))
     return sorted(found, key=lambda e: (e.at_s, e.kind))
 
 
@@ -136,21 +141,21 @@ def cues_verdict(
     if mismatch:
         return PairVerdict(sample, systems, None, mismatch, [], "cues")
     one, two = events(first, settings), events(second, settings)
-    keyed = {(e.kind, e.user_turn): [e, None] for e in one}
+    keyed: dict[tuple[str, int], list[Event | None]] = {(e.kind, e.speech): [e, None] for e in one}
     for e in two:
-        keyed.setdefault((e.kind, e.user_turn), [None, None])[1] = e
+        keyed.setdefault((e.kind, e.speech), [None, None])[1] = e
+    # An event in one session only: the other had nothing to yield (a barge-in), or waited through the user's
+    # silence there, which was a pause in its session (an answer).
+    absent = {"barge-in": "was not speaking when the user began", "answer": "waited: the user's silence was a pause"}
     compared = []
-    for (kind, turn), (a, b) in sorted(keyed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        # A barge-in in one session only: the other system was silent when the user began, nothing to yield.
-        a_ok = a.acceptable if a else True
-        b_ok = b.acceptable if b else True
+    for (kind, _), (a, b) in sorted(keyed.items(), key=lambda kv: (next(e.at_s for e in kv[1] if e), kv[0][0])):
         compared.append(
             {
                 "kind": kind,
-                "user_turn": turn,
-                "label": _label(a_ok, b_ok),
-                "why_1": a.why if a else "was not speaking when the user began",
-                "why_2": b.why if b else "was not speaking when the user began",
+                "at_s": round(next(e.at_s for e in (a, b) if e), 3),
+                "label": _label(a.acceptable if a else True, b.acceptable if b else True),
+                "why_1": a.why if a else absent[kind],
+                "why_2": b.why if b else absent[kind],
             }
         )
     bad_1 = sum(not (a.acceptable) for a in one)
@@ -179,8 +184,9 @@ def describe(timeline: Timeline) -> str:
         else:
             lines.append((answer.user_turn.end, f"{answer.user_turn.end:6.2f} user's turn ends; no answer follows"))
     for barge in timeline.barge_ins:
+        how = "stops after" if barge.stopped else "goes on"
         lines.append((barge.user_turn.start, f"{barge.user_turn.start:6.2f} the user starts speaking over the "
-                      f"system, which goes on {barge.stop_latency_s:.2f} s"))  # fmt: skip
+                      f"system, which {how} {barge.stop_latency_s:.2f} s"))  # fmt: skip
     for overlap in timeline.overlaps:
         lines.append((overlap.start, f"{overlap.start:6.2f}-{overlap.end:6.2f} both speak"))
     return "\n".join(text for _, text in sorted(lines, key=lambda x: x[0])) or "no speech on either channel"
@@ -293,27 +299,36 @@ def _label(first_ok: bool, second_ok: bool) -> str:
 
 
 def _different_users(first: Timeline, second: Timeline) -> str | None:
-    """Why two sessions are not on the same user channel (their user turns differ), else None."""
-    one, two = first.turns["user"], second.turns["user"]
+    """Why two sessions are not on the same user channel (the user's speech differs), else None."""
+    one, two = first.speech["user"], second.speech["user"]
     if not one or not two:
         return "no speech on the user's channel: no turn to judge"
     same = len(one) == len(two) and all(
         abs(a.start - b.start) < 0.1 and abs(a.end - b.end) < 0.1 for a, b in zip(one, two)
     )
-    return None if same else f"not the same user channel: {len(one)} and {len(two)} user turns, at different times"
+    return (
+        None
+        if same
+        else (
+            f"not the same user channel: {len(one)} and {len(two)} stretches of the user's speech, at different times"
+        )
+    )
 
 
 def cues_answer(item: str, fields: dict[str, str], settings: InteractionSettings | None = None) -> dict[str, Any]:
     """The offline judge's answer about an item of an interaction benchmark (`sessions --pairs`), whose fields
-    `session_1` and `session_2` hold the two timelines' records as JSON, in the order shown: the verdict JSON
+    `session_1` and `session_2` hold the two timelines' records as JSON, in the order shown (`judge_settings`, the
+    thresholds to use, where given): the verdict JSON
     the judge runner reads (a label, or null with the reason under `undetermined`)."""
     try:
         first, second = (Timeline.from_record(json.loads(fields[f"session_{n}"])) for n in (1, 2))
     except (KeyError, ValueError, TypeError) as e:
         why = f"no timeline records of both sessions in the item (session_1, session_2): {e}"
         return {"reasoning": why, "interaction": None, "undetermined": {"interaction": why}}
+    if settings is None and "judge_settings" in fields:  # the thresholds `sessions --pairs` was given
+        settings = InteractionSettings(**json.loads(fields["judge_settings"]))
     verdict = cues_verdict(item, ("1", "2"), first, second, settings)
-    reasons = [f"{e['kind']} at user turn {e['user_turn'] + 1}: 1 {e['why_1']}; 2 {e['why_2']}" for e in verdict.events]
+    reasons = [f"{e['kind']} at {e['at_s']:.2f} s: 1 {e['why_1']}; 2 {e['why_2']}" for e in verdict.events]
     answer: dict[str, Any] = {"reasoning": "; ".join([verdict.why, *reasons]), "interaction": verdict.label}
     if verdict.label is None:
         answer["undetermined"] = {"interaction": verdict.why}

@@ -22,13 +22,13 @@ __all__ = ["DEFINITIONS", "distribution", "rate", "timing_metrics"]
 DEFINITIONS = {
     "response_latency_s": "system's start - user's end of turn, for every user turn the system answered (negative: "
     "it started before the user ended); clock: the recording's, from the user's end",
-    "jump_in_rate": "share of answers that started before the user's turn ended",
+    "jump_in_rate": "share of answers that started before the user's turn ended (in a pause, or over the user)",
     "no_answer_rate": "share of user turns with no system turn (but backchannels) before the user's next turn",
-    "stop_latency_s": "how long the system spoke on after the user began to speak over it (barge-in); clock: the "
-    "recording's, from the user's start",
-    "stopped_before_user_ended_rate": "share of barge-ins where the system fell silent before the user's turn ended",
-    "backchannels_per_user_minute": "system turns of at most backchannel_max_s begun while the user spoke, per minute "
-    "of the user's turns",
+    "stop_latency_s": "how long the system spoke on after the user began to speak over it (barge-in), to its first "
+    "silence of stop_gap_s; clock: the recording's, from the user's start",
+    "stopped_rate": "share of barge-ins where the system stopped within stop_within_s of the user's start",
+    "backchannels_per_user_minute": "system turns of at most backchannel_max_s that answer nothing (begun inside a "
+    "user's turn, or followed by another before the user's next), per minute of the user's turns",
     "overlap_share": "seconds both channels speak / seconds either speaks",
     "leading_silence_s": "the system's silence before it first speaks; clock: the session's first sample",
     "client_time_to_first_audio_s": "from the event log: the first audio received - the last user frame sent; "
@@ -83,7 +83,7 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
         "jump_in_rate": rate(sum(v < 0 for v in latencies), len(latencies)),
         "no_answer_rate": rate(len(answers) - len(latencies), len(answers)),
         "stop_latency_s": distribution(b.stop_latency_s for b in barge_ins),
-        "stopped_before_user_ended_rate": rate(sum(b.stopped_before_user_ended for b in barge_ins), len(barge_ins)),
+        "stopped_rate": rate(sum(b.stopped for b in barge_ins), len(barge_ins)),
         "backchannels_per_user_minute": round(backchannels / user_minutes, 2) if user_minutes else None,
         "overlap_share": round(both / either, 4) if either else None,
         "leading_silence_s": distribution(leading),

@@ -121,21 +121,15 @@
     return [0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300].find((s) => s * scale >= 48) || 600;
   }
 
-  function userTurn(timeline, k) {
-    const turn = timeline.turns.user[k];
-    return turn ? { start: turn[0], end: turn[1] } : null;
-  }
-
   // One session drawn into `box`, `width` px wide. `events`: the verdict's per-event reasons for this session
-  // ([{kind, user_turn, ok, why}]), written under the axis at each event's time. `audio`: played from a click.
+  // ([{kind, at_s, ok, why}]), written under the axis at each event's time. `audio`: played from a click.
   function drawing(session, width, events, audio) {
     const tl = session.timeline;
     const duration = Math.max(tl.duration_s, 0.01);
     const scale = (width - LEFT - RIGHT) / duration;
     const x = (t) => LEFT + t * scale;
     const reasons = (events || []).map((e) => {
-      const turn = userTurn(tl, e.user_turn);
-      const at = turn ? (e.kind === "barge-in" ? turn.start : turn.end) : null;
+      const at = typeof e.at_s === "number" ? e.at_s : null;
       const text = `${e.kind}: ${e.why}`;
       return { ...e, at, text, x: at === null ? LEFT : x(at) - 4, width: textWidth(text) + 8 };
     });
@@ -272,8 +266,8 @@
       text({ class: "barge-in-label", x: x(start), y: r.label, "text-anchor": "middle", "data-t": start },
            "barge-in");
       mark("path", { class: "bracket stop", d: `M${x(start)},${r.stop - 4}v4H${x(stop)}v-4` });
-      const label = `${b.stopped_before_user_ended ? "stops after" : "goes on"} ${seconds(b.stop_latency_s)}`;
-      text({ class: `stop-latency${b.stop_latency_s > 1 ? " late" : ""}`, ...beside(start, stop, label),
+      const label = `${b.stopped ? "stops after" : "goes on"} ${seconds(b.stop_latency_s)}`;
+      text({ class: `stop-latency${b.stopped ? "" : " late"}`, ...beside(start, stop, label),
              y: r.stopText, "data-t": start, "data-latency": b.stop_latency_s }, label,
            `the system spoke ${b.stop_latency_s.toFixed(3)} s more after the user began at ${start.toFixed(2)} s`);
     }
@@ -285,7 +279,7 @@
         mark("line", { class: `event-stem${e.ok ? "" : " bad"}`, x1: x(e.at), x2: x(e.at), y1: r.axis, y2: y - 9 });
       }
       text({ class: `event-reason ${e.ok ? "ok" : "bad"}`, x: e.x + 6, y, "data-t": e.at, "data-kind": e.kind,
-             "data-user-turn": e.user_turn }, e.text);
+             "data-at": e.at }, e.text);
     }
 
     const head = svg("line", { class: "playhead", x1: x(0), x2: x(0), y1: 0, y2: r.axis, visibility: "hidden" });
@@ -395,10 +389,10 @@
       pair.reasoning ? h("p", { class: "reasoning" }, pair.reasoning) : null);
     if (pair.events && pair.events.length) {
       verdict.append(h("table", { class: "events" },
-        h("thead", {}, h("tr", {}, h("th", {}, "event"), h("th", {}, "turn"), h("th", {}, "label"),
+        h("thead", {}, h("tr", {}, h("th", {}, "event"), h("th", {}, "at"), h("th", {}, "label"),
           h("th", {}, `1 · ${pair.systems[0]}`), h("th", {}, `2 · ${pair.systems[1]}`))),
         h("tbody", {}, pair.events.map((e) => h("tr", {},
-          h("td", {}, e.kind), h("td", {}, String(e.user_turn + 1)), h("td", {}, chip(e.label)),
+          h("td", {}, e.kind), h("td", {}, `${e.at_s.toFixed(2)} s`), h("td", {}, chip(e.label)),
           h("td", { class: acceptable(e.label, 1) ? "ok" : "bad" }, e.why_1),
           h("td", { class: acceptable(e.label, 2) ? "ok" : "bad" }, e.why_2))))));
     }
@@ -408,7 +402,7 @@
           h("p", { class: "problem" }, `${pair.systems[side]}: this session is not in the result`));
       }
       const events = (pair.events || []).map((e) => ({
-        kind: e.kind, user_turn: e.user_turn, ok: acceptable(e.label, side + 1), why: side ? e.why_2 : e.why_1,
+        kind: e.kind, at_s: e.at_s, ok: acceptable(e.label, side + 1), why: side ? e.why_2 : e.why_1,
       }));
       return sessionCard(SESSIONS[index], side + 1, events);
     });

@@ -7,17 +7,19 @@
 An item's response 1 and 2 are the two systems' sessions (`model_a`, `model_b`), its instruction says that both
 talked with the same user recording, and its fields hold each session's timeline as text for an LLM
 (`timeline_1`, `timeline_2`: interaction.describe) and as a JSON record for the offline judge (`session_1`,
-`session_2`). People's labels, where given, are the item's `label.interaction`.
+`session_2`), with the offline judge's thresholds it is to use (`judge_settings`). People's labels, where given,
+are the item's `label.interaction`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from trace_eval.io import atomic_write_bytes, atomic_write_text
-from trace_eval.sessions.interaction import describe
+from trace_eval.sessions.interaction import InteractionSettings, describe
 from trace_eval.sessions.manifest import SessionEntry
 from trace_eval.sessions.timeline import Timeline
 
@@ -35,6 +37,7 @@ def write_pairs(
     timelines: dict[str, dict[str, Timeline]],
     sessions: dict[tuple[str, str], SessionEntry],
     labels: dict[tuple[str, str, str], str] | None = None,
+    settings: InteractionSettings | None = None,
 ) -> int:
     """Write the benchmark of `pairs` ((session, (system, system))); returns how many items it holds."""
     written: dict[tuple[str, str], str] = {}
@@ -61,6 +64,7 @@ def write_pairs(
             "timeline_2": describe(second),
             "session_1": json.dumps(first.record(), ensure_ascii=False),
             "session_2": json.dumps(second.record(), ensure_ascii=False),
+            "judge_settings": json.dumps(asdict(settings or InteractionSettings())),
         }
         label = (labels or {}).get((sample, a, b))
         if label is not None:

@@ -2,7 +2,8 @@
 folder (a local folder or a URL, shared by every benchmark and machine that uses the store).
 
 A timeline is found by a key over what makes it: both channels' samples (as heard, at 16 kHz), the client's
-event log, the thresholds, the recogniser (its fingerprint: model, revision, settings) and the declared language.
+event log, the pause annotation, the thresholds, the recogniser (its fingerprint: model, revision, settings) and
+the declared language.
 A stored file that does not read back as a timeline of this version is made again, never trusted.
 """
 
@@ -31,6 +32,7 @@ def timeline_key(
     made_by = {
         "version": VERSION,
         "events": session.annotations.get("events.jsonl"),  # the client's latencies come from the event log
+        "pauses": session.annotations.get("pause.json"),  # the user's turns follow the pause annotation
         "settings": asdict(settings),
         "recogniser": None if recogniser is None else recogniser.fingerprint(language),
         "language": language,

@@ -1,19 +1,28 @@
-"""A session's timeline: who spoke when on each channel, and the turns, pauses, overlaps and answers it holds.
+"""A session's timeline: who spoke when on each channel, and the turns, pauses, overlaps, answers and barge-ins.
 
 Speech activity comes from Silero VAD (the model that ships inside faster-whisper) on each channel alone,
-32 ms frames; every threshold used is a setting, recorded with the timeline. What the timeline holds, every time
-in seconds from the session's first sample:
+32 ms frames; every threshold used is a setting, recorded with the timeline. Turn, pause, answer, backchannel,
+barge-in and stop are defined here once; the timing metrics, Full-Duplex-Bench's default scores, the interaction
+judge and the page read them from the timeline. Every time in seconds from the session's first sample:
 
 - `speech`: each channel's stretches of speech;
-- `turns`: a channel's speech with its silences shorter than `turn_gap_s` bridged: a silence that long or longer
-  ends a turn, a shorter one is a `pause` inside it;
+- the user's `turns` follow the user, not the silence. A silence between two stretches of the user's speech is a
+  `pause` inside the turn when (1) the session's pause annotation (Full-Duplex-Bench's `pause.json`) marks a
+  pause there; else (2) it is shorter than `turn_gap_s`, whatever the system did; else (3) it lasts at most
+  `max_pause_s` and the system said nothing longer than a backchannel in it (the user resumed after it). Any
+  other silence ends the turn: the system filled it (its speech there is an answer), or nobody spoke for long;
+- the system's turns: its speech with silences shorter than `turn_gap_s` bridged, but a system the user began
+  to speak over (a barge-in) ends its turn at its first silence of `stop_gap_s` or more (heard as a stop): what
+  it says after that is a turn of its own, which can be the answer;
+- `backchannels`: system turns of at most `backchannel_max_s` (and at most 3 words, where the system's words are
+  known: Full-Duplex-Bench's rule) begun inside a user's turn (its pauses included)
+  or followed by another system turn before the user's next turn ("mm-hm" before the answer): never an answer;
+- `answers`: for each user turn, the system's first turn (no backchannel) begun after the user's turn began and
+  before the user's next turn, and the latency from the user's end to its start (negative: it started inside
+  the user's turn, a jump-in: in a pause, or over the user);
+- `barge_ins`: user turns begun while the system spoke (no backchannel), how long the system went on (its stop
+  latency, to that stop), and whether it `stopped`: within `stop_within_s`;
 - `overlaps`: where both channels speak;
-- `backchannels`: system turns of at most `backchannel_max_s` that start while the user's turn goes on
-  ("mm-hm"): candidates, since what is said is not read here;
-- `responses`: for each user turn, the system's first turn (not a backchannel) that ends after it and starts
-  before the user's next turn, and the latency from the user's end to the system's start (negative: it started
-  before the user ended);
-- `barge_ins`: user turns that start while the system speaks, and how long the system went on (its stop latency);
 - `words`: with a recogniser (`make_timeline(session, recogniser=...)`, the multilingual Whisper of Stage 1), what
   each channel said, word by word with times, and the language each was heard in; None where not transcribed.
 """
@@ -30,21 +39,39 @@ from trace_eval.sessions.session import RATE, Session
 
 __all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
 
-VERSION = 1  # of what a timeline holds and how it is found: a stored timeline of another version is made again
+VERSION = 2  # of what a timeline holds and how it is found: a stored timeline of another version is made again
 CLOCK = "seconds from the session's first sample (both channels start there)"
+# More words than this take the turn, however short: Full-Duplex-Bench's rule (its samples.TURN_MAX_WORDS).
+BACKCHANNEL_MAX_WORDS = 3
+
+
+def setting(default: float | None, help: str) -> Any:
+    """A threshold with what it decides: the command line's help (commands/sessions.py) is read from here."""
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
 class TimelineSettings:
-    vad_threshold: float = 0.5  # Silero speech probability above which a 32 ms frame is speech
-    # A noise floor added before detection (seeded: the same on every run), in dB below full scale; None: none.
-    # After exact digital silence (text-to-speech output, padding) Silero found speech up to 0.45 s late; over a
-    # floor at -60 dBFS the same planted turns came back within 0.05 s.
-    noise_floor_dbfs: float | None = -60.0
-    min_speech_s: float = 0.1  # a shorter burst is not speech (a click, a breath)
-    min_silence_s: float = 0.1  # a shorter silence does not split speech
-    turn_gap_s: float = 1.0  # a silence this long ends a speaker's turn; a shorter one is a pause inside it
-    backchannel_max_s: float = 1.0  # a system turn at most this long, begun while the user speaks, is a candidate
+    vad_threshold: float = setting(0.5, "Silero's speech probability above which a 32 ms frame is speech")
+    # Seeded (the same on every run). After exact digital silence (text-to-speech output, padding) Silero found
+    # speech up to 0.45 s late; over a floor at -60 dBFS the same planted turns came back within 0.05 s.
+    noise_floor_dbfs: float | None = setting(-60.0, "a noise floor added before detection, dB under full scale")
+    # Silero's probability rises a few frames after a loud onset (up to 0.34 s on recorded Spanish prompts).
+    onset_db: float | None = setting(
+        35.0, "each edge of speech moved out to where the energy is this many dB under the stretch's loudest 10 ms"
+    )
+    min_speech_s: float = setting(0.1, "a shorter burst is not speech (a click, a breath)")
+    min_silence_s: float = setting(0.1, "a shorter silence does not split speech")
+    turn_gap_s: float = setting(
+        1.0, "a user's silence shorter than this is a pause whatever the system does; a system's does not end its turn"
+    )
+    max_pause_s: float = setting(
+        3.0, "a user's silence up to this long, resumed while the system said no more than a backchannel, is a pause"
+    )
+    # Longer than the silences inside the recorded prompts' sentences (at most 0.29 s).
+    stop_gap_s: float = setting(0.3, "spoken over, a system silent this long has stopped (its turn ends there)")
+    stop_within_s: float = setting(1.0, "spoken over, a system that goes on longer than this did not stop")
+    backchannel_max_s: float = setting(1.0, "a system turn at most this long is a backchannel where it answers nothing")
 
 
 @dataclass
@@ -68,16 +95,16 @@ class BargeIn:
     """A user turn begun while the system spoke."""
 
     user_turn: Segment
-    system_turn: Segment
+    system_turn: Segment  # the system's turn spoken over, to where it stopped
     stop_latency_s: float  # how long the system spoke on after the user began
-    stopped_before_user_ended: bool
+    stopped: bool  # within the settings' stop_within_s
 
     def record(self) -> dict[str, Any]:
         return {
             "user_turn": self.user_turn.record(),
             "system_turn": self.system_turn.record(),
             "stop_latency_s": round(self.stop_latency_s, 3),
-            "stopped_before_user_ended": self.stopped_before_user_ended,
+            "stopped": self.stopped,
         }
 
 
@@ -100,6 +127,7 @@ class Timeline:
     recogniser: str | None = None  # the recogniser's model id, None without words
     # the client's latencies from the session's event log (events.client_latencies), None without a log
     client: dict[str, Any] | None = None
+    annotated_pauses: list[Segment] = field(default_factory=list)  # the session's pause annotation, as read
 
     @property
     def leading_silence_s(self) -> float | None:
@@ -119,6 +147,7 @@ class Timeline:
             "speech": {k: segments(v) for k, v in self.speech.items()},
             "turns": {k: segments(v) for k, v in self.turns.items()},
             "pauses": {k: segments(v) for k, v in self.pauses.items()},
+            "annotated_pauses": segments(self.annotated_pauses),
             "overlaps": segments(self.overlaps),
             "backchannels": segments(self.backchannels),
             "answers": [a.record() for a in self.answers],
@@ -145,10 +174,9 @@ class Timeline:
 
         answers = [Answer(Segment(*a["user_turn"]), maybe(a["system_turn"]), a["latency_s"]) for a in record["answers"]]
         barge_ins = [
-            BargeIn(Segment(*b["user_turn"]), Segment(*b["system_turn"]), b["stop_latency_s"],
-                    b["stopped_before_user_ended"])
+            BargeIn(Segment(*b["user_turn"]), Segment(*b["system_turn"]), b["stop_latency_s"], b["stopped"])
             for b in record["barge_ins"]
-        ]  # fmt: skip
+        ]
         return cls(
             record["session"],
             float(record["duration_s"]),
@@ -165,11 +193,13 @@ class Timeline:
             dict(record["languages"]),
             record["recogniser"],
             record["client"],
+            segments(record["annotated_pauses"]),
         )
 
 
 def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
-    """Stretches of speech in one channel (16 kHz), by Silero VAD with the settings' thresholds."""
+    """Stretches of speech in one channel (16 kHz), by Silero VAD with the settings' thresholds, each boundary
+    then moved out to where the channel's energy says the speech begins and ends (`onset_db`)."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
     options = VadOptions(
@@ -182,8 +212,43 @@ def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
     if settings.noise_floor_dbfs is not None:
         floor = np.random.default_rng(0).standard_normal(len(samples)) * 10 ** (settings.noise_floor_dbfs / 20)
         samples = samples + floor.astype(np.float32)
-    found = get_speech_timestamps(samples, options, sampling_rate=RATE)
-    return [Segment(s["start"] / RATE, s["end"] / RATE) for s in found]
+    found = [Segment(s["start"] / RATE, s["end"] / RATE) for s in get_speech_timestamps(samples, options, RATE)]
+    return found if settings.onset_db is None else _to_energy_edges(samples, found, settings.onset_db)
+
+
+ENERGY_FRAME_S = 0.01
+# How far an edge may move out to the energy's: Silero was found up to 0.34 s late on a loud onset.
+ENERGY_REACH_S = 0.4
+
+
+def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float) -> list[Segment]:
+    """Each stretch's start moved earlier, and its end later, over the 10 ms frames louder than `below_db` under
+    its loudest frame (and 10 dB over the channel's quiet: its 10th percentile frame), never into the stretch
+    before or after it. Silero's probability rises a few frames after a loud onset, later still where the
+    speech sits on its frame grid; the energy says where the speech is."""
+    hop = int(ENERGY_FRAME_S * RATE)
+    frames = samples[: len(samples) // hop * hop].reshape(-1, hop).astype(np.float64)
+    if not len(frames) or not found:
+        return found
+    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
+    quiet = float(np.percentile(level, 10)) + 10
+    reach = int(ENERGY_REACH_S / ENERGY_FRAME_S)
+    moved: list[Segment] = []
+    for k, seg in enumerate(found):
+        first, last = int(seg.start / ENERGY_FRAME_S), min(len(level), int(np.ceil(seg.end / ENERGY_FRAME_S)))
+        if last <= first:
+            moved.append(seg)
+            continue
+        gate = max(float(level[first:last].max()) - below_db, quiet)
+        lowest = max(first - reach, int(np.ceil(moved[-1].end / ENERGY_FRAME_S)) if moved else 0)
+        highest = min(last + reach, int(found[k + 1].start / ENERGY_FRAME_S) if k + 1 < len(found) else len(level))
+        start, end = first, last
+        while start > lowest and level[start - 1] >= gate:
+            start -= 1
+        while end < highest and level[end] >= gate:
+            end += 1
+        moved.append(Segment(min(seg.start, start * ENERGY_FRAME_S), max(seg.end, end * ENERGY_FRAME_S)))
+    return moved
 
 
 def make_timeline(
@@ -197,29 +262,23 @@ def make_timeline(
     for who, found in speech.items():
         if not found:
             notes.append(f"no speech on the {who}'s channel")
-    turns = {who: union(found, bridge=settings.turn_gap_s) for who, found in speech.items()}
+    words: dict[str, list[dict[str, Any]] | None] = {"user": None, "system": None}
+    languages: dict[str, dict[str, Any] | None] = {"user": None, "system": None}
+    if recogniser is not None:
+        from trace_eval.sessions.words import transcribe
+
+        words, languages, heard = transcribe(session, recogniser, language)
+        notes += heard
+    annotated = annotated_pauses(session.annotations, session.duration_s, notes)
+    user_turns = user_turns_of(speech["user"], speech["system"], annotated, settings)
+    system_turns, barge_ins = system_turns_of(speech["system"], user_turns, settings)
+    backchannels = backchannels_of(system_turns, user_turns, settings, words["system"])
+    barge_ins = [b for b in barge_ins if b.system_turn not in backchannels]
+    turns = {"user": user_turns, "system": system_turns}
     pauses = {
         who: [g for turn in turns[who] for g in gaps([s for s in speech[who] if turn.overlaps(s)], turn)]
         for who in speech
     }
-    user_turns, system_turns = turns["user"], turns["system"]
-    backchannels = [
-        s for s in system_turns if s.duration <= settings.backchannel_max_s and _inside_any(s.start, user_turns)
-    ]
-    answers = []
-    for k, user in enumerate(user_turns):
-        next_user = user_turns[k + 1].start if k + 1 < len(user_turns) else session.duration_s
-        answer = next(
-            (s for s in system_turns
-             if s not in backchannels and s.end > user.end and s.start > user.start and s.start < next_user),
-            None,
-        )  # fmt: skip
-        answers.append(Answer(user, answer, None if answer is None else answer.start - user.end))
-    barge_ins = []
-    for user in user_turns:
-        talking = next((s for s in system_turns if s.start < user.start < s.end and s not in backchannels), None)
-        if talking is not None:
-            barge_ins.append(BargeIn(user, talking, talking.end - user.start, talking.end < user.end))
     timeline = Timeline(
         session.name,
         session.duration_s,
@@ -229,9 +288,13 @@ def make_timeline(
         pauses,
         intersection(speech["user"], speech["system"]),
         backchannels,
-        answers,
+        answers_of(user_turns, system_turns, backchannels, session.duration_s),
         barge_ins,
         notes,
+        words,
+        languages,
+        None if recogniser is None else recogniser.model().id,
+        annotated_pauses=annotated,
     )
     events = session.annotations.get("events.jsonl")
     if events is not None:
@@ -239,14 +302,109 @@ def make_timeline(
 
         barge_in = barge_ins[0].user_turn.start if barge_ins else None
         timeline.client = client_latencies(events, barge_in_s=barge_in)
-    if recogniser is not None:
-        from trace_eval.sessions.words import transcribe
-
-        timeline.words, timeline.languages, heard = transcribe(session, recogniser, language)
-        timeline.recogniser = recogniser.model().id
-        timeline.notes += heard
     return timeline
 
 
-def _inside_any(t: float, turns: list[Segment]) -> bool:
-    return any(s.start < t < s.end for s in turns)
+def annotated_pauses(annotations: dict[str, Any], duration_s: float, notes: list[str]) -> list[Segment]:
+    """The pauses a session's `pause.json` marks (Full-Duplex-Bench's list of {..., timestamp: [start, end]}, or
+    FLEXI's one object); one that is not a pair of times, or lies past the audio's end, is left out with a note."""
+    found = annotations.get("pause.json")
+    if found is None:
+        return []
+    pauses = []
+    for item in found if isinstance(found, list) else [found]:
+        stamp = item.get("timestamp") if isinstance(item, dict) else None
+        if not (isinstance(stamp, list) and len(stamp) == 2 and all(isinstance(t, int | float) for t in stamp)):
+            notes.append(f"pause.json: {item!r} has no [start, end] timestamp: not read")
+        elif not 0 <= stamp[0] < stamp[1]:
+            notes.append(f"pause.json: the pause {stamp} does not end after it starts: not read")
+        elif stamp[0] >= duration_s:
+            notes.append(f"pause.json: the pause at {stamp[0]:.2f} s lies past the audio's end ({duration_s:.2f} s)")
+        else:
+            pauses.append(Segment(float(stamp[0]), min(float(stamp[1]), duration_s)))
+    return pauses
+
+
+def user_turns_of(
+    user: list[Segment], system: list[Segment], annotated: list[Segment], settings: TimelineSettings
+) -> list[Segment]:
+    """The user's speech joined into turns across its pauses (the module's rules 1 to 3)."""
+    # What the system says in a silence, as turns: a piece longer than a backchannel fills it.
+    said = union(system, bridge=settings.turn_gap_s)
+
+    def is_pause(silence: Segment) -> bool:
+        if any(a.overlaps(silence) for a in annotated):
+            return True
+        if silence.duration < settings.turn_gap_s:
+            return True
+        filled = any(s.overlaps(silence) and s.duration > settings.backchannel_max_s for s in said)
+        return not filled and silence.duration <= settings.max_pause_s
+
+    turns: list[Segment] = []
+    for s in user:
+        if turns and is_pause(Segment(turns[-1].end, s.start)):
+            turns[-1] = Segment(turns[-1].start, s.end)
+        else:
+            turns.append(s)
+    return turns
+
+
+def system_turns_of(
+    system: list[Segment], user_turns: list[Segment], settings: TimelineSettings
+) -> tuple[list[Segment], list[BargeIn]]:
+    """The system's turns, each barge-in ending one at the system's stop, and the barge-ins."""
+    # A run: the system's speech without a silence heard as a stop.
+    runs = union(system, bridge=settings.stop_gap_s)
+    spoken_over = {}
+    for user in user_turns:
+        run = next((r for r in runs if r.start < user.start < r.end), None)
+        if run is not None and run not in spoken_over:
+            spoken_over[run] = user
+    turns: list[Segment] = []
+    joinable = False  # whether the last turn may go on into the next run
+    for run in runs:
+        if turns and joinable and run.start - turns[-1].end < settings.turn_gap_s:
+            turns[-1] = Segment(turns[-1].start, run.end)
+        else:
+            turns.append(run)
+        joinable = run not in spoken_over
+    barge_ins = []
+    for run, user in spoken_over.items():
+        turn = next(t for t in turns if t.start <= run.start and run.end == t.end)
+        went_on = run.end - user.start
+        barge_ins.append(BargeIn(user, turn, went_on, went_on <= settings.stop_within_s))
+    return turns, barge_ins
+
+
+def backchannels_of(
+    system_turns: list[Segment],
+    user_turns: list[Segment],
+    settings: TimelineSettings,
+    words: list[dict[str, Any]] | None = None,
+) -> list[Segment]:
+    """Short system turns (at most backchannel_max_s, and at most BACKCHANNEL_MAX_WORDS words where the system's
+    words are known) begun inside a user's turn, or followed by another system turn before the user's next."""
+    found = []
+    for k, turn in enumerate(system_turns):
+        said = sum(turn.start - 0.1 <= w["start"] < turn.end for w in words or ())
+        if turn.duration > settings.backchannel_max_s or said > BACKCHANNEL_MAX_WORDS:
+            continue
+        inside = any(u.start < turn.start < u.end for u in user_turns)
+        next_user = next((u.start for u in user_turns if u.start > turn.start), float("inf"))
+        followed = k + 1 < len(system_turns) and system_turns[k + 1].start < next_user
+        if inside or followed:
+            found.append(turn)
+    return found
+
+
+def answers_of(
+    user_turns: list[Segment], system_turns: list[Segment], backchannels: list[Segment], duration_s: float
+) -> list[Answer]:
+    """Each user turn's answer: the system's first turn (no backchannel) begun after the user's turn began and
+    before the user's next turn; its latency from the user's end (negative: a jump-in)."""
+    answers = []
+    for k, user in enumerate(user_turns):
+        next_user = user_turns[k + 1].start if k + 1 < len(user_turns) else duration_s
+        answer = next((s for s in system_turns if s not in backchannels and user.start < s.start < next_user), None)
+        answers.append(Answer(user, answer, None if answer is None else answer.start - user.end))
+    return answers
