@@ -96,16 +96,29 @@ class SpokenLouder(Extractor):
         return Section({"test": {"spoken_louder": (clip.blueprint["test"]["spoken"] or "").upper()}})
 
 
+class Expecting(Extractor):
+    """Says which languages a clip's items expect it in, as asr tests an answer in them."""
+
+    name = "test_expecting"
+    version = "1"
+    depends_on = ("test_peak",)  # runs in the driver, as asr does
+    reads_expected_languages = True
+    outputs = ("test.expects",)
+
+    def extract_one(self, clip):
+        return Section({"test": {"expects": list(clip.expects)}})
+
+
 ONLY = ["test_peak", "test_peak_db"]
 LANGUAGE = ["test_peak", "test_spoken", "test_spoken_louder"]
 
 
 @pytest.fixture(autouse=True)
 def test_extractors():
-    for cls in (Peak, PeakDb, Spoken, SpokenLouder):
+    for cls in (Peak, PeakDb, Spoken, SpokenLouder, Expecting):
         register(cls)
     yield
-    for name in ONLY + LANGUAGE + ["test_broken", "test_unloadable"]:
+    for name in ONLY + LANGUAGE + ["test_broken", "test_unloadable", "test_expecting"]:
         REGISTRY.pop(name, None)
     Peak.fail = False
 
@@ -589,3 +602,24 @@ def test_the_same_audio_declared_in_two_languages_is_refused(tmp_path):
     (root / "manifest.json").write_text(json.dumps(items))
     assert run_blueprints(root, opts(only=LANGUAGE)).unique_audio == 2
     assert BlueprintStore(root).get_by_path("audio/a.wav")["test"]["spoken"] == "fr"
+
+
+def test_answers_are_made_in_a_variant_that_tests_the_language_their_instruction_expects(tmp_path):
+    """An answer to an instruction whose text reads surely as Spanish, or that is declared French, is tested in
+    that language (Clip.expects), in a variant of its own; the instruction itself, and an answer whose own
+    language is declared, expect nothing."""
+    files = {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9), "c.wav": tone(1.1)}
+    root = bench(tmp_path, files, pairs=[("q.wav", "a.wav", "b.wav"), ("q.wav", "b.wav", "c.wav")])
+    items = json.loads((root / "manifest.json").read_text())
+    items[0]["instruction_text"] = "Di: la conferencia ha sido extendida por una hora más."
+    items[1].update(instruction_language="fr", audio2_language="de")
+    (root / "manifest.json").write_text(json.dumps(items))
+    only = ["test_peak", "test_expecting"]
+    assert run_blueprints(root, opts(only=only)).computed == 4
+    store = BlueprintStore(root)
+    expects = {path: store.get_by_path(f"audio/{path}")["test"]["expects"] for path in ("q.wav", "a.wav", "b.wav")}
+    assert expects == {"q.wav": [], "a.wav": ["es"], "b.wav": ["es", "fr"]}  # b answers both instructions
+    assert store.get_by_path("audio/c.wav")["test"]["expects"] == []  # declared German
+    assert store.key_for_path("audio/a.wav") == f"{store.hash_of('audio/a.wav')}.expects-es"
+    assert store.key_for_path("audio/b.wav") == f"{store.hash_of('audio/b.wav')}.expects-es+fr"
+    assert run_blueprints(root, opts(only=only)).computed == 0

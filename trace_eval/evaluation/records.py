@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fusion import LABELS, get_policy
-from trace_eval.judge.languages import instruction_language
+from trace_eval.judge.languages import benchmark_language, instruction_language
 from trace_eval.judge.runfolder import RunFolder, read_run_folder
 from trace_eval.rubrics import Rubric
 from trace_eval.rubrics.labels import label_space
@@ -291,12 +291,17 @@ def item_languages(benchmark: Benchmark) -> dict[str, str | None]:
     from trace_eval.stage1.store import BlueprintStore
 
     store = BlueprintStore(benchmark.root)
-    found: dict[str, str | None] = {}
-    for pair in benchmark.pairs:
+
+    def blueprint(pair) -> dict | None:
         declared = pair.languages.get("instruction_language")
-        blueprint = None
         if not declared and pair.instruction_path and (benchmark.root / pair.instruction_path).is_file():
-            blueprint = store.get_by_path(pair.instruction_path)
-        language = instruction_language(pair.languages, blueprint, pair.instruction_text)
+            return store.get_by_path(pair.instruction_path)
+        return None
+
+    read = [(pair, blueprint(pair)) for pair in benchmark.pairs]
+    usual = benchmark_language((pair.languages, bp, pair.instruction_text) for pair, bp in read)
+    found: dict[str, str | None] = {}
+    for pair, bp in read:
+        language = instruction_language(pair.languages, bp, pair.instruction_text, benchmark=usual)
         found[pair.id] = language.code if language else None
     return found

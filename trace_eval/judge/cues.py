@@ -971,8 +971,8 @@ def _language_check(asked: languages.Asked, bp: dict | None, t: Thresholds) -> l
     heard = languages.heard_in(asked, bp, t.language_min_probability)
     if heard.in_language is None:
         return []
-    sure = heard.probability is None
-    return [(heard.in_language, SURE_MARGIN if sure else _distance(heard.probability, "language_min_probability", t))]
+    p = heard.probability
+    return [(heard.in_language, SURE_MARGIN if p is None else _distance(p, "language_min_probability", t))]
 
 
 def content_margin(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -38,6 +39,7 @@ __all__ = [
     "Heard",
     "Table",
     "asked_language",
+    "benchmark_language",
     "describe_clip",
     "expected",
     "heard_in",
@@ -111,7 +113,7 @@ class ClipLanguage:
         """Known, and declared or detected at least as surely as `min_probability`."""
         if self.code is None:
             return False
-        if self.source in ("declared", "text", "transcript"):  # a text's language is kept only when sure
+        if self.source == "declared":
             return True
         return self.probability is None or self.probability >= min_probability
 
@@ -199,8 +201,10 @@ def instruction_language(
     blueprint: dict | None,
     text: str | None = None,
     min_probability: float = MIN_PROBABILITY,
+    benchmark: str | None = None,
 ) -> ClipLanguage | None:
-    """The instruction's language, and which evidence told it:
+    """The instruction's language, and which evidence told it (`benchmark`: the language most of its
+    benchmark's instructions are in, `benchmark_language`, a prior where the evidence is recorded):
 
     1. declared by the manifest (`instruction_language`, the item's `Pair.languages`);
     2. else, where its blueprint records the evidence of its language (`language.evidence`), the one rule over
@@ -230,14 +234,19 @@ def instruction_language(
     evidence = language_evidence(blueprint)
     if evidence is not None:
         # One rule over the audio's evidence and the text's reading (trace_eval/language_rule.py).
+        rule = LanguageRule.load()
         readings = text_languages(written) if written else None
-        decision = LanguageRule.load().decide(evidence, text=dict(readings) if readings else None)
-        said = f"its audio: {decision.reason}"
+        decision = rule.decide(evidence, text=dict(readings) if readings else None, expected=benchmark)
+        evidence_said = f"its audio: {decision.reason}"
         if written:
-            said += "; its text " + (
+            evidence_said += "; its text " + (
                 "reads " + ", ".join(f"{c} {p:.2f}" for c, p in readings[:3]) if readings else "too short to read"
             )
-        return replace(audio, code=decision.code, probability=decision.probability, evidence=said)
+        # Told by the text where the audio alone (with the benchmark's prior) would have decided otherwise.
+        alone = rule.decide(evidence, expected=benchmark).code
+        source = "text" if readings and decision.code != alone else "detected"
+        code, probability = decision.code, decision.probability
+        return replace(audio, code=code, probability=probability, source=source, evidence=evidence_said)
     script = script_of(written)
     read = text_language(written) if written else None
     sure_text = read if read is not None and read.probability >= min_probability else None
@@ -277,6 +286,23 @@ def instruction_language(
     )
     # Refused, the audio's decoding language says nothing either (not read as English by default).
     return ClipLanguage(None, None, None, f"{refused or heard}; {texts}", None if refused else audio.decoded, heard)
+
+
+def benchmark_language(instructions: Iterable[tuple[dict[str, Any], dict | None, str | None]]) -> str | None:
+    """The language most of a benchmark's instructions are in, each as its own evidence tells it (declared, or
+    decided without a prior: `instruction_language`), when more than half are surely in it; None otherwise.
+    `instructions`: (declared languages, blueprint, text) of each item."""
+    told: Counter[str] = Counter()
+    total = 0
+    for declared, blueprint, text in instructions:
+        total += 1
+        language = instruction_language(declared, blueprint, text)
+        if language is not None and language.code and language.trusted(MIN_PROBABILITY):
+            told[language.code] += 1
+    if not told:
+        return None
+    code, count = told.most_common(1)[0]
+    return code if count > total / 2 else None
 
 
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:

@@ -33,7 +33,7 @@ from trace_eval.judge.backbones import Backbone, BackboneSettings, FatalBackbone
 from trace_eval.judge.cache import AnswerCache, default_cache_dir
 from trace_eval.judge.caller import Caller, without_credentials
 from trace_eval.judge.judging import Judging, StructuredOutput, Unit, response_format, token_budget, unusable_record
-from trace_eval.judge.languages import instruction_language
+from trace_eval.judge.languages import benchmark_language, instruction_language
 from trace_eval.judge.options import JudgeOptions
 from trace_eval.judge.prompts import BLUEPRINT_GROUPS, Case, Prompt, PromptError, blueprint_view
 from trace_eval.rubrics import DEFAULT_RUBRIC, Rubric, RubricError, load_rubric
@@ -365,6 +365,7 @@ def build_cases(
     cases: dict[str, tuple[Case, Case | None]] = {}
     unusable: dict[str, str] = {}
     missing: dict[str, None] = {}
+    usual = benchmark_language((p.languages, blueprint(p.instruction_path), p.instruction_text) for p in pairs)
     for pair in pairs:
         reason = rubric.unusable_reason(pair)
         if reason:
@@ -374,7 +375,7 @@ def build_cases(
         variables = rubric.variables(pair, dimensions)
         if not rubric.pairwise:
             cases[pair.id] = (
-                _pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables),
+                _pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables, usual),
                 None,
             )
             continue
@@ -388,7 +389,7 @@ def build_cases(
                 blueprint(p) for p in (pair.instruction_path, pair.audio1_path, pair.audio2_path)
             )
         transcript = (instruction_bp or {}).get("agent_response")
-        language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
+        language = instruction_language(pair.languages, instruction_bp, pair.instruction_text, benchmark=usual)
         views = (blueprint_view(bp1, prompt.blueprint_keys, drop), blueprint_view(bp2, prompt.blueprint_keys, drop))
         instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
         audio1, audio2 = bench.resolve(pair.audio1_path), bench.resolve(pair.audio2_path)
@@ -442,8 +443,10 @@ def _pointwise_case(
     missing: dict[str, None],
     dimensions: tuple[str, ...],
     variables: dict[str, str],
+    usual: str | None = None,
 ) -> Case:
-    """The case of an item with one answer (audio_path): one blueprint, the answer's audio in slot 1."""
+    """The case of an item with one answer (audio_path): one blueprint, the answer's audio in slot 1; `usual`:
+    the language most of the benchmark's instructions are in."""
     assert pair.audio_path is not None
     instruction_bp = answer_bp = None
     if prompt.needs_blueprints:
@@ -455,7 +458,7 @@ def _pointwise_case(
     view = blueprint_view(answer_bp, prompt.blueprint_keys, drop)
     instruction_audio = bench.resolve(pair.instruction_path) if pair.instruction_path else None
     audio = (instruction_audio, bench.resolve(pair.audio_path), None)
-    language = instruction_language(pair.languages, instruction_bp, pair.instruction_text)
+    language = instruction_language(pair.languages, instruction_bp, pair.instruction_text, benchmark=usual)
     return Case(
         pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables, language
     )

@@ -188,7 +188,8 @@ def make_plan(
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
-    expected = bench.expected_languages()
+    # An answer's expected languages make a variant only where an extractor of the run tests them (asr).
+    expected = bench.expected_languages() if any(e.reads_expected_languages for e in extractors) else {}
     asr = next((e for e in extractors if e.name == "asr"), None)
     run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []

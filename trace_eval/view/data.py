@@ -39,7 +39,7 @@ from trace_eval.evaluation.leaderboard import dimensions_of, matchups, systems_s
 from trace_eval.evaluation.records import OVERALL, EvaluationError, HumanLabels, JudgeRun, read_record
 from trace_eval.judge import prosody
 from trace_eval.judge.evidence import unmeasured_reason
-from trace_eval.judge.languages import MIN_PROBABILITY, instruction_language
+from trace_eval.judge.languages import MIN_PROBABILITY, benchmark_language, instruction_language
 from trace_eval.languages import language_name, separates_words
 from trace_eval.rubrics import Rubric
 from trace_eval.stage1.store import BlueprintStore, get_dotted
@@ -580,6 +580,8 @@ def page_data(
                 f"shown: {', '.join(strays[:10])}{' ...' if len(strays) > 10 else ''}"
             )
     pairs = []
+    spoken_of = {p.id: clips.store.get_by_path(p.instruction_path) if p.instruction_path else None for p in bench.pairs}
+    usual = benchmark_language((p.languages, spoken_of[p.id], p.instruction_text) for p in bench.pairs)
     for pair in bench.pairs:
         labels = human.labels.get(pair.id, {})
         # A written instruction's language is the one the manifest declares (else its clip's, on the page).
@@ -590,8 +592,7 @@ def page_data(
         instruction.update(clips.of(pair.instruction_path, links.link(pair.instruction_path), False) or {})
         # The language the answers are held to, told as the judges tell it (declared, detected surely, else read
         # from the text or transcript): null where it is not known, and no answer is marked off its language.
-        spoken = clips.store.get_by_path(pair.instruction_path) if pair.instruction_path else None
-        told = instruction_language(pair.languages, spoken, pair.instruction_text)
+        told = instruction_language(pair.languages, spoken_of[pair.id], pair.instruction_text, benchmark=usual)
         instruction["expect"] = told.code if told is not None and told.trusted(MIN_PROBABILITY) else None
         if told is not None and told.code is not None and told.source in ("text", "transcript"):
             instruction["told"] = told.describe()
