@@ -1,13 +1,16 @@
-"""Speed of the judge's call path against a local server that takes a fixed time per answer.
+"""Speed of the judge as a whole command against a local server that takes a fixed time per answer.
 
-    python scripts/bench_judge.py                        # 200 pairs, 1 s per answer (the serial run takes ~200 s)
-    python scripts/bench_judge.py --pairs 50 --latency 0.5
+    python scripts/bench_judge.py                        # 40 pairs, 1 s per answer, concurrency 16 against 1
+    python scripts/bench_judge.py --pairs 200 --concurrency 32
     python scripts/bench_judge.py --answer-size          # tokens of realistic answers vs the default budget
 
-Measures, on a synthetic benchmark judged through litellm:
-1. --concurrency 1 (every call waits for the previous one);
-2. --concurrency 32, fresh cache (target: at least 20x faster than 1);
-3. the same command again (target: zero calls, under 2 s).
+Every figure is a whole `python -m trace_eval judge` process, start and end included, against the local
+OpenAI-compatible test server (tests/llm_server.py), whose verdicts depend on the prompt:
+1. --concurrency 1, fresh cache (every call waits for the previous one);
+2. --concurrency N, fresh cache (target: at least 10x faster than 1);
+3. the same command again (target: no call);
+4. as 2, through litellm (TRACE_JUDGE_VIA_LITELLM=1), fresh cache: its time, and (targets) the same requests,
+   the same verdicts and the same cache keys as 2.
 
 --answer-size counts, with litellm's token_counter, realistic answers (two sentences of
 reasoning per dimension, the longest the prompts ask for) for the TRACE rubric and a
@@ -17,7 +20,10 @@ five-dimension pointwise rubric, against the default token budget (target: at le
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,35 +32,47 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout, not an installed copy
 
-from llm_server import LLMServer, Reply, verdict_json, write_benchmark  # noqa: E402
+from llm_server import LLMServer, Reply, prompt_text, verdict_json, write_benchmark  # noqa: E402
 
-from trace_eval.judge import JudgeOptions, run_judge  # noqa: E402
 from trace_eval.judge.litellm_backbone import import_litellm  # noqa: E402
 
+LABELS = ("1", "2", "both_good", "both_bad")
 
-def timed_run(bench: Path, server: LLMServer, cache: Path, out: Path, concurrency: int) -> dict:
-    calls_before = server.request_count
+
+def varied(latency_s: float):
+    """The server's answers: a verdict that depends on the prompt, after `latency_s` seconds."""
+
+    def answer(body: dict) -> Reply:
+        digest = hashlib.sha256(prompt_text(body).encode()).digest()
+        return Reply(verdict_json(*(LABELS[b % 4] for b in digest[:3])), delay_s=latency_s)
+
+    return answer
+
+
+def timed_command(bench: Path, server: LLMServer, cache: Path, out: Path, concurrency: int, env: dict) -> dict:
+    """One `judge` command: its wall time, the requests the server got, and the verdicts it wrote."""
+    requests_before = server.request_count
+    argv = ["judge", "--bench", str(bench), "--model", "openai/bench-judge", "--api-base", server.api_base]
+    argv += ["--concurrency", str(concurrency), "--out", str(out), "--quiet"]
     start = time.perf_counter()
-    outcome = run_judge(
-        JudgeOptions(
-            bench=bench,
-            model="openai/bench-judge",
-            api_base=server.api_base,
-            api_key="dummy",
-            concurrency=concurrency,
-            cache_dir=cache,
-            out=out,
-            progress=False,
-        ),
-        notice=lambda message: None,
+    done = subprocess.run(
+        [sys.executable, "-m", "trace_eval", *argv],
+        env={**env, "TRACE_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
     return {
         "concurrency": concurrency,
         "wall_s": round(wall, 2),
-        "server_requests": server.request_count - calls_before,
-        "ok": outcome.summary["status"]["ok"],
-        "cache_hits": outcome.summary["run"]["cache_hits"],
+        "server_requests": server.request_count - requests_before,
+        "ok": sum(r["status"] == "ok" for r in records),
+        "verdicts": {r["id"]: r["verdicts"] for r in records},
+        "requests": server.requests[requests_before:],
+        "cache_keys": sorted(path.stem for path in cache.rglob("*.json")),
     }
 
 
@@ -113,9 +131,9 @@ def answer_sizes() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds the server takes per answer")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument(
         "--answer-size",
         action="store_true",
@@ -126,30 +144,50 @@ def main(argv: list[str] | None = None) -> int:
         rows = answer_sizes()
         return 0 if all(row["margin"] >= 3 for row in rows.values()) else 1
 
-    import_litellm()  # its import (seconds) is not what is measured
-    with tempfile.TemporaryDirectory() as tmp, LLMServer(default=Reply(verdict_json(), delay_s=args.latency)) as server:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRACE_JUDGE_API_KEY": "dummy"}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    env.pop("TRACE_JUDGE_VIA_LITELLM", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode: the runs below use it
+    with tempfile.TemporaryDirectory() as tmp, LLMServer(responder=varied(args.latency)) as server:
         work = Path(tmp)
+        os.environ["TRACE_STORE"] = env["TRACE_STORE"] = str(work / "store")  # a store of its own
         bench = write_benchmark(work / "bench", args.pairs)
-        serial = timed_run(bench, server, work / "cache-serial", work / "run-serial", 1)
+        timed_command(bench, server, work / "cache-warm-up", work / "run-warm-up", args.pairs, env)  # bytecode
+        serial = timed_command(bench, server, work / "cache-serial", work / "run-serial", 1, env)
         print(f"concurrency 1:  {serial['wall_s']:8.2f} s  ({serial['server_requests']} calls)", flush=True)
-        parallel = timed_run(bench, server, work / "cache", work / "run-parallel", args.concurrency)
+        parallel = timed_command(bench, server, work / "cache", work / "run-parallel", args.concurrency, env)
         print(
             f"concurrency {args.concurrency}: {parallel['wall_s']:8.2f} s  ({parallel['server_requests']} calls)",
             flush=True,
         )
-        cached = timed_run(bench, server, work / "cache", work / "run-cached", args.concurrency)
+        cached = timed_command(bench, server, work / "cache", work / "run-cached", args.concurrency, env)
         print(f"cached re-run:  {cached['wall_s']:8.2f} s  ({cached['server_requests']} calls)", flush=True)
+        via_env = {**env, "TRACE_JUDGE_VIA_LITELLM": "1"}
+        litellm = timed_command(bench, server, work / "cache-litellm", work / "run-litellm", args.concurrency, via_env)
+        print(
+            f"through litellm, concurrency {args.concurrency}: {litellm['wall_s']:8.2f} s  "
+            f"({litellm['server_requests']} calls)",
+            flush=True,
+        )
+
+    def canonical(requests: list[dict]) -> list[str]:
+        return sorted(json.dumps(body, sort_keys=True) for body in requests)
 
     speedup = serial["wall_s"] / parallel["wall_s"]
+    runs = [serial, parallel, cached, litellm]
     report = {
         "pairs": args.pairs,
         "latency_s": args.latency,
-        "runs": [serial, parallel, cached],
+        "runs": [{k: v for k, v in run.items() if k not in ("verdicts", "requests", "cache_keys")} for run in runs],
         "speedup": round(speedup, 1),
+        "litellm_wall_s": litellm["wall_s"],
         "targets": {
-            "speedup_at_least_20x": speedup >= 20,
-            "cached_rerun_zero_calls": cached["server_requests"] == 0,
-            "cached_rerun_under_2s": cached["wall_s"] < 2.0,
+            "speedup_at_least_10x": speedup >= 10,
+            "cached_rerun_no_call": cached["server_requests"] == 0,
+            "every_pair_ok": all(run["ok"] == args.pairs for run in runs),
+            "litellm_same_requests": canonical(litellm["requests"]) == canonical(parallel["requests"]),
+            "litellm_same_verdicts": litellm["verdicts"] == parallel["verdicts"],
+            "litellm_same_cache_keys": litellm["cache_keys"] == parallel["cache_keys"],
         },
     }
     print(json.dumps(report, indent=2))

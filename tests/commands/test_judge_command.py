@@ -498,9 +498,9 @@ def test_litellm_is_imported_while_the_benchmark_is_read_and_never_for_cues(tmp_
 
 def test_a_local_server_is_judged_without_importing_litellm(tmp_path):
     """--model openai/NAME --api-base URL: the calls go straight over HTTP; neither litellm nor the OpenAI client,
-    nor a model library, is imported."""
+    nor a model library, nor what httpx imports for its command-line tool (rich) or for trio, is imported."""
     bench = write_benchmark(tmp_path / "bench", 2)
-    heavy = ("litellm", "openai", "torch", "tiktoken", "aiohttp")
+    heavy = ("litellm", "openai", "torch", "tiktoken", "aiohttp", "trio", "rich")
     report = f"import atexit; atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules)))"
     with LLMServer(default=Reply(verdict_json())) as server:
         args = ["--bench", str(bench), "--quiet", "--no-cache", "--model", "openai/x", "--api-base", server.api_base]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import fusion
@@ -314,13 +316,30 @@ def _import_ahead(models: list[str], args: argparse.Namespace) -> None:
     called = [m for m in models if backbone_for(m) == "litellm"]
     if not called:
         return
-    from trace_eval.judge.openai_http import speaks_directly
+    # httpx imports its command-line tool's click and rich, and httpcore imports trio, wherever they are
+    # installed: a fifth of a second of this command's start, for a tool and an event loop it never uses.
+    with _kept_out("httpx._main", "trio"):
+        from trace_eval.judge.openai_http import speaks_directly
 
     through_litellm = [m for m in called if not speaks_directly(m, args.api_base)]
     if through_litellm:
         from trace_eval.judge.litellm_backbone import start_importing_litellm
 
         start_importing_litellm(through_litellm[0], args.api_base)
+
+
+@contextmanager
+def _kept_out(*modules: str) -> Iterator[None]:
+    """Imports made meanwhile find `modules` not installed; a later import finds them."""
+    kept_out = [name for name in modules if name not in sys.modules]
+    for name in kept_out:
+        sys.modules[name] = None  # type: ignore[assignment]  # the import system's "cannot be imported"
+    try:
+        yield
+    finally:
+        for name in kept_out:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 def _bench_here() -> Path | None:

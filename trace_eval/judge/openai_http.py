@@ -12,6 +12,7 @@ import asyncio
 import os
 from typing import Any
 
+import httpcore  # noqa: F401 - imported by httpx's first client; here with httpx (see commands/judge.py)
 import httpx
 
 from trace_eval.judge.backbones import Completion
