@@ -3,9 +3,11 @@
 It speaks the live client's protocol (trace_eval/sessions/live.py): it accepts a declaration of 16 kHz mono
 16-bit PCM in 20 ms frames and refuses any other; it hears the user's frames as they arrive, takes the user's
 speech to have ended at the last frame louder than THRESHOLD_DBFS once HANGOVER_S of quieter frames followed, and
-answers once: a recorded prompt, `delay_s` after that last loud frame arrived, streamed in 20 ms frames at
-real-time pace. Spoken over (BARGE_IN_FRAMES loud frames in a row while it answers), it stops `stops_after_s`
-later, or talks on when that is None. Only the path /talk is served; any other is answered 404.
+answers each user turn that ends while it is silent: a recorded prompt, `delay_s` after that last loud frame arrived, streamed in 20 ms
+frames at real-time pace. Spoken over (BARGE_IN_FRAMES loud frames in a row while it answers), it stops
+`stops_after_s` later, or talks on when that is None. With `closes_after_s` it hangs up: that long after
+accepting the declaration, or at once on connecting when negative. Only the path /talk is served; any other is
+answered 404.
 """
 
 from __future__ import annotations
@@ -32,11 +34,17 @@ class RealtimeServer:
     `answer`: float samples at 16 kHz. After a session, `stopped_at`: the loop time it stopped answering
     because it was spoken over (None: it was not, or talked on)."""
 
-    def __init__(self, answer: np.ndarray, delay_s: float = 0.8, stops_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        answer: np.ndarray,
+        delay_s: float = 0.8,
+        stops_after_s: float | None = None,
+        closes_after_s: float | None = None,
+    ) -> None:
         assert delay_s >= HANGOVER_S, "the answer is timed from the end it has found, which takes the hangover"
         pcm = (np.clip(answer, -1, 1) * 32767).round().astype("<i2")
         self.frames = [pcm[k : k + FRAME].tobytes() for k in range(0, len(pcm), FRAME)]
-        self.delay_s, self.stops_after_s = delay_s, stops_after_s
+        self.delay_s, self.stops_after_s, self.closes_after_s = delay_s, stops_after_s, closes_after_s
         self.stopped_at: float | None = None
         self.url = ""
 
@@ -68,6 +76,9 @@ class RealtimeServer:
             await self._done.wait()
 
     async def _session(self, ws) -> None:
+        if self.closes_after_s is not None and self.closes_after_s < 0:
+            await ws.close(1000, "closed on connecting")
+            return
         declared = json.loads(await ws.recv())
         if declared != DECLARATION:
             await ws.send(json.dumps({"error": f"this system takes {DECLARATION}, not {declared}"}))
@@ -75,11 +86,15 @@ class RealtimeServer:
             return
         await ws.send(json.dumps({"event": "ready", "system": "realtime_server"}))
         loop = asyncio.get_running_loop()
+        if self.closes_after_s is not None:
+            loop.call_later(self.closes_after_s, lambda: asyncio.ensure_future(ws.close(1000, "the session is over")))
         last_loud: float | None = None
+        answered: float | None = None  # the last loud frame of the turn answered last
         loud_run = 0
         answer: asyncio.Task | None = None
         self.stop_at: float | None = None
         self.speaking = False
+        self.finished_at = loop.time()
         try:
             async for message in ws:
                 if isinstance(message, str):
@@ -90,7 +105,10 @@ class RealtimeServer:
                 loud_run = loud_run + 1 if loud else 0
                 if loud:
                     last_loud = now
-                if answer is None and last_loud is not None and now - last_loud >= HANGOVER_S:
+                ended = last_loud is not None and last_loud != answered and now - last_loud >= HANGOVER_S
+                # A turn that ended while it answered is not answered: it talked through it.
+                if ended and (answer is None or (answer.done() and last_loud > self.finished_at)):
+                    answered = last_loud
                     answer = asyncio.create_task(self._answer(ws, last_loud + self.delay_s))
                 elif self.speaking and loud_run == BARGE_IN_FRAMES and self.stops_after_s is not None:
                     self.stop_at = now + self.stops_after_s
@@ -100,6 +118,7 @@ class RealtimeServer:
 
     async def _answer(self, ws, start: float) -> None:
         loop = asyncio.get_running_loop()
+        self.stop_at = None
         for k, frame in enumerate(self.frames):
             # Paced from the start, so the frames go out at real-time pace however late one was sent.
             await asyncio.sleep(max(0.0, start + k * FRAME / RATE - loop.time()))
@@ -112,3 +131,4 @@ class RealtimeServer:
                 break
             self.speaking = True
         self.speaking = False
+        self.finished_at = loop.time()

@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_eval.sessions.events import client_latencies
+    from trace_eval.sessions import make_timeline, read_session
     from trace_eval.sessions.live import LiveError, LiveSettings, record_session
 
     settings = LiveSettings(sample_rate=args.rate, tail_s=args.tail, setup_timeout_s=args.setup_timeout)
@@ -54,13 +54,17 @@ def run(args: argparse.Namespace) -> int:
     except LiveError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    first = client_latencies(recorded.events)["time_to_first_audio_s"]
     print(
-        f"wrote {recorded.folder}: {recorded.duration_s:.2f} s, the user's audio {recorded.user_audio_s:.2f} s, "
+        f"wrote {recorded.folder}: {recorded.duration_s:.2f} s, the user's audio {recorded.user_audio_s:.2f} s sent, "
         f"the system's {recorded.system_audio_s:.2f} s received"
     )
-    print(
-        "time to first audio (client's clock, from the user's last frame sent): "
-        + ("none received" if first is None else f"{first:.3f} s")
-    )
+    closed = recorded.closed
+    if closed["by"] == "system":
+        why = f": {closed['reason']}" if closed["reason"] else ""
+        print(f"the system closed the connection at {closed['t']:.2f} s (code {closed['code']}{why})")
+    # Per user turn, as the timeline finds the user's turns on the channel sent.
+    first = make_timeline(read_session(recorded.folder)).client or {}
+    found = first.get("time_to_first_audio_s") or []
+    shown = ", ".join("none" if v is None else f"{v:.3f} s" for v in found) or "no user turn"
+    print(f"time to first audio (client's clock, from each user turn's last frame sent): {shown}")
     return 0

@@ -37,7 +37,8 @@ CONTINUES_WITHIN_S = 0.1
 
 CLIENT_LATENCIES = {
     "setup_s": "the client's clock, from the connection opened to the system accepting the declaration",
-    "time_to_first_audio_s": "the client's clock, from the user's last frame sent to the system's first frame received",
+    "time_to_first_audio_s": "per user turn, the client's clock, from the turn's last frame sent to the system's "
+    "next frame received (before the user's next turn; None where none came)",
     "first_audio_s": "the session clock, from the session's first sample to the system's first frame received",
     "stop_latency_s": "the session clock, from barge_in_s (the user starting to speak over the system) to the end "
     "of the system's received audio that was playing then",
@@ -82,10 +83,14 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if k != "_line"} for e in events]
 
 
-def client_latencies(events: list[dict[str, Any]], *, barge_in_s: float | None = None) -> dict[str, Any]:
+def client_latencies(
+    events: list[dict[str, Any]], *, barge_in_s: float | None = None, user_turns: list[Segment] | None = None
+) -> dict[str, Any]:
     """The latencies the event log holds, in seconds (None where the log has no such event), with where each
     clock starts (`clocks`). `barge_in_s`: where the user started to speak over the system, on the session
-    clock (a barge-in of the timeline, or where it was planted); without it there is no stop latency."""
+    clock (a barge-in of the timeline, or where it was planted); without it there is no stop latency.
+    `user_turns`: the timeline's, each with a time to first audio; without them the user's audio is one turn
+    that ends with its last frame."""
 
     def first(name: str, **match: Any) -> float | None:
         return next(
@@ -93,11 +98,9 @@ def client_latencies(events: list[dict[str, Any]], *, barge_in_s: float | None =
         )
 
     connected, ready = first("connected"), first("ready")
-    last_sent, first_received = first("audio_sent", frame="last"), first("first_audio_received")
     found: dict[str, float | None] = {
         "setup_s": None if connected is None or ready is None else ready - connected,
-        "time_to_first_audio_s": None if last_sent is None or first_received is None else first_received - last_sent,
-        "first_audio_s": first_received,
+        "first_audio_s": first("first_audio_received"),
         "stop_latency_s": None,
     }
     if barge_in_s is not None:
@@ -105,8 +108,28 @@ def client_latencies(events: list[dict[str, Any]], *, barge_in_s: float | None =
         found["stop_latency_s"] = None if playing is None else playing.end - barge_in_s
     return {
         **{k: None if v is None else round(v, 3) for k, v in found.items()},
+        "time_to_first_audio_s": [None if v is None else round(v, 3) for v in _first_audio(events, user_turns)],
         "clocks": CLIENT_LATENCIES,
     }
+
+
+def _first_audio(events: list[dict[str, Any]], user_turns: list[Segment] | None) -> list[float | None]:
+    """For each user turn, from its last frame sent (the frame its end falls in, sent once it had played) to
+    the first of the system's frames that arrived after it and before the user's next turn."""
+    sent = [e for e in events if e["event"] == "audio_sent"]
+    if not sent:
+        return []
+    frame_s = next((e["end_s"] for e in sent if e.get("frame") == "first"), 0.02)
+    if user_turns is None:
+        last = next((e["end_s"] for e in sent if e.get("frame") == "last"), None)
+        user_turns = [] if last is None else [Segment(0.0, last)]
+    arrivals = [e["t"] for e in events if e["event"] in ("first_audio_received", "audio_received")]
+    found: list[float | None] = []
+    for k, turn in enumerate(user_turns):
+        last_frame = math.ceil(turn.end / frame_s - 1e-6) * frame_s
+        until = user_turns[k + 1].start if k + 1 < len(user_turns) else math.inf
+        found.append(next((t - last_frame for t in arrivals if last_frame < t < until), None))
+    return found
 
 
 def _received_audio(events: list[dict[str, Any]]) -> list[Segment]:

@@ -14,7 +14,9 @@ The protocol, from the client's side:
    20 ms have played (as a microphone delivers them), scheduled from a monotonic clock so the pace does not drift;
    meanwhile it takes the system's binary messages (PCM in the same format) and its text messages, logged;
 4. after the user's audio, the client goes on sending frames of silence (a microphone left open) and listening
-   for `tail_s`, then closes.
+   for `tail_s`, then closes. A system may close first, at any moment: before accepting the declaration the
+   session cannot be set up (LiveError, nothing written); after, the session ends there and is written with
+   what was sent and received until then, and who closed it, with its code and reason (`session.json`).
 
 The session folder (written whole or not at all: into a temporary folder beside it, then renamed):
 `user.wav` (the user's audio as sent), `system.wav`, `events.jsonl` (trace_eval.sessions.events) and
@@ -66,9 +68,10 @@ class LiveSettings:
 class LiveRecording:
     folder: Path
     duration_s: float  # session clock, zero to the close
-    user_audio_s: float
+    user_audio_s: float  # of the user's audio sent: all of it, unless the system hung up first
     system_audio_s: float  # seconds of audio received
     events: list[dict[str, Any]]
+    closed: dict[str, Any]  # by whom ("client" or "system"), when, the code and the reason
 
 
 def record_session(
@@ -104,6 +107,7 @@ class _Heard:
     events: list[dict[str, Any]]  # `t` on the client's monotonic clock until _converse returns
     chunks: list[tuple[int, np.ndarray]]  # the system's frames: (first sample on the session clock, samples)
     end_s: float  # the close, on the session clock
+    user_sent: int  # samples of the user's audio sent: all of it, unless the system hung up first
 
 
 async def _converse(url: str, user: np.ndarray, frame: int, settings: LiveSettings) -> _Heard:
@@ -128,8 +132,8 @@ async def _converse(url: str, user: np.ndarray, frame: int, settings: LiveSettin
     try:
         log("connected", url=url)
         declaration = {"sample_rate": rate, "channels": 1, "frame_ms": FRAME_MS, "format": FORMAT}
-        await ws.send(json.dumps(declaration))
         try:
+            await ws.send(json.dumps(declaration))
             answer = await asyncio.wait_for(ws.recv(), settings.setup_timeout_s)
         except asyncio.TimeoutError:
             raise LiveError(
@@ -162,8 +166,11 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
     zero = time.monotonic()  # the session clock's zero: the user's first sample starts "playing" now
     chunks: list[tuple[int, np.ndarray]] = []
     closing = False
+    sent = 0  # frames sent, the user's audio and the silence after it
 
-    async def send() -> None:
+    async def send() -> bool:
+        """Every frame sent, then True; False where the system hung up first."""
+        nonlocal sent
         count = len(user) // frame
         silence = bytes(2 * frame)
         for k in range(count + round(tail_s / frame_s)):
@@ -172,11 +179,13 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
             try:
                 await ws.send(user[k * frame : (k + 1) * frame].astype("<i2").tobytes() if k < count else silence)
             except ConnectionClosed:
-                return  # the system hung up: receive() logs it
+                return False  # the system hung up: receive() logs it
+            sent = k + 1
             if k == 0:
                 log("audio_sent", frame="first", end_s=round(frame_s, 6))
             if k == count - 1:
                 log("audio_sent", frame="last", end_s=round(count * frame_s, 6))
+        return True
 
     async def receive() -> None:
         played_until = 0  # in samples on the session clock: where the audio received so far stops playing
@@ -201,8 +210,7 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
 
     receiving = asyncio.create_task(receive())
     try:
-        await send()
-        if not receiving.done():
+        if await send() and not receiving.done():
             closing = True
             log("closed", by="client", code=1000, reason="the tail after the user's audio is over")
             await ws.close()
@@ -212,7 +220,7 @@ async def _stream(ws, user: np.ndarray, frame: int, rate: int, tail_s: float, ev
     end = next(e["t"] for e in reversed(events) if e["event"] == "closed") - zero
     for e in events:
         e["t"] -= zero
-    return _Heard(events, chunks, end)
+    return _Heard(events, chunks, end, min(len(user), sent * frame))
 
 
 def _json_or_none(message: str | bytes) -> dict[str, Any] | None:
@@ -233,6 +241,9 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
     import soundfile as sf
 
     rate = settings.sample_rate
+    user = user[: heard.user_sent]  # what the system heard of it
+    closed = next(e for e in reversed(heard.events) if e["event"] == "closed")
+    closed = {k: closed[k] for k in ("t", "by", "code", "reason")}
     length = max(round(heard.end_s * rate), len(user), max((at + len(s) for at, s in heard.chunks), default=0))
     system = np.zeros(length, dtype=np.int16)
     for at, samples in heard.chunks:
@@ -251,6 +262,7 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
         "duration_s": round(length / rate, 3),
         "user_audio_s": round(len(user) / rate, 3),
         "system_audio_s": round(received_s, 3),
+        "closed": {**closed, "t": round(closed["t"], 3)},
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
@@ -269,4 +281,5 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return LiveRecording(out, length / rate, len(user) / rate, received_s, read_events(out / LIVE_FILES["events"]))
+    events = read_events(out / LIVE_FILES["events"])
+    return LiveRecording(out, length / rate, len(user) / rate, received_s, events, manifest["closed"])

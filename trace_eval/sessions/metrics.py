@@ -31,8 +31,8 @@ DEFINITIONS = {
     "user's turn, or followed by another before the user's next), per minute of the user's turns",
     "overlap_share": "seconds both channels speak / seconds either speaks",
     "leading_silence_s": "the system's silence before it first speaks; clock: the session's first sample",
-    "client_time_to_first_audio_s": "from the event log: the first audio received - the last user frame sent; "
-    "clock: the client's, from its last frame sent (sessions with an event log only)",
+    "client_time_to_first_audio_s": "from the event log, per user turn: the system's next audio received - the "
+    "turn's last frame sent; clock: the client's, from that frame sent (sessions with an event log only)",
     "client_stop_latency_s": "from the event log: how long audio kept arriving after the timeline's first "
     "barge-in began; clock: the client's, from the user's start as heard",
 }
@@ -94,7 +94,12 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
 
 
 def _client(timelines: list[Timeline], key: str) -> list[float]:
-    return [t.client[key] for t in timelines if t.client and t.client.get(key) is not None]
+    """A client latency of every session with an event log (per user turn where it is a list)."""
+    found = []
+    for t in timelines:
+        value = (t.client or {}).get(key)
+        found += [v for v in value if v is not None] if isinstance(value, list) else [] if value is None else [value]
+    return found
 
 
 def _silence(t: Timeline) -> list[Segment]:

@@ -301,7 +301,7 @@ def make_timeline(
         from trace_eval.sessions.events import client_latencies
 
         barge_in = barge_ins[0].user_turn.start if barge_ins else None
-        timeline.client = client_latencies(events, barge_in_s=barge_in)
+        timeline.client = client_latencies(events, barge_in_s=barge_in, user_turns=user_turns)
     return timeline
 
 
