@@ -3,11 +3,11 @@
 It speaks the live client's protocol (trace_eval/sessions/live.py): it accepts a declaration of 16 kHz mono
 16-bit PCM in 20 ms frames and refuses any other; it hears the user's frames as they arrive, takes the user's
 speech to have ended at the last frame louder than THRESHOLD_DBFS once HANGOVER_S of quieter frames followed, and
-answers each user turn that ends while it is silent: a recorded prompt, `delay_s` after that last loud frame arrived, streamed in 20 ms
-frames at real-time pace. Spoken over (BARGE_IN_FRAMES loud frames in a row while it answers), it stops
-`stops_after_s` later, or talks on when that is None. With `closes_after_s` it hangs up: that long after
-accepting the declaration, or at once on connecting when negative. Only the path /talk is served; any other is
-answered 404.
+answers each user turn that ends while it is silent: a recorded prompt, `delay_s` after that last loud frame
+arrived, streamed in 20 ms frames at real-time pace. Spoken over (BARGE_IN_FRAMES loud frames in a row while it
+answers), it stops `stops_after_s` later, or talks on when that is None. With `closes_after_s` it hangs up: that
+long after accepting the declaration, or at once on connecting when negative. Only the path /talk is served;
+any other is answered 404.
 """
 
 from __future__ import annotations

@@ -242,8 +242,8 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
 
     rate = settings.sample_rate
     user = user[: heard.user_sent]  # what the system heard of it
-    closed = next(e for e in reversed(heard.events) if e["event"] == "closed")
-    closed = {k: closed[k] for k in ("t", "by", "code", "reason")}
+    last = next(e for e in reversed(heard.events) if e["event"] == "closed")
+    closed: dict[str, Any] = {k: last[k] for k in ("by", "code", "reason")} | {"t": round(last["t"], 3)}
     length = max(round(heard.end_s * rate), len(user), max((at + len(s) for at, s in heard.chunks), default=0))
     system = np.zeros(length, dtype=np.int16)
     for at, samples in heard.chunks:
@@ -262,7 +262,7 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
         "duration_s": round(length / rate, 3),
         "user_audio_s": round(len(user) / rate, 3),
         "system_audio_s": round(received_s, 3),
-        "closed": {**closed, "t": round(closed["t"], 3)},
+        "closed": closed,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
@@ -282,4 +282,4 @@ def _write(out: Path, url: str, source: str, user: np.ndarray, heard: _Heard, se
         shutil.rmtree(partial, ignore_errors=True)
         raise
     events = read_events(out / LIVE_FILES["events"])
-    return LiveRecording(out, length / rate, len(user) / rate, received_s, events, manifest["closed"])
+    return LiveRecording(out, length / rate, len(user) / rate, received_s, events, closed)
