@@ -9,7 +9,8 @@ an overall label).
 
 Modules: prompts (versioned templates -> messages), backbones (the interface and
 the registry by name), litellm_backbone and cues (the two built in; cues is
-offline, TRACE only), parse (answer -> verdict in the rubric's label spaces), cache
+offline, TRACE only), openai_http (a local OpenAI-compatible server spoken to
+without litellm), parse (answer -> verdict in the rubric's label spaces), cache
 (answers by request key), caller (one call: cache, budget, rate limit, retries),
 options (what a run is made with), judging (the loop: repairs, swapped orders,
 records), combine (samples, swapped orders), confidence (how sure a verdict is),
