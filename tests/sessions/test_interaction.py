@@ -62,6 +62,23 @@ def test_every_threshold_is_an_option_and_recorded(bench, tmp_path, capsys):
     assert reasons["barge-in"][0].startswith("went on") and reasons["answer"][1].startswith("answered 2.")
 
 
+def test_the_ranking_is_the_leaderboards_maximum_likelihood_where_it_exists():
+    """Nobody won or lost every pair: the scores are the maximum-likelihood ones, as `leaderboard` gives them (the
+    weak prior only where a system won or lost every pair)."""
+    import numpy as np
+
+    from trace_eval.evaluation import bradley_terry
+    from trace_eval.sessions.interaction import PairVerdict
+
+    outcomes = [("a", "b", "1"), ("a", "b", "1"), ("b", "c", "1"), ("c", "a", "1"), ("a", "c", "both_good")]
+    table = rank([PairVerdict(f"s{k}", (x, y), label, "", [], "cues") for k, (x, y, label) in enumerate(outcomes)])
+    points = np.array([[0, 2, 0.5], [0, 0, 1], [1.5, 0, 0]])
+    games = np.array([[0, 2, 2], [2, 0, 1], [2, 1, 0]])
+    expected = bradley_terry.scores(bradley_terry.fit(points, games))
+    assert {row["system"]: row["score"] for row in table} == dict(zip("abc", np.round(expected, 1)))
+    assert {row["fit"] for row in table} == {"maximum likelihood"}
+
+
 def test_sessions_on_different_user_channels_are_not_compared(bench):
     other = _timeline(bench, "prompt", "session-1")
     verdict = cues_verdict("mixed", ("prompt", "slow"), _timeline(bench, "prompt"), other)
@@ -140,14 +157,31 @@ def test_pairs_as_a_benchmark_judged_ranked_and_evaluated_like_any_other(bench, 
     pairs = tmp_path / "pairs"
     assert main(["sessions", str(bench), "--pairs", str(pairs), "--labels", str(labels), "--quiet"]) == 0
     items = {i["id"]: i for i in map(json.loads, (pairs / "manifest.jsonl").read_text().splitlines())}
-    assert len(items) == 6 and items["session-0|prompt|slow"]["label"] == {"interaction": "1"}  # the label follows
-    assert (pairs / items["session-0|deaf|prompt"]["audio1_path"]).is_file()
+    seated = {(i["session"], i["model_a"], i["model_b"]): i for i in items.values()}
+
+    def pair(sample: str, first: str, second: str) -> tuple[dict, bool]:
+        """The item of two systems on a sample, and whether `first` sits as response 1."""
+        return (seated[(sample, first, second)], True) if (sample, first, second) in seated else (
+            seated[(sample, second, first)], False)  # fmt: skip
+
+    # Seated by a seeded draw, not by name, and recorded.
+    assert json.loads((pairs / "seating.json").read_text())["seed"] == 0
+    assert {i["model_a"] < i["model_b"] for i in items.values()} == {True, False}
+    item, first = pair("session-0", "prompt", "slow")
+    assert len(items) == 6 and item["label"] == {"interaction": "1" if first else "2"}  # the label follows
+    assert (pairs / pair("session-0", "deaf", "prompt")[0]["audio1_path"]).is_file()
 
     run = tmp_path / "run"
     assert main(["judge", "--bench", str(pairs), "--rubric", "interaction", "--model", "cues", "--out", str(run)]) == 0
     assert main(["leaderboard", str(run)]) == 0
     board = json.loads((run / "leaderboard" / "leaderboard.json").read_text())
     assert "prompt" in capsys.readouterr().out and board
+    # One Bradley-Terry computation: the leaderboard of the judged pairs scores the systems as `sessions --judge`.
+    judged = tmp_path / "judged.json"
+    assert main(["sessions", str(bench), "--judge", "cues", "--out", str(judged), "--quiet"]) == 0
+    ranked = {row["system"]: row["score"] for row in json.loads(judged.read_text())["ranking"]}
+    table = next(s for s in board["sources"] if s["kind"] == "run")["tables"]["interaction"]
+    assert {row["system"]: round(row["score"]["value"], 1) for row in table["systems"]} == ranked
     assert main(["evaluate", str(run)]) == 0
     (scored,) = json.loads((run / "evaluation" / "metrics.json").read_text())["runs"]
     # One of the two labels is the judge's; on the other it says both_bad where people said 2.
@@ -169,15 +203,16 @@ def test_pairs_as_a_benchmark_judged_ranked_and_evaluated_like_any_other(bench, 
         llm = ["--model", "openai/test", "--api-base", server.api_base, "--swap", "--out", str(tmp_path / "llm")]
         assert main(["judge", "--bench", str(pairs), "--rubric", "interaction", *llm]) == 0
     # Swapped, each session's timeline moves with its audio: deaf's unanswered turn is shown second.
-    item = items["session-0|deaf|prompt"]
+    item, deaf_first = pair("session-0", "deaf", "prompt")
     deaf_prompt = [t for t in shown if item["timeline_1"].strip() in t and item["timeline_2"].strip() in t]
     assert len(deaf_prompt) == 2 and {t.index("no answer follows") > t.index("Session 2:") for t in deaf_prompt} == {
         True,
         False,
     }
     records = [json.loads(line) for line in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
-    deaf = next(r for r in records if r["id"] == "session-0|deaf|prompt")
-    assert deaf["verdicts"]["interaction"] == "2" and deaf["orders"]["swapped"]["interaction"] == "2"
+    deaf = next(r for r in records if r["id"] == item["id"])
+    prompt_wins = "2" if deaf_first else "1"
+    assert deaf["verdicts"]["interaction"] == prompt_wins and deaf["orders"]["swapped"]["interaction"] == prompt_wins
 
 
 def test_the_llm_reads_what_was_said_where_the_channels_were_transcribed(bench):

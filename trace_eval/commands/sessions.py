@@ -46,6 +46,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "for the interaction rubric: judge, label, leaderboard and evaluate take it like any other",
     )
     p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="--pairs: seeds the draw of which system of each pair is response 1 (recorded in BENCH/seating.json; "
+        "default: %(default)s)",
+    )
+    p.add_argument(
         "--labels",
         metavar="FILE",
         help="--judge: people's labels, JSON lines {sample, system_1, system_2, interaction}: the judge's "
@@ -316,7 +323,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
         readers = {(e.system or "", e.sample): e for e in entries}
         labels = read_labels(Path(args.labels)) if args.labels else {}
-        count = write_pairs(Path(args.pairs), pairs, systems, readers, labels, judging)
+        count = write_pairs(Path(args.pairs), pairs, systems, readers, labels, judging, args.seed)
         print(f"written: {args.pairs}: {count} interaction pairs (judge them: python -m trace_eval judge --bench "
               f"{args.pairs} --rubric interaction --model cues)")  # fmt: skip
         if not args.judge:

@@ -33,6 +33,7 @@ __all__ = [
     "PRIOR_GAMES",
     "SCALE",
     "fit",
+    "fit_or_prior",
     "fit_with_prior",
     "ranks",
     "scores",
@@ -101,6 +102,17 @@ def fit_with_prior(points: np.ndarray, games: np.ndarray, prior_games: float = P
     if prior_games <= 0:
         raise ValueError(f"prior_games={prior_games}: expected a positive number of pseudo-games")
     return _newton(points, games, prior_games)
+
+
+def fit_or_prior(points: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log strengths, whether they are the maximum-likelihood ones) per batch row: `fit` where its maximum
+    exists, `fit_with_prior` where it does not. The one computation behind every ranking (leaderboard.py,
+    sessions.interaction.rank), so the same outcomes give the same scores everywhere."""
+    theta = fit(points, games)
+    no_maximum = np.isnan(theta).any(axis=-1)
+    if no_maximum.any():  # a system won or lost every pair: the weak prior keeps the scores finite
+        theta[no_maximum] = fit_with_prior(np.asarray(points)[no_maximum], np.asarray(games)[no_maximum])
+    return theta, ~no_maximum
 
 
 def _newton(points: np.ndarray, games: np.ndarray, prior_games: float) -> np.ndarray:

@@ -385,13 +385,10 @@ def _table(
     maximum_likelihood, prior = False, None
     if len(present) >= 2:
         sub = np.ix_(np.arange(rows), present, present)
-        theta = bradley_terry.fit(scored[sub], played[sub])
-        no_maximum = np.isnan(theta).any(axis=-1)
-        if no_maximum.any():  # a system won or lost every pair: the weak prior keeps the scores finite
-            theta[no_maximum] = bradley_terry.fit_with_prior(scored[sub][no_maximum], played[sub][no_maximum])
+        theta, defined = bradley_terry.fit_or_prior(scored[sub], played[sub])
         score[:, present] = bradley_terry.scores(theta)
         above[:, present], below[:, present] = bradley_terry.unbounded(scored[sub], played[sub])
-        maximum_likelihood = not no_maximum[0]
+        maximum_likelihood = bool(defined[0])
         if not maximum_likelihood:
             prior = (
                 _no_fit_reason(scored[0][np.ix_(present, present)], [games.systems[i] for i in present])

@@ -17,8 +17,8 @@ The dimension is turn-taking and interruption handling, with the typed ties of t
 - an LLM (any litellm model) reads both timelines as text (who spoke when, the latencies, what overlapped) and
   answers with a label and its reasoning.
 
-`rank(verdicts)` gives each system's Bradley-Terry score over the pairs (a tie half a win to each), as the
-leaderboards do.
+`rank(verdicts)` gives each system's Bradley-Terry score over the pairs (a tie half a win to each), computed as
+the leaderboard computes it.
 """
 
 from __future__ import annotations
@@ -249,8 +249,9 @@ def llm_verdict(
 
 
 def rank(verdicts: list[PairVerdict]) -> list[dict[str, Any]]:
-    """Each system's Bradley-Terry score (with the leaderboards' weak prior), wins, ties and losses over the
-    decided pairs, best first."""
+    """Each system's Bradley-Terry score, wins, ties and losses over the decided pairs, best first: the
+    leaderboard's computation (bradley_terry.fit_or_prior: maximum likelihood, or the weak prior where a system
+    won or lost every pair), so `leaderboard` gives the same scores for the same verdicts."""
     decided = [(v, v.label) for v in verdicts if v.label is not None]
     systems = sorted({s for v, _ in decided for s in v.systems})
     index = {s: k for k, s in enumerate(systems)}
@@ -273,10 +274,12 @@ def rank(verdicts: list[PairVerdict]) -> list[dict[str, Any]]:
                 tally[s][label] += 1
     if not n:
         return []
-    score = bradley_terry.scores(bradley_terry.fit_with_prior(points, games))
+    theta, defined = bradley_terry.fit_or_prior(points, games)
+    score = bradley_terry.scores(theta)
     places = bradley_terry.ranks(score)
+    fit = "maximum likelihood" if defined else "with the weak prior (a system won or lost every pair)"
     table = [
-        {"system": s, "rank": int(places[k]), "score": round(float(score[k]), 1), **tally[s]}
+        {"system": s, "rank": int(places[k]), "score": round(float(score[k]), 1), **tally[s], "fit": fit}
         for k, s in enumerate(systems)
     ]
     return sorted(table, key=lambda row: (row["rank"], row["system"]))

@@ -2,13 +2,16 @@
 `evaluate` and the audit page take it like any other benchmark.
 
     BENCH/manifest.jsonl                  one item per pair of systems on a session both have
+    BENCH/seating.json                    how the two systems of each pair were seated (the seed)
     BENCH/audio/<system>/<session>.flac   each session as one stereo file: the user left, the system right
 
 An item's response 1 and 2 are the two systems' sessions (`model_a`, `model_b`), its instruction says that both
 talked with the same user recording, and its fields hold each session's timeline as text for an LLM
 (`timeline_1`, `timeline_2`: interaction.describe) and as a JSON record for the offline judge (`session_1`,
 `session_2`), with the offline judge's thresholds it is to use (`judge_settings`). People's labels, where given,
-are the item's `label.interaction`.
+are the item's `label.interaction`. Which system is response 1 is drawn for each pair by a random generator
+seeded with `seed` (recorded in `seating.json`): a judge's position bias, which `evaluate` checks, is then not
+confounded with the systems' names.
 """
 
 from __future__ import annotations
@@ -38,8 +41,14 @@ def write_pairs(
     sessions: dict[tuple[str, str], SessionEntry],
     labels: dict[tuple[str, str, str], str] | None = None,
     settings: InteractionSettings | None = None,
+    seed: int = 0,
 ) -> int:
-    """Write the benchmark of `pairs` ((session, (system, system))); returns how many items it holds."""
+    """Write the benchmark of `pairs` ((session, (system, system))), each pair's systems seated in an order drawn
+    with `seed`; returns how many items it holds."""
+    import random
+
+    seats = random.Random(seed)
+    pairs = [(sample, (a, b) if seats.random() < 0.5 else (b, a)) for sample, (a, b) in pairs]
     written: dict[tuple[str, str], str] = {}
 
     def audio(system: str, sample: str) -> str:
@@ -71,4 +80,10 @@ def write_pairs(
             item["label"] = {"interaction": label}
         lines.append(json.dumps(item, ensure_ascii=False))
     atomic_write_text(bench / "manifest.jsonl", "\n".join(lines) + "\n")
+    seating = {
+        "seed": seed,
+        "rule": "each pair's systems in the order a random.Random(seed) drew, pair by pair "
+        "in the order of sessions then systems' names: the first drawn below 0.5 keeps the names' order",
+    }
+    atomic_write_text(bench / "seating.json", json.dumps(seating, indent=1) + "\n")
     return len(lines)
