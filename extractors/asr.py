@@ -131,6 +131,7 @@ DEFAULT_CARDS = {
 }
 SETTING = "asr.model_path"
 EVIDENCE_LANGUAGES = 10  # the token's most probable languages kept as evidence
+EVERYONE_BELOW = 0.995  # language_evidence(everyone=True) decodes the first guesses of a token less sure than this
 
 
 @dataclass
@@ -678,14 +679,16 @@ class AsrExtractor(Extractor):
         self, probabilities: dict[str, float], samples: np.ndarray, expects: Sequence[str] = (), everyone: bool = False
     ) -> dict:
         """What tells a window's language (trace_eval/language_rule.py): the token's most probable languages, and
-        where the token is split (`everyone`: always, the first five), its guesses decoded by beam search in one
-        batch, their log-probability, whether they loop and what their words read as. A language the context
-        `expects` that is not the token's surest is decoded with them (the hypothesis test of an answer)."""
+        where the token is split (`everyone`: below EVERYONE_BELOW, the first five), its guesses decoded by beam
+        search in one batch, their log-probability, whether they loop and what their words read as. A language the
+        context `expects` that is not the token's surest is decoded with them (the hypothesis test of an answer)."""
         rule = LanguageRule.load()
         ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
         token = {c: stored(p) for i, (c, p) in enumerate(ranked[:EVIDENCE_LANGUAGES]) if not i or p >= 0.001}
         evidence: dict = {"speech_s": round(len(samples) / SAMPLE_RATE, 2), "token": token}
-        guessed = [c for c, _ in ranked[: rule.candidates]] if everyone else rule.guesses_to_decode(probabilities)
+        guessed = rule.guesses_to_decode(probabilities)
+        if everyone and ranked[0][1] < EVERYONE_BELOW:
+            guessed = [c for c, _ in ranked[: rule.candidates]]
         tested = [c for c in expects if c != ranked[0][0] and c in probabilities]
         if tested:
             evidence["expects"] = list(expects)
@@ -712,7 +715,7 @@ class AsrExtractor(Extractor):
 
     def language_evidence(self, clip: Clip, everyone: bool = False) -> dict | None:
         """A clip's language evidence as detection gathers it (None: no speech), its context's expected languages
-        (`clip.expects`) tested; `everyone`: the token's first five guesses decoded whatever the token says
+        (`clip.expects`) tested; `everyone`: the token's first five guesses decoded unless it is all but sure
         (scripts/bench_perception.py studies the rule with them)."""
         self.load()
         samples = clip.samples(SAMPLE_RATE)

@@ -209,7 +209,9 @@ def describe(evidence: Mapping[str, Any]) -> str:
 
 # -- fitting ---------------------------------------------------------------------------------------------------
 
-FITTED = ("token_weight", "transcript_weight", "words_weight", "loop_penalty")
+# The token's weight stays 1: its probabilities are Whisper's own, calibrated where nothing else is heard; the
+# other weights say how much a transcript's likelihood and its reading add to them.
+FITTED = ("transcript_weight", "words_weight", "loop_penalty")
 
 
 def fit(examples: list[tuple[Mapping[str, Any], str]]) -> LanguageRule:
@@ -239,6 +241,9 @@ def save(rule: LanguageRule, fitted_on: str) -> None:
     LanguageRule.load.cache_clear()
 
 
+MAX_WEIGHT = 10.0  # a weight past this says "never" where the tuning half had no counter-example
+
+
 def _with(rule: LanguageRule, weights) -> LanguageRule:
-    values = asdict(rule) | {name: round(max(0.0, float(w)), 3) for name, w in zip(FITTED, weights)}
+    values = asdict(rule) | {name: round(min(max(0.0, float(w)), MAX_WEIGHT), 3) for name, w in zip(FITTED, weights)}
     return LanguageRule(**values)
