@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "DnsmosExtractor",
     "DnsmosScorer",
     "DnsmosScores",
+    "SCORE_TOLERANCE",
     "loudest_block_dbfs",
     "no_speech",
     "speech_seconds",
@@ -58,6 +60,10 @@ _PLAIN_KEYS = {
     "plain_overall": "DNSMOS_Overall_Quality",
 }
 _CARD = "dnsmos"
+# How far a stored score may be from the same clip's score on another CPU: the NCHWc layout sums by the CPU's
+# blocks (raw scores then differ by about 1e-6), and a score stored at 4 decimals moves by at most one unit.
+SCORE_TOLERANCE = 1e-4
+SCORE_DECIMALS = 4
 
 
 @dataclass
@@ -74,18 +80,19 @@ class Config:
     # (8 windows: 0.6 GB more); a GPU is kept busier with more (--set dnsmos.batch_seconds=72).
     batch_seconds: float = 20.0
     num_threads: int = 0  # ONNX Runtime threads; 0 = all cores
-    # "class": onnxruntime's graph optimisation kept below its layout level, the same sums on every CPU of the
-    # numeric class (docs/reproducibility.md). "nchwc": its NCHWc layout, DNSMOS about 1.6 times faster on a
-    # CPU, whose convolutions then sum by blocks of 16 channels on AVX-512 CPUs and of 8 on others: stored
-    # scores may differ in their last digit between such CPUs (recorded in the section's numerics).
-    layout: str = "class"
+    # "nchwc": onnxruntime's NCHWc layout, about 1.6 times faster on a CPU than the reference; its convolutions
+    # sum by blocks of 16 channels on AVX-512 CPUs and of 8 on others, so scores agree within SCORE_TOLERANCE
+    # between such CPUs (the blocks are recorded in the section's numerics). "reference": onnxruntime's graph
+    # optimisation kept below its layout level, the same sums on every CPU of the numeric class
+    # (docs/reproducibility.md).
+    layout: str = "nchwc"
     model_path: str | None = None  # folder with the speechmos layout; default: the installed speechmos package
 
 
 @register
 class DnsmosExtractor(Extractor):
     name = "dnsmos"
-    version = "5"
+    version = "6"
     description = "DNSMOS P.835 personalized signal/background/overall and P.808 overall quality (MOS 1-5)"
     sample_rate = SAMPLE_RATE
     uses_gpu = True  # with onnxruntime-gpu installed; otherwise it runs on the CPU and says so
@@ -178,9 +185,15 @@ class DnsmosExtractor(Extractor):
 
     def numerics(self) -> dict:
         numerics = super().numerics()
-        if self.config.layout == "nchwc" and self.device == "cpu":
+        if self.device != "cpu":
+            return numerics
+        if self.config.layout == "reference":
+            numerics["onnxruntime_layout"] = "reference: convolutions as matrix products, the class's sums"
+        elif platform.machine().lower() in ("x86_64", "amd64"):  # MLAS blocks by its vector width
             block = 16 if numerics.get("kernels", {}).get("onnxruntime") == "AVX512F" else 8
             numerics["onnxruntime_layout"] = f"NCHWc, convolutions summed by blocks of {block} channels"
+        else:
+            numerics["onnxruntime_layout"] = "NCHWc, convolutions summed by the blocks of this CPU's kernels"
         return numerics
 
     @property
@@ -319,14 +332,14 @@ def loudest_block_dbfs(samples: np.ndarray) -> float:
 
 
 def to_section(scores: DnsmosScores) -> Section:
-    """The blueprint fragment: scores rounded to 3 decimals, a non-finite one null with its reason."""
+    """The blueprint fragment: scores rounded to SCORE_DECIMALS, a non-finite one null with its reason."""
     values: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     keys = dict(_KEYS, **(_PLAIN_KEYS if scores.plain_signal is not None else {}))
     for field_name, key in keys.items():
         value = getattr(scores, field_name)
         if value is not None and np.isfinite(value):
-            values[key] = round(value, 3)
+            values[key] = round(value, SCORE_DECIMALS)
         else:
             values[key] = None
             reasons[f"{_SECTION}.{key}"] = "the DNSMOS network returned a non-finite score"

@@ -1,7 +1,9 @@
-/* A process that sees other data caches in CPUID leaf 4 (Intel's deterministic cache parameters), for the
- * tests that show which library reads them (tests/extractors/test_cpu_caches.py); loaded with LD_PRELOAD.
+/* A process that sees other data caches in CPUID leaf 4 (Intel's deterministic cache parameters), or no
+ * AVX-512, for the tests that show which library reads them (tests/extractors/test_cpu_caches.py) and what a CPU
+ * without AVX-512 computes (tests/stage1/test_goldens.py); loaded with LD_PRELOAD.
  *
- * TEST_CPU_CACHES="L1=32768,L2=524288" (bytes a core, one core sharing each). The kernel's CPUID faulting
+ * TEST_CPU_CACHES="L1=32768,L2=524288" (bytes a core, one core sharing each); TEST_CPU_NO_AVX512=1 clears every
+ * AVX-512 flag of leaf 7, as on a CPU with AVX2 and FMA only (AMD Zen 3). The kernel's CPUID faulting
  * (arch_prctl ARCH_SET_CPUID; CPU flag cpuid_fault) turns every CPUID instruction into SIGSEGV; the handler
  * runs the real instruction with faulting briefly off, rewrites the sizes asked for, and steps over it.
  * Exits 97 at start where the kernel or CPU has no CPUID faulting. */
@@ -17,6 +19,7 @@
 #include <cpuid.h>
 
 static uint32_t wanted[4];  /* bytes a core for cache levels 1..3; 0 = as the CPU says */
+static int no_avx512;
 
 static void set_faulting(int on) { syscall(SYS_arch_prctl, ARCH_SET_CPUID, on ? 0 : 1); }
 
@@ -37,6 +40,14 @@ static void rewrite_leaf4(uint32_t r[4]) {
     r[2] = wanted[level] / (ways * parts * line) - 1;
 }
 
+/* Leaf 7, subleaf 0: AVX-512 F, DQ, IFMA, PF, ER, CD, BW, VL in EBX; VBMI, VBMI2, VNNI, BITALG, VPOPCNTDQ in
+ * ECX; 4VNNIW, 4FMAPS, VP2INTERSECT, FP16 in EDX. */
+static void hide_avx512(uint32_t r[4]) {
+    r[1] &= ~((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 30) | (1u << 31));
+    r[2] &= ~((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14));
+    r[3] &= ~((1u << 2) | (1u << 3) | (1u << 8) | (1u << 23));
+}
+
 static void on_segv(int sig, siginfo_t *info, void *context) {
     ucontext_t *uc = context;
     greg_t *g = uc->uc_mcontext.gregs;
@@ -45,19 +56,21 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
         signal(SIGSEGV, SIG_DFL);
         return;
     }
-    uint32_t leaf = (uint32_t)g[REG_RAX], r[4];
-    real_cpuid(leaf, (uint32_t)g[REG_RCX], r);
+    uint32_t leaf = (uint32_t)g[REG_RAX], sub = (uint32_t)g[REG_RCX], r[4];
+    real_cpuid(leaf, sub, r);
     if (leaf == 4) rewrite_leaf4(r);
+    if (leaf == 7 && sub == 0 && no_avx512) hide_avx512(r);
     g[REG_RAX] = r[0]; g[REG_RBX] = r[1]; g[REG_RCX] = r[2]; g[REG_RDX] = r[3];
     g[REG_RIP] += 2;
     (void)sig; (void)info;
 }
 
 __attribute__((constructor)) static void start(void) {
-    const char *spec = getenv("TEST_CPU_CACHES");
-    if (!spec) return;
-    char buf[256];
-    strncpy(buf, spec, sizeof buf - 1);
+    const char *spec = getenv("TEST_CPU_CACHES"), *hide = getenv("TEST_CPU_NO_AVX512");
+    no_avx512 = hide && strcmp(hide, "1") == 0;
+    if (!spec && !no_avx512) return;
+    char buf[256] = "";
+    if (spec) strncpy(buf, spec, sizeof buf - 1);
     buf[sizeof buf - 1] = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (tok[0] == 'L' && tok[1] >= '1' && tok[1] <= '3' && tok[2] == '=') wanted[tok[1] - '0'] = strtoul(tok + 3, NULL, 10);

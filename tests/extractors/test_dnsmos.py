@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cpu_shim import build_cpu_shim, without_avx512
 
-from extractors import REGISTRY, Clip, ClipError, ExtractorUnavailable, Section
+from extractors import REGISTRY, Clip, ClipError, ExtractorUnavailable, Section, numerics
 from extractors.dnsmos import (
     SAMPLE_RATE,
+    SCORE_DECIMALS,
+    SCORE_TOLERANCE,
     WINDOW_SAMPLES,
     Config,
     DnsmosExtractor,
@@ -25,6 +31,7 @@ from extractors.dnsmos import (
 from trace_eval.audio import Audio, load_audio
 from trace_eval.synth import Voice, have_tools, speak
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not have_tools(), reason="needs espeak-ng and sox")
 
 TEXT = (
@@ -136,11 +143,11 @@ def test_sections_hold_rounded_scores_in_order(extractor, clips_by_length, batch
     for section, scores in zip(results, (batched[s] for s in lengths)):
         assert isinstance(section, Section)
         quality = section.values["agent_audio_quality"]
-        assert quality["DNSMOS_Personalized_Signal_Quality"] == round(scores.signal, 3)
-        assert quality["DNSMOS_Personalized_Background_Quality"] == round(scores.background, 3)
-        assert quality["DNSMOS_Personalized_Overall_Quality"] == round(scores.overall, 3)
-        assert quality["P808_Overall_Quality"] == round(scores.p808, 3)
-        assert quality["DNSMOS_Overall_Quality"] == round(scores.plain_overall, 3)
+        assert quality["DNSMOS_Personalized_Signal_Quality"] == round(scores.signal, SCORE_DECIMALS)
+        assert quality["DNSMOS_Personalized_Background_Quality"] == round(scores.background, SCORE_DECIMALS)
+        assert quality["DNSMOS_Personalized_Overall_Quality"] == round(scores.overall, SCORE_DECIMALS)
+        assert quality["P808_Overall_Quality"] == round(scores.p808, SCORE_DECIMALS)
+        assert quality["DNSMOS_Overall_Quality"] == round(scores.plain_overall, SCORE_DECIMALS)
         assert all(1.0 <= v <= 5.0 for v in quality.values())
         assert not section.null_reasons
 
@@ -321,18 +328,52 @@ def test_fingerprint_ignores_speed_settings():
     assert DnsmosExtractor(Config(non_personalized=True)).fingerprint() != base
 
 
-def test_the_nchwc_layout_is_a_variant_of_its_own_with_the_same_scores_to_the_stored_digit(clips_by_length, batched):
-    """onnxruntime's NCHWc layout sums the convolutions' channels in other blocks than the class's layout: faster,
-    the same scores within float rounding, but a fingerprint of its own, and the blocks recorded in the section's
-    numerics (they follow the CPU)."""
-    assert DnsmosExtractor(Config(layout="nchwc")).fingerprint() != DnsmosExtractor(Config()).fingerprint()
-    fast = DnsmosExtractor(Config(non_personalized=True, num_threads=2, layout="nchwc"), "cpu")
-    fast.load()
-    for seconds, scores in zip(LENGTHS_S, fast.scorer.score(list(clips_by_length.values()))):
+def test_the_reference_layout_gives_the_default_layouts_scores_within_float_rounding(clips_by_length, batched):
+    """The default, onnxruntime's NCHWc layout, sums the convolutions' channels in blocks that follow the CPU; the
+    reference layout sums as the numeric class does on every CPU. The same scores within float rounding, but a
+    fingerprint each, and the layout and its blocks recorded in the section's numerics."""
+    assert DnsmosExtractor().config.layout == "nchwc"
+    reference = DnsmosExtractor(Config(non_personalized=True, num_threads=2, layout="reference"), "cpu")
+    assert reference.fingerprint() != DnsmosExtractor(Config(non_personalized=True)).fingerprint()
+    reference.load()
+    for seconds, scores in zip(LENGTHS_S, reference.scorer.score(list(clips_by_length.values()))):
         assert scores.windows == batched[seconds].windows
         for field in SCORE_FIELDS:
             assert getattr(scores, field) == pytest.approx(getattr(batched[seconds], field), abs=1e-5), field
-    assert fast.numerics()["onnxruntime_layout"].startswith("NCHWc, convolutions summed by blocks of ")
-    assert "onnxruntime_layout" not in DnsmosExtractor(Config()).numerics()
-    with pytest.raises(ValueError, match="expected one of: class, nchwc"):
-        DnsmosExtractor(Config(layout="fast"))
+    assert reference.numerics()["onnxruntime_layout"].startswith("reference: ")
+    block = 16 if "avx512f" in numerics._cpu_flags() else 8
+    nchwc = DnsmosExtractor().numerics()["onnxruntime_layout"]
+    assert nchwc == f"NCHWc, convolutions summed by blocks of {block} channels"
+    with pytest.raises(ValueError, match="expected one of: nchwc, reference"):
+        DnsmosExtractor(Config(layout="class"))
+
+
+SCORE_IN_A_NEW_PROCESS = """
+import json, sys
+import numpy as np
+from extractors.dnsmos import Config, DnsmosExtractor
+dnsmos = DnsmosExtractor(Config(non_personalized=True, num_threads=2), "cpu")
+dnsmos.load()
+clips = np.load(sys.argv[1])
+print(json.dumps([[s.signal, s.background, s.overall, s.p808] for s in dnsmos.scorer.score(list(clips.values()))]))
+"""
+
+
+def test_a_cpu_without_avx512_sums_otherwise_and_scores_within_the_tolerance(clips_by_length, batched, tmp_path):
+    """What an AVX2 CPU computes (MLAS's FMA3 kernels, NCHWc blocks of 8 channels), shown on an AVX-512 one whose
+    CPUID hides AVX-512 from the process (tests/cpu_caches.c): other sums, so other raw scores, within 1e-5 of
+    this process's, far inside the promise for stored scores."""
+    env = {**os.environ, **without_avx512(build_cpu_shim(tmp_path))}
+    np.savez(tmp_path / "clips.npz", **{str(i): clips_by_length[s] for i, s in enumerate(LENGTHS_S)})
+    proc = subprocess.run(
+        [sys.executable, "-c", SCORE_IN_A_NEW_PROCESS, str(tmp_path / "clips.npz")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    elsewhere = np.array(json.loads(proc.stdout.splitlines()[-1]))
+    here = np.array([[getattr(batched[s], f) for f in ("signal", "background", "overall", "p808")] for s in LENGTHS_S])
+    assert (elsewhere != here).any(), "the process without AVX-512 summed as this one: the shim did not reach MLAS"
+    assert np.abs(elsewhere - here).max() < SCORE_TOLERANCE / 10

@@ -1,12 +1,14 @@
-"""A fresh extraction gives the committed golden blueprints exactly, on whatever machine runs the suite.
+"""A fresh extraction gives the committed golden blueprints, on whatever machine runs the suite: every value exactly,
+DNSMOS's scores within 1e-4 (onnxruntime's NCHWc layout sums its convolutions by the CPU's blocks).
 
 tests/goldens/<class>/*.json hold the example's blueprints and those of clips that make Whisper fall back to
 sampling, at stored precision (scripts/make_goldens.py writes and documents them). The class this process
 runs (extractors/numerics.py: avx2 on a CPU with AVX2, else generic; the suite pins it before numpy loads, in
 tests/conftest.py) is compared in process, with every library on the class's kernels, AVX-512 CPUs included;
 the generic class, which every x86-64 CPU with AVX2 can also run, is compared in a subprocess on the clips that
-fall back, so both classes are checked on every such machine. A failure names the clip, section, field and
-both values; a process outside its class fails with the reason.
+fall back, so both classes are checked on every such machine. On a CPU with AVX-512 the avx2 class is also
+compared in a process that sees no AVX-512 (as an AVX2 CPU, whose NCHWc blocks are 8 channels, not 16). A failure
+names the clip, section, field and both values; a process outside its class fails with the reason.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cpu_shim import build_cpu_shim, without_avx512
 from script_modules import load_script
 
 from extractors.numerics import CHOOSE, check, default_class, environment, numeric_class
@@ -62,6 +65,37 @@ def test_the_generic_class_gives_its_golden_blueprints_on_this_machine():
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert "fallback (generic): identical" in proc.stdout and "loop-whole (generic): identical" in proc.stdout
+
+
+def test_without_avx512_dnsmos_agrees_within_its_tolerance_and_every_other_value_exactly(tmp_path):
+    """The golden files written where MLAS sums DNSMOS's convolutions by 16 channels hold on a CPU that sums by 8:
+    shown on this one, in a process whose CPUID hides AVX-512 (tests/cpu_caches.c)."""
+    if numeric_class() != "avx2":
+        pytest.skip("the golden files of a CPU without AVX-512 are the avx2 class's")
+    env = {**os.environ, **without_avx512(build_cpu_shim(tmp_path))}
+    proc = subprocess.run(
+        [sys.executable, "scripts/make_goldens.py", "--check", "--sets", "example,fallback"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    for name in ("example", "fallback"):
+        assert f"{name} (avx2): identical" in proc.stdout, proc.stdout[-6000:]
+
+
+def test_dnsmos_scores_agree_within_its_tolerance_and_every_other_value_exactly():
+    golden = {"a.wav": {"agent_response": "hi", "agent_audio_quality": {"P808_Overall_Quality": 3.1235}}}
+    fresh = {"a.wav": {"agent_response": "hi", "agent_audio_quality": {"P808_Overall_Quality": 3.1234}}}
+    assert goldens.differences(golden, fresh) == []
+    assert goldens.tolerated(golden, fresh) == [
+        "a.wav: section dnsmos, field agent_audio_quality.P808_Overall_Quality: golden 3.1235, fresh 3.1234"
+    ]
+    fresh["a.wav"]["agent_audio_quality"]["P808_Overall_Quality"] = 3.1233
+    assert len(goldens.differences(golden, fresh)) == 1 and goldens.tolerated(golden, fresh) == []
+    fresh["a.wav"].update(agent_response="hi.", agent_audio_quality=golden["a.wav"]["agent_audio_quality"])
+    assert goldens.differences(golden, fresh) == ["a.wav: section asr, field agent_response: golden 'hi', fresh 'hi.'"]
 
 
 def test_a_difference_names_the_clip_section_field_and_both_values():
