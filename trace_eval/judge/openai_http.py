@@ -50,6 +50,8 @@ class OpenAIServer:
         self.url = api_base.rstrip("/") + "/chat/completions"  # as the OpenAI client joins its base URL
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s)
+        # Plain HTTP has no certificate to check: loading the certificate authorities would take 50 ms of the start.
+        self._verify = not api_base.lower().startswith("http://")
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -77,7 +79,7 @@ class OpenAIServer:
         # A pool's connections belong to the loop that opened them; the Python API may run several loops.
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(headers=self._headers, timeout=self._timeout)
+            self._client = httpx.AsyncClient(headers=self._headers, timeout=self._timeout, verify=self._verify)
             self._loop = loop
         return self._client
 
