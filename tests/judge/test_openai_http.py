@@ -67,6 +67,9 @@ def test_only_an_openai_id_with_an_api_base_is_spoken_to_directly(monkeypatch):
     monkeypatch.delenv(VIA_LITELLM, raising=False)
     assert speaks_directly("openai/qwen2.5:7b", "http://localhost:11434/v1")
     assert not speaks_directly("openai/gpt-4o", None)
+    # OpenAI's own models behind a proxy: litellm knows which parameters they refuse, and their price.
+    assert not speaks_directly("openai/gpt-4o", "https://proxy.example/v1")
+    assert not speaks_directly("openai/o3-mini", "https://proxy.example/v1")
     assert not speaks_directly("gemini/gemini-2.5-flash", "http://localhost:8000/v1")
     monkeypatch.setenv(VIA_LITELLM, "1")
     assert not speaks_directly("openai/qwen2.5:7b", "http://localhost:11434/v1")

@@ -9,7 +9,10 @@ error status, httpx's own errors where no answer came) into the same messages as
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import httpcore  # noqa: F401 - imported by httpx's first client; here with httpx (see commands/judge.py)
@@ -28,10 +31,28 @@ _CUT_AT_THE_BUDGET = {"max_tokens", "MAX_TOKENS"}
 
 
 def speaks_directly(model: str, api_base: str | None) -> bool:
-    """True when --model `model` calls the server of --api-base straight over HTTP: an `openai/NAME` id with an
-    API base, unless TRACE_JUDGE_VIA_LITELLM is set."""
+    """True when --model `model` calls the server of --api-base straight over HTTP: an `openai/NAME` id with an API
+    base, unless TRACE_JUDGE_VIA_LITELLM is set or litellm knows NAME. A name litellm knows is one of OpenAI's own
+    models behind a proxy, and what litellm knows of it is kept: the parameters it refuses, its price, the room
+    it needs to reason first."""
     via_litellm = os.environ.get(VIA_LITELLM, "") not in ("", "0")
-    return bool(api_base) and model.startswith("openai/") and not via_litellm
+    if not api_base or not model.startswith("openai/") or via_litellm:
+        return False
+    name = model.removeprefix("openai/")
+    return not any(f'"{key}": {{'.encode() in _litellm_models() for key in (name, model))
+
+
+@cache
+def _litellm_models() -> bytes:
+    """The map of the models litellm knows, as the file it ships and reads offline (found without importing
+    litellm); empty where there is none."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return b""
+    try:
+        return (Path(spec.origin).parent / "model_prices_and_context_window_backup.json").read_bytes()
+    except OSError:
+        return b""
 
 
 class ServerError(Exception):
