@@ -1,10 +1,11 @@
 """The shared blueprint store: reuse across benchmark folders, several writers at once, an interrupted writer,
-old-layout folders, and the `store` command (info, verify, prune, migrate)."""
+old-layout folders, and the `store` command (info, stale, verify, prune, migrate)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -228,6 +229,33 @@ def test_prune_removes_what_no_benchmark_refers_to(tmp_path, own_store, capsys):
     store = BlueprintStore(kept)
     assert all(store.get_by_path(f"audio/{name}") for name in clips(3))
     assert cli(["store", "prune", "--store", str(own_store), "--older-than", "soon"]) == 2
+
+
+def test_store_stale_says_what_the_next_run_computes_and_writes_nothing(tmp_path, own_store, capsys):
+    """Blueprints made with DNSMOS's reference layout: a run with the default layout makes their DNSMOS sections
+    again, and nothing else; `store stale` says so before, reading the store and the fingerprints only."""
+    bench = make_bench(tmp_path / "bench", clips(3, seconds=2.0))
+    only = ["--only", "dnsmos,loudness"]
+    made = cli(["blueprints", str(bench), *only, "--set", "dnsmos.layout=reference", "--workers", "0", "--quiet"])
+    assert made == 0
+    written = {p: p.read_bytes() for p in [bench / "blueprints" / "index.json", *blueprint_files(own_store)]}
+    capsys.readouterr()
+
+    assert cli(["store", "stale", str(bench), *only]) == 0
+    out = capsys.readouterr().out
+    assert "computes\n  for 3 of 3 unique audio (6.0 s)" in out
+    assert re.search(r"\n  dnsmos +3 clip\(s\), +6\.0 s of audio, 3 made again", out), out
+    assert "current: loudness" in out and "loudness " not in out.split("current:")[0]
+    assert {p: p.read_bytes() for p in written} == written  # nothing computed, nothing written
+
+    assert cli(["store", "stale", str(bench), *only, "--set", "dnsmos.layout=reference"]) == 0
+    assert "for 0 of 3 unique audio" in capsys.readouterr().out
+    assert cli(["blueprints", str(bench), *only, "--workers", "0", "--quiet"]) == 0
+    summary = json.loads((bench / "blueprints" / "summary.json").read_text())
+    assert summary["sections"]["dnsmos"]["ok"] == 3 and summary["sections"]["loudness"]["cached"] == 3
+    capsys.readouterr()
+    assert cli(["store", "stale", str(bench), *only]) == 0
+    assert "current: dnsmos, loudness" in capsys.readouterr().out
 
 
 def test_store_info_names_the_default_store(own_store, capsys):

@@ -1,4 +1,4 @@
-"""`python -m trace_eval store [info|verify|prune|migrate]`: look after the shared blueprint store."""
+"""`python -m trace_eval store [info|stale|verify|prune|migrate]`: look after the shared blueprint store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import re
 import sys
 import time
 
-HELP = "the shared blueprint store: its size, a check of every file, pruning, moving a benchmark's blueprints in"
+HELP = (
+    "the shared blueprint store: its size, what a benchmark's next run computes, a check of every file, pruning, "
+    "moving a benchmark's blueprints in"
+)
 
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw]?)$")
 _UNITS = {"": 86400, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -17,13 +20,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "action",
         nargs="?",
-        choices=("info", "verify", "prune", "migrate"),
+        choices=("info", "stale", "verify", "prune", "migrate"),
         default="info",
-        help="info (default): where the store is, its size and counts; verify: check every blueprint against "
+        help="info (default): where the store is, its size and counts; stale BENCH: what the next blueprints run "
+        "on BENCH (with the same --profile, --set and --only) computes, per extractor, computing and writing "
+        "nothing; verify: check every blueprint against "
         "its schema and the audio hash it is named by; prune: remove blueprints no benchmark refers to; "
         "migrate BENCH: move a benchmark folder's own blueprints into the store",
     )
-    p.add_argument("bench", metavar="BENCH", nargs="?", help="migrate: the benchmark folder")
+    p.add_argument("bench", metavar="BENCH", nargs="?", help="stale, migrate: the benchmark folder")
     p.add_argument(
         "--store",
         metavar="DIR|URL",
@@ -37,6 +42,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="prune: only files older than this (e.g. 30d, 12h, 90m; a bare number is days; default 30d)",
     )
     p.add_argument("--dry-run", action="store_true", help="prune: list what would be removed, remove nothing")
+    p.add_argument("--profile", choices=("paper", "cpu"), default=None, help="stale: as blueprints --profile")
+    p.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME.FIELD=VALUE",
+        help="stale: an extractor setting, as blueprints --set (e.g. dnsmos.layout=reference)",
+    )
+    p.add_argument("--only", metavar="NAMES", help="stale: as blueprints --only")
+    p.add_argument("--device", default="auto", help="stale: as blueprints --device (it chooses the profile)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -59,6 +75,38 @@ def _when(t: float | None) -> str:
     return "-" if t is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
+def print_stale(args: argparse.Namespace) -> None:
+    """What the next blueprints run on a benchmark computes, from its store and the extractors' fingerprints."""
+    from trace_eval.bench import load_benchmark
+    from trace_eval.commands.blueprints import parse_settings
+    from trace_eval.stage1.pipeline import BlueprintOptions, build_extractors, resolve_device
+    from trace_eval.stage1.plan import fingerprints, make_plan
+    from trace_eval.stage1.store import BlueprintStore
+
+    options = BlueprintOptions(
+        only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
+        settings=parse_settings(args.settings),
+        profile=args.profile,
+    )
+    bench = load_benchmark(args.bench, check_audio=False)
+    store = BlueprintStore(bench.root, args.store)
+    extractors, profile = build_extractors(options, resolve_device(args.device))
+    plan = make_plan(bench, store, extractors, fingerprints(extractors), profile=profile, record=False)
+    stale = plan.stale()
+    todo = plan.todo()
+    print(f"{bench.root}: the next blueprints run (profile {profile}, store {store.location}) computes")
+    print(f"  for {len(todo)} of {len(plan.jobs)} unique audio ({sum(plan.duration(j) for j in todo):.1f} s)")
+    for name, found in stale.items():
+        if found.clips:
+            line = f"  {name:10s} {found.clips:6d} clip(s), {found.audio_s:8.1f} s of audio"
+            if found.made_again:
+                line += f", {found.made_again} made again (stored with another version or settings)"
+            print(line)
+    current = [name for name, found in stale.items() if not found.clips]
+    if current:
+        print(f"  current: {', '.join(current)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from trace_eval.stage1.store import default_store, migrate_bench, prune_store, store_info, verify_store
 
@@ -72,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"  oldest {_when(info.oldest)}  newest {_when(info.newest)}")
             if info.temporary:
                 print(f"  {info.temporary} temporary file(s) of interrupted writes (store prune removes them)")
+            return 0
+        if args.action == "stale":
+            if not args.bench:
+                print("error: which benchmark folder? python -m trace_eval store stale BENCH", file=sys.stderr)
+                return 2
+            print_stale(args)
             return 0
         if args.action == "verify":
             bad = verify_store(location, progress=not args.quiet)

@@ -27,6 +27,7 @@ __all__ = [
     "Job",
     "Plan",
     "RecordedFailure",
+    "Stale",
     "fingerprints",
     "installed_packages",
     "make_plan",
@@ -89,6 +90,16 @@ class RecordedFailure:
 
 
 @dataclass
+class Stale:
+    """What a run makes of one extractor's sections: how many clips, how much audio, and of those how many had a
+    section made otherwise before (another version, settings, model, or a dependency's) that is made again."""
+
+    clips: int = 0
+    audio_s: float = 0.0
+    made_again: int = 0
+
+
+@dataclass
 class Plan:
     bench: Benchmark
     store: BlueprintStore
@@ -133,6 +144,16 @@ class Plan:
     def active(self) -> set[str]:
         return {n for j in self.jobs.values() for n in j.needed}
 
+    def stale(self) -> dict[str, Stale]:
+        """Per extractor of the run (dependencies first), the sections it makes: what `store stale` shows."""
+        found = {e.name: Stale() for e in self.extractors}
+        for job in self.jobs.values():
+            for name in job.needed:
+                found[name].clips += 1
+                found[name].audio_s += self.duration(job)
+                found[name].made_again += name in job.stored_sections
+        return found
+
     def duration(self, job: Job) -> float:
         """Seconds of audio, from the stored blueprint or the file header (no decoding)."""
         known = (job.blueprint or {}).get("duration_s")
@@ -171,9 +192,12 @@ def make_plan(
     force: bool = False,
     retry_unavailable: bool = False,
     profile: str = DEFAULT_PROFILE,
+    record: bool = True,
 ) -> Plan:
     """Hash every audio file (reusing the index) and list each one's stale sections, in the variant of the
-    settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run)."""
+    settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run).
+    With `record`, the benchmark's index keeps the hashes and the variant each path now reads; without, a look
+    at what a run would do writes nothing."""
     sources = {e.name: resolved_from(e) for e in extractors}
     plan = Plan(
         bench,
@@ -225,11 +249,12 @@ def make_plan(
         job = Job(rel, sha, blueprint, [], copy.deepcopy(_sections(blueprint)), declared.get(rel), expects, variant)
         job.needed = _stale(plan, job, force, retry_unavailable)
         plan.jobs[sha] = job
-    for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
-        made = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
-        if made is not None:
-            store.set_variant(rel, made.variant)
-    store.save_index()
+    if record:
+        for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
+            made = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
+            if made is not None:
+                store.set_variant(rel, made.variant)
+        store.save_index()
     if conflicts:
         raise ValueError(
             f"{bench.manifest_path}: audio declared in two languages: {'; '.join(conflicts)}. "
