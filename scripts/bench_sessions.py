@@ -1,12 +1,21 @@
 """How fast sessions are read into timelines and their timing measured, on this machine's CPU.
 
     python scripts/bench_sessions.py [--sessions 10] [--metrics-of 1000] [--words] [--profile cpu|paper]
+    python scripts/bench_sessions.py --onsets 100
 
 Builds two-channel sessions from Asterisk's recorded English prompts (a user's turn, the system's answer after
 0.4-1.6 s, three exchanges a session, about 20 s each), times `make_timeline` on each (CPU seconds per second of
 session, both channels), then `timing_metrics` over `--metrics-of` timelines. `--words` times the timelines
 again with both channels transcribed by Stage 1's recogniser (the profile's models; loading them is timed apart),
 against the goal of 0.3 s per second of session.
+
+`--onsets N` measures where speech is found against an independent reference instead: N recorded prompts in each
+of English, Spanish and French (Asterisk's, at least four words, no digits or tones), each cut by its own energy
+(alone and clean: from the first to the last 5 ms frame within 40 dB of its loudest and 15 dB over the
+recording's own floor), placed at a random second
+of a 12 s channel, silent or under white noise at -50 dBFS (the seeded generator of `--seed`). The errors of
+the first found start and the last found end against the planted ones: median, 90th percentile and maximum of
+their sizes (and the signed median), with the timeline's edges (`onset_db` 35) and with Silero's own.
 """
 
 from __future__ import annotations
@@ -46,13 +55,69 @@ def sessions(count: int) -> list[Session]:
     return made
 
 
+def onsets(count: int, seed: int) -> None:
+    from dataclasses import replace
+
+    from planted_sessions import energy_edges
+    from recorded_speech import plain_prompts
+
+    from trace_eval.sessions.timeline import TimelineSettings, speech_of
+
+    rng = np.random.default_rng(seed)
+    settings = {"the timeline's edges": TimelineSettings(), "Silero's own": replace(TimelineSettings(), onset_db=None)}
+    errors: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for language in ("en", "es", "fr"):
+        for recording in asterisk(language, plain_prompts(language, count)):
+            samples = recording.clip.audio.at(RATE)
+            first, last = energy_edges(samples)
+            clip = samples[first:last]
+            if len(clip) > 10 * RATE:
+                continue
+            at = int(rng.uniform(0.5, 11.5 - len(clip) / RATE) * RATE)
+            for channel in ("silent", "noisy"):
+                track = np.zeros(12 * RATE, np.float32)
+                if channel == "noisy":
+                    track += (rng.standard_normal(len(track)) * 10 ** (-50 / 20)).astype(np.float32)
+                track[at : at + len(clip)] += clip
+                for name, setting in settings.items():
+                    found = speech_of(track, setting)
+                    if not found:
+                        errors.setdefault((name, language, channel), []).append((np.inf, np.inf))
+                        continue
+                    planted = (at / RATE, (at + len(clip)) / RATE)
+                    error = (found[0].start - planted[0], found[-1].end - planted[1])
+                    errors.setdefault((name, language, channel), []).append(error)
+    print(
+        "onset and end errors in ms, against each prompt's own energy (size: median, p90, max; signed median; "
+        "how many over 150 ms):"
+    )
+    for name in settings:
+        for edge, k in (("start", 0), ("end", 1)):
+            pooled = np.array([e[k] for (n, _, _), found in errors.items() if n == name for e in found])
+            print(f"  {name:22} {edge:5} all  {_sizes(pooled)}")
+            for (n, language, channel), found in sorted(errors.items()):
+                if n == name:
+                    print(f"  {'':22} {'':5} {language} {channel:6} {_sizes(np.array([e[k] for e in found]))}")
+
+
+def _sizes(errors: np.ndarray) -> str:
+    size = np.abs(errors) * 1000
+    return (f"n {len(errors):3}  {np.median(size):5.0f} {np.percentile(size, 90):5.0f} {size.max():6.0f}"
+            f"  ({np.median(errors) * 1000:+.0f}; over 150: {int((size > 150).sum())})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--metrics-of", type=int, default=1000)
     parser.add_argument("--words", action="store_true", help="also with both channels transcribed")
     parser.add_argument("--profile", choices=("cpu", "paper"), default="cpu", help="--words: the recogniser's models")
+    parser.add_argument("--onsets", type=int, metavar="N", help="where speech is found, on N prompts a language")
+    parser.add_argument("--seed", type=int, default=0, help="--onsets: where the prompts are placed, the noise")
     args = parser.parse_args()
+    if args.onsets:
+        onsets(args.onsets, args.seed)
+        return
     made = sessions(args.sessions)
     seconds = sum(s.duration_s for s in made)
     cpu, wall = time.process_time(), time.perf_counter()

@@ -2,8 +2,8 @@
 Full-Duplex-Bench's v1 layout built the same way, each showing where its scripts and the default computation
 part (used by the tests and by scripts/full_duplex_bench_compat.py --built).
 
-A prompt is first cut to its speech as the detector hears it alone, so a planted start or end is where the
-timeline should find it.
+A prompt is first cut to its speech by its own energy (`energy_edges`, a reference independent of the speech
+detector), so a planted start or end is where the speech is.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import numpy as np
 import soundfile as sf
 from recorded_speech import ENGLISH_PROMPTS, asterisk, plain_prompts
 
-from trace_eval.sessions import TimelineSettings
 from trace_eval.sessions.session import RATE
-from trace_eval.sessions.timeline import speech_of
 
 # Where the samples part: sample -> (what the benchmark's scripts give, what the default gives).
 FULL_DUPLEX_BENCH_SAMPLES = {
@@ -44,11 +42,21 @@ class Speech:
         return len(self.samples) / RATE
 
 
+def energy_edges(samples: np.ndarray, below_db: float = 40.0, over_floor_db: float = 15.0) -> tuple[int, int]:
+    """The first and last sample of a clean recording's speech, by its own energy: its 5 ms frames within
+    `below_db` of its loudest and `over_floor_db` over the recording's floor (its 10th percentile frame: the hiss
+    of its silences, which a gate on the loudest alone counts as speech at the prompt's ends)."""
+    hop = RATE // 200
+    frames = samples[: len(samples) // hop * hop].reshape(-1, hop).astype(np.float64)
+    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
+    gate = max(level.max() - below_db, np.percentile(level, 10) + over_floor_db)
+    loud = np.flatnonzero(level >= gate)
+    return int(loud[0] * hop), int((loud[-1] + 1) * hop)
+
+
 def speech_only(samples: np.ndarray) -> np.ndarray:
-    """The prompt from the start of its first stretch of speech to the end of its last, as heard alone."""
-    silence = np.zeros(RATE, dtype=np.float32)
-    found = speech_of(np.concatenate([silence, samples, silence]), TimelineSettings())
-    start, end = (max(0, int(t * RATE) - RATE) for t in (found[0].start, found[-1].end))
+    """The prompt from where its speech starts to where it ends, by its own energy (not the detector's)."""
+    start, end = energy_edges(samples)
     return samples[start:end]
 
 

@@ -79,6 +79,22 @@ def test_the_ranking_is_the_leaderboards_maximum_likelihood_where_it_exists():
     assert {row["fit"] for row in table} == {"maximum likelihood"}
 
 
+def test_timing_per_system_side_by_side(bench, tmp_path, capsys):
+    """DIR/<system>/<session>/ names the systems: every metric per system, printed side by side and written, and
+    a picture of each one's latencies."""
+    out, plot = tmp_path / "timing.json", tmp_path / "latency.png"
+    assert main(["sessions", str(bench), "--out", str(out), "--plot", str(plot), "--quiet"]) == 0
+    systems = json.loads(out.read_text())["systems"]
+    assert list(systems) == ["deaf", "prompt", "slow"] and all(m["sessions"] == 2 for m in systems.values())
+    latency = {name: m["response_latency_s"]["median"] for name, m in systems.items()}
+    assert latency == {"deaf": pytest.approx(0.5, abs=0.08), "prompt": pytest.approx(0.5, abs=0.08),
+                       "slow": pytest.approx(2.5, abs=0.08)}  # fmt: skip
+    assert systems["deaf"]["no_answer_rate"]["k"] == 2 and systems["prompt"]["stopped_rate"]["k"] == 2
+    printed = capsys.readouterr().out
+    assert "per system (3):" in printed and re.search(r"response_latency_s\s+0\.\d+ \(2\)", printed)
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_sessions_on_different_user_channels_are_not_compared(bench):
     other = _timeline(bench, "prompt", "session-1")
     verdict = cues_verdict("mixed", ("prompt", "slow"), _timeline(bench, "prompt"), other)

@@ -2,12 +2,11 @@
 the timeline finds the answers, their latencies, a jump-in, barge-ins a system stops after and one it talks
 through, and a backchannel, within TOLERANCE_S of where they were planted.
 
-Each prompt is first cut to its speech as the detector hears the prompt alone (with a second of silence either
-side), then placed: what is checked is that the timeline of a two-channel session puts every turn and event where
-it was planted. (How the detector's bounds compare with an energy gate 35 dB below the loudest 10 ms: within
-0.05 s on most prompts; on soft or breathy onsets, "auth-incorrect", Spanish "conf-onlyone", it starts up to
-0.3 s later: docs/realtime.md.)
-TOLERANCE_S: about five of Silero VAD's 32 ms frames (the largest error seen here: 0.144 s, a Spanish onset).
+Each prompt is first cut to its speech by its own energy (planted_sessions.energy_edges: a reference independent
+of the speech detector), then placed: what is checked is that the timeline of a two-channel session puts every
+turn and event where it was planted.
+TOLERANCE_S: 0.08 s, for every time and latency (scripts/bench_sessions.py --onsets: edges within 0.009 s at the
+90th percentile over 309 prompts in three languages).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from planted_sessions import prompts as recorded_prompts
 from trace_eval.sessions import SessionError, make_timeline, read_session, timing_metrics
 from trace_eval.sessions.session import RATE, Session
 
-TOLERANCE_S = 0.15
+TOLERANCE_S = 0.08
 
 
 @pytest.fixture(scope="module", params=["en", "es"])
@@ -50,10 +49,10 @@ def test_answers_after_set_delays_come_back_within_the_tolerance(prompts):
     for answer, (user_end, system_start), delay in zip(timeline.answers, planted, (0.4, 0.9, 1.6)):
         assert answer.user_turn.end == pytest.approx(user_end, abs=TOLERANCE_S)
         assert answer.system_turn.start == pytest.approx(system_start, abs=TOLERANCE_S)
-        assert answer.latency_s == pytest.approx(delay, abs=2 * TOLERANCE_S)
+        assert answer.latency_s == pytest.approx(delay, abs=TOLERANCE_S)
     metrics = timing_metrics([timeline])
     assert metrics["response_latency_s"]["n"] == 3
-    assert metrics["response_latency_s"]["median"] == pytest.approx(0.9, abs=2 * TOLERANCE_S)
+    assert metrics["response_latency_s"]["median"] == pytest.approx(0.9, abs=TOLERANCE_S)
     assert metrics["jump_in_rate"]["k"] == 0 and metrics["no_answer_rate"]["k"] == 0
     assert metrics["overlap_share"] == pytest.approx(0.0, abs=0.01)
 
@@ -68,9 +67,9 @@ def test_a_system_that_takes_over_inside_the_users_pause_jumps_in(prompts):
     timeline = make_timeline(_session(user, system))
     (turn,) = timeline.turns["user"]
     assert turn.end == pytest.approx(second_end, abs=TOLERANCE_S)
-    assert [p.duration for p in timeline.pauses["user"]] == [pytest.approx(0.7, abs=2 * TOLERANCE_S)]
+    assert [p.duration for p in timeline.pauses["user"]] == [pytest.approx(0.7, abs=TOLERANCE_S)]
     (answer,) = timeline.answers
-    assert answer.latency_s == pytest.approx(takeover - second_end, abs=2 * TOLERANCE_S) and answer.latency_s < 0
+    assert answer.latency_s == pytest.approx(takeover - second_end, abs=TOLERANCE_S) and answer.latency_s < 0
     assert timing_metrics([timeline])["jump_in_rate"]["k"] == 1
     assert timeline.overlaps and timing_metrics([timeline])["overlap_share"] > 0.1
 
@@ -90,7 +89,7 @@ def test_a_barge_in_is_measured_where_the_system_stops_or_does_not(prompts, stop
     timeline = make_timeline(_session(user, system))
     (barge_in,) = timeline.barge_ins
     assert barge_in.user_turn.start == pytest.approx(barge, abs=TOLERANCE_S)
-    assert barge_in.stop_latency_s == pytest.approx(system_end - barge, abs=2 * TOLERANCE_S)
+    assert barge_in.stop_latency_s == pytest.approx(system_end - barge, abs=TOLERANCE_S)
     assert barge_in.stopped is (stops_after_s is not None)
     metrics = timing_metrics([timeline])
     assert metrics["stop_latency_s"]["n"] == 1
@@ -158,7 +157,7 @@ def test_full_duplex_bench_folders_are_read_as_they_are_and_bad_input_is_named(t
     with pytest.raises(SessionError, match="events.jsonl.*line 2"):
         read_session(silent)  # an event log beside any layout is checked: out of order, refused
     (silent / "events.jsonl").write_text('{"t": 0.0, "event": "connected"}\n{"t": 0.5, "event": "audio_sent"}\n')
-    assert make_timeline(read_session(silent)).client["time_to_first_audio_s"] is None  # no audio came back
+    assert make_timeline(read_session(silent)).client["time_to_first_audio_s"] == [None]  # no audio came back
     (silent / "events.jsonl").unlink()
     (silent / "interrupt.json").write_text("{not json")
     with pytest.raises(SessionError, match="interrupt.json: not JSON"):

@@ -84,6 +84,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="where timelines are kept, made once per session and settings: the blueprint store's timelines/ "
         "(default: $TRACE_STORE, else ~/.cache/trace-eval/blueprints)",
     )
+    p.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="write a picture of each system's response latencies (every answer a dot, the median a bar), where "
+        "the sessions name their systems (DIR/<system>/<session>/ or a sessions.jsonl); else of all sessions",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", metavar="FILE", help="write everything (each session's timeline or score) as JSON")
     p.add_argument(
@@ -174,7 +180,7 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     if args.compat:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
         return None
-    return _timing(root, args.timelines)
+    return _timing(root, args.timelines, args.plot)
 
 
 class Timelines:
@@ -242,16 +248,23 @@ def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, la
     return result
 
 
-def _timing(root: Path, made: Timelines) -> dict[str, Any] | None:
+def _timing(root: Path, made: Timelines, plot: str | None = None) -> dict[str, Any] | None:
     from trace_eval.sessions import SessionError, timing_metrics
     from trace_eval.sessions.manifest import find_sessions
 
+    entries = find_sessions(root)
+    if _one_folder_a_system(root, entries):
+        entries = find_sessions(root, by_system=True)
     timelines, failed = [], []
-    for entry in made.progress(find_sessions(root), "sessions"):
+    systems: dict[str, list[Any]] = {}
+    for entry in made.progress(entries, "sessions"):
         try:
             timelines.append(made.of(entry))
         except SessionError as e:
             failed.append({"session": entry.where, "reason": str(e)})
+            continue
+        if entry.system is not None:
+            systems.setdefault(entry.system, []).append(timelines[-1])
     for f in failed:
         print(f"not read: {f['session']}: {f['reason']}", file=sys.stderr)
     if not timelines:
@@ -262,7 +275,51 @@ def _timing(root: Path, made: Timelines) -> dict[str, Any] | None:
     for key, value in metrics.items():
         if key not in ("sessions", "definitions"):
             print(f"  {key:32} {_shown(value)}")
-    return {"metrics": metrics, "sessions": made.read, "failed": failed}
+    result: dict[str, Any] = {"metrics": metrics, "sessions": made.read, "failed": failed}
+    if systems:
+        result["systems"] = {name: timing_metrics(found) for name, found in sorted(systems.items())}
+        _side_by_side(result["systems"])
+    if plot:
+        from trace_eval.sessions.metrics import latency_plot
+
+        latency_plot(systems or {"all sessions": timelines}, plot)
+        print(f"written: {plot}")
+    return result
+
+
+def _one_folder_a_system(root: Path, entries: list[Any]) -> bool:
+    """Whether the folders name the systems: every session two levels down (DIR/<system>/<session>/), under two
+    or more first-level folders that share a session's name."""
+    parts = [Path(e.id).parts for e in entries if e.system is None and e.folder is not None]  # relative to DIR
+    if len(parts) != len(entries) or not parts or any(len(p) != 2 for p in parts):
+        return False
+    by_sample: dict[str, set[str]] = {}
+    for system, sample in parts:
+        by_sample.setdefault(sample, set()).add(system)
+    return len({p[0] for p in parts}) >= 2 and any(len(found) >= 2 for found in by_sample.values())
+
+
+def _side_by_side(systems: dict[str, dict[str, Any]]) -> None:
+    """Every metric per system, a column each."""
+    names = list(systems)
+    width = max(14, *(len(n) + 2 for n in names))
+    print(f"per system ({len(names)}):")
+    print(f"  {'':32}" + "".join(f"{n:>{width}}" for n in names))
+    for key in systems[names[0]]:
+        if key in ("sessions", "definitions"):
+            continue
+        cells = [_brief(systems[n][key]) for n in names]
+        print(f"  {key:32}" + "".join(f"{c:>{width}}" for c in cells))
+    print(f"  {'sessions':32}" + "".join(f"{systems[n]['sessions']:>{width}}" for n in names))
+
+
+def _brief(value: Any) -> str:
+    """A figure in a few characters: a distribution's median (n), a rate's k/n."""
+    if isinstance(value, dict) and "median" in value:
+        return "-" if not value["n"] else f"{value['median']:.3f} ({value['n']})"
+    if isinstance(value, dict) and "rate" in value:
+        return f"{value['k']}/{value['n']}"
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _shown(value: Any) -> str:

@@ -17,7 +17,7 @@ from trace_eval.evaluation.metrics import wilson_interval
 from trace_eval.sessions.segments import Segment, gaps, union
 from trace_eval.sessions.timeline import Timeline
 
-__all__ = ["DEFINITIONS", "distribution", "rate", "timing_metrics"]
+__all__ = ["DEFINITIONS", "distribution", "latency_plot", "rate", "timing_metrics"]
 
 DEFINITIONS = {
     "response_latency_s": "system's start - user's end of turn, for every user turn the system answered (negative: "
@@ -91,6 +91,28 @@ def timing_metrics(timelines: list[Timeline]) -> dict[str, Any]:
         "client_stop_latency_s": distribution(_client(timelines, "stop_latency_s")),
         "definitions": DEFINITIONS,
     }
+
+
+def latency_plot(systems: dict[str, list[Timeline]], path: str) -> None:
+    """A PNG of each system's response latencies (every answer a dot, its median a bar), one row a system."""
+    from matplotlib.figure import Figure
+
+    names = sorted(systems)
+    figure = Figure(figsize=(7, 0.9 + 0.45 * len(names)), dpi=120)
+    axes = figure.add_subplot()
+    jitter = np.random.default_rng(0)
+    for row, name in enumerate(names):
+        values = [a.latency_s for t in systems[name] for a in t.answers if a.latency_s is not None]
+        if not values:
+            continue
+        axes.scatter(values, row + jitter.uniform(-0.15, 0.15, len(values)), s=10, alpha=0.6)
+        axes.plot([np.median(values)] * 2, [row - 0.3, row + 0.3], color="black", linewidth=2)
+    axes.axvline(0, color="grey", linewidth=0.8, linestyle="--")
+    axes.set_yticks(range(len(names)), names)
+    axes.set_ylim(-0.6, len(names) - 0.4)
+    axes.set_xlabel("response latency, s (from the user's end; negative: a jump-in); bar: median")
+    figure.tight_layout()
+    figure.savefig(path)
 
 
 def _client(timelines: list[Timeline], key: str) -> list[float]:

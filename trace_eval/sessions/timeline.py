@@ -56,9 +56,11 @@ class TimelineSettings:
     # Seeded (the same on every run). After exact digital silence (text-to-speech output, padding) Silero found
     # speech up to 0.45 s late; over a floor at -60 dBFS the same planted turns came back within 0.05 s.
     noise_floor_dbfs: float | None = setting(-60.0, "a noise floor added before detection, dB under full scale")
-    # Silero's probability rises a few frames after a loud onset (up to 0.34 s on recorded Spanish prompts).
+    # Silero's probability rises a few frames after a loud onset (up to 0.34 s on recorded Spanish prompts) and
+    # falls a few after the speech ends: scripts/bench_sessions.py --onsets measures both against the prompts'
+    # own energy.
     onset_db: float | None = setting(
-        35.0, "each edge of speech moved out to where the energy is this many dB under the stretch's loudest 10 ms"
+        40.0, "each edge of speech moved to where the energy turns this many dB under the stretch's loudest 10 ms"
     )
     min_speech_s: float = setting(0.1, "a shorter burst is not speech (a click, a breath)")
     min_silence_s: float = setting(0.1, "a shorter silence does not split speech")
@@ -213,26 +215,31 @@ def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
         floor = np.random.default_rng(0).standard_normal(len(samples)) * 10 ** (settings.noise_floor_dbfs / 20)
         samples = samples + floor.astype(np.float32)
     found = [Segment(s["start"] / RATE, s["end"] / RATE) for s in get_speech_timestamps(samples, options, RATE)]
-    return found if settings.onset_db is None else _to_energy_edges(samples, found, settings.onset_db)
+    if settings.onset_db is None:
+        return found
+    return _to_energy_edges(samples, found, settings.onset_db, settings.min_silence_s)
 
 
 ENERGY_FRAME_S = 0.01
-# How far an edge may move out to the energy's: Silero was found up to 0.34 s late on a loud onset.
-ENERGY_REACH_S = 0.4
+# How far an edge may move to the energy's: Silero was found up to 0.46 s late on a loud onset (it missed a word).
+ENERGY_REACH_S = 0.5
 
 
-def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float) -> list[Segment]:
-    """Each stretch's start moved earlier, and its end later, over the 10 ms frames louder than `below_db` under
-    its loudest frame (and 10 dB over the channel's quiet: its 10th percentile frame), never into the stretch
-    before or after it. Silero's probability rises a few frames after a loud onset, later still where the
-    speech sits on its frame grid; the energy says where the speech is."""
+def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float, bridge_s: float) -> list[Segment]:
+    """Each stretch's edges moved to where its 10 ms frames turn louder than `below_db` under its loudest frame
+    (and 6 dB over the channel's quiet: its 10th percentile frame): out over loud frames, in over quiet ones,
+    by at most ENERGY_REACH_S, across quiet shorter than `bridge_s` (a silence that does not split speech), never
+    into the stretch before or after it. Silero's probability rises a few
+    frames after a loud onset, later still where the speech sits on its frame grid, and falls a few frames
+    after the speech ends; the energy says where the speech is."""
     hop = int(ENERGY_FRAME_S * RATE)
     frames = samples[: len(samples) // hop * hop].reshape(-1, hop).astype(np.float64)
     if not len(frames) or not found:
         return found
     level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
-    quiet = float(np.percentile(level, 10)) + 10
+    quiet = float(np.percentile(level, 10)) + 6
     reach = int(ENERGY_REACH_S / ENERGY_FRAME_S)
+    bridge = max(1, int(round(bridge_s / ENERGY_FRAME_S)))
     moved: list[Segment] = []
     for k, seg in enumerate(found):
         first, last = int(seg.start / ENERGY_FRAME_S), min(len(level), int(np.ceil(seg.end / ENERGY_FRAME_S)))
@@ -242,12 +249,23 @@ def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float)
         gate = max(float(level[first:last].max()) - below_db, quiet)
         lowest = max(first - reach, int(np.ceil(moved[-1].end / ENERGY_FRAME_S)) if moved else 0)
         highest = min(last + reach, int(found[k + 1].start / ENERGY_FRAME_S) if k + 1 < len(found) else len(level))
+        loud = level >= gate
         start, end = first, last
-        while start > lowest and level[start - 1] >= gate:
-            start -= 1
-        while end < highest and level[end] >= gate:
-            end += 1
-        moved.append(Segment(min(seg.start, start * ENERGY_FRAME_S), max(seg.end, end * ENERGY_FRAME_S)))
+        # Out, over loud frames Silero heard late (across quiet shorter than a silence that splits speech) ...
+        k = first - 1
+        while k >= lowest and first - k <= reach and not (k + bridge < first and not loud[k : k + bridge + 1].any()):
+            start = k if loud[k] else start
+            k -= 1
+        k = last
+        while k < highest and k - last < reach and not (k - bridge >= last and not loud[k - bridge : k + 1].any()):
+            end = k + 1 if loud[k] else end
+            k += 1
+        # ... or in, off quiet frames it took for speech.
+        while start < min(first + reach, end - 1) and not loud[start]:
+            start += 1
+        while end > max(last - reach, start + 1) and not loud[end - 1]:
+            end -= 1
+        moved.append(Segment(start * ENERGY_FRAME_S, end * ENERGY_FRAME_S))
     return moved
 
 
