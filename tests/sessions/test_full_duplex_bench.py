@@ -126,6 +126,35 @@ def test_the_sessions_command_scores_each_task_and_writes_everything(built, tmp_
     assert len(json.loads(out.read_text())["sessions"]) == 3
 
 
+def test_a_labs_own_outputs_without_the_benchmarks_transcript_are_its_samples(built, tmp_path, capsys):
+    """Folders with input.wav, output.wav and the task's annotation, as the benchmark's inference leaves them
+    before its transcription: the default scores them (its pause annotation read); compat needs output.json and
+    says so; a folder of the layout without its annotation is named, not dropped."""
+    from trace_eval.cli import main
+
+    root, planted = built
+    lab = tmp_path / "pause_handling"
+    shutil.copytree(root / "pause_handling", lab)
+    for sample in lab.iterdir():
+        (sample / "output.json").unlink()
+    (lab / "no-annotation").mkdir()
+    for name in ("input.wav", "output.wav"):
+        shutil.copy(lab / "waits" / name, lab / "no-annotation" / name)
+    out = tmp_path / "scores.json"
+    assert main(["sessions", str(lab), "--out", str(out), "--quiet"]) == 0
+    written = json.loads(out.read_text())
+    samples = {s["sample"].rsplit("/", 1)[-1]: s for s in written["tasks"]["pause_handling"]["samples"]}
+    takes_over = samples["takes-over-in-the-pause"]
+    assert takes_over["took_turn"] and takes_over["where"] == "in the pause"
+    assert not samples["waits"]["took_turn"] and not samples["answers-after-the-end"]["took_turn"]
+    (refused,) = written["failed"]
+    assert refused["sample"].endswith("no-annotation") and "no task annotation" in refused["reason"]
+    assert "no-annotation: no task annotation" in capsys.readouterr().err
+    assert main(["sessions", str(lab), "--compat", "full-duplex-bench", "--out", str(out), "--quiet"]) == 0
+    reasons = [f["reason"] for f in json.loads(out.read_text())["failed"]]
+    assert sum("no output.json: compat mode reads the benchmark's transcript" in r for r in reasons) == 3
+
+
 def test_words_from_the_multilingual_recogniser_replace_the_benchmarks_english_only_ones(built, tmp_path, capsys):
     """With --words the timeline holds both channels' words (stored: a second run transcribes nothing), and the
     default scores read them instead of output.json."""

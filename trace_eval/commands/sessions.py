@@ -174,11 +174,15 @@ def run(args: argparse.Namespace) -> int:
 def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     from trace_eval.sessions.full_duplex_bench import TASKS
 
-    annotated = sorted({p.parent for name in TASKS for p in root.rglob(name) if (p.parent / "output.json").is_file()})
+    # The benchmark's layout: input.wav and output.wav (a lab's outputs, with or without the benchmark's
+    # transcript output.json), a sample where the task's annotation is beside them.
+    folders = sorted(p.parent for p in root.rglob("output.wav") if (p.parent / "input.wav").is_file())
+    annotated = [f for f in folders if any((f / name).is_file() for name in TASKS)]
     if annotated:
-        return _benchmark(annotated, compat=args.compat, timelines=args.timelines, latency_s=args.flexi_latency)
+        unannotated = [f for f in folders if f not in annotated]
+        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency)
     if args.compat:
-        print(f"error: {root}: no Full-Duplex-Bench sample (output.json beside a task annotation)", file=sys.stderr)
+        print(f"error: {root}: no Full-Duplex-Bench sample (output.wav beside a task annotation)", file=sys.stderr)
         return None
     return _timing(root, args.timelines, args.plot)
 
@@ -218,14 +222,23 @@ class Timelines:
         return tqdm(items, unit="session", desc=what, disable=self.quiet or len(items) < 2, dynamic_ncols=True)
 
 
-def _benchmark(folders: list[Path], compat: str | None, timelines: Timelines, latency_s: float) -> dict[str, Any]:
-    """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored is listed with its reason."""
+def _benchmark(
+    folders: list[Path], unannotated: list[Path], compat: str | None, timelines: Timelines, latency_s: float
+) -> dict[str, Any]:
+    """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored, or a folder of the layout
+    without its annotation, is listed with its reason."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.full_duplex_bench import score_sample, summarise, task_of
     from trace_eval.sessions.manifest import SessionEntry
 
     by_task: dict[str, list[dict[str, Any]]] = {}
-    failed = []
+    # The benchmark's smooth turn-taking script pairs its i-th output with its i-th annotation: a folder without
+    # one shifts every pair after it. Here it is named, and the others scored as they are.
+    failed = [
+        {"sample": str(f), "reason": "no task annotation (pause.json, turn_taking.json or interrupt.json) beside "
+         "its input.wav and output.wav: not a sample of any task"}
+        for f in unannotated
+    ]  # fmt: skip
     for folder in timelines.progress(folders, "samples"):
         try:
             task = task_of(folder)

@@ -1,7 +1,8 @@
 """Full-Duplex-Bench's v1 tasks scored on its own sample folders: as its scripts do, or as its definitions mean.
 
 A sample folder holds `input.wav` (the user), `output.wav` (the system), the system's words with times in
-`output.json` (`{"text", "chunks": [{"text", "timestamp": [start, end]}]}`, made by the benchmark's recogniser)
+`output.json` (`{"text", "chunks": [{"text", "timestamp": [start, end]}]}`, made by the benchmark's recogniser;
+compat mode needs it, the default does not: a lab's own outputs before that transcription are samples too)
 and the task's annotation: `pause.json` (pause handling), `turn_taking.json` (smooth turn-taking) or
 `interrupt.json` (user interruption).
 
@@ -52,11 +53,12 @@ def score_task(
     settings: TimelineSettings | None = None,
     latency_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Every sample folder under `root` (those holding an `output.json`), scored and summarised."""
+    """Every sample folder under `root` (those holding an `output.wav`), scored and summarised; a folder
+    without its task's annotation is refused, named."""
     root = Path(root)
-    folders = sorted(p.parent for p in root.rglob("output.json"))
+    folders = sorted(p.parent for p in root.rglob("output.wav"))
     if not folders:
-        raise SessionError(f"{root}: no sample folder (none holds an output.json)")
+        raise SessionError(f"{root}: no sample folder (none holds an output.wav)")
     tasks = {task or task_of(folder) for folder in folders}
     if len(tasks) > 1:
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
@@ -93,7 +95,12 @@ def score_sample(
         raise SessionError(f"unknown task {task!r}; expected one of {', '.join(TASKS.values())}")
     if compat not in (None, *COMPAT):
         raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
-    words = read_words(folder / "output.json")
+    if compat and not (folder / "output.json").is_file():
+        raise SessionError(
+            f"{folder}: no output.json: compat mode reads the benchmark's transcript (its recogniser's words with "
+            "times); the default scores this folder from its audio (--words: trace-eval's multilingual words)"
+        )
+    words = read_words(folder / "output.json") if compat else []
     if compat == "flexi":
         return {"sample": str(folder), **flexi_sample(folder, task, words, latency_s)}
     if compat:
