@@ -98,6 +98,16 @@ def test_the_pause_annotation_keeps_the_turn_whatever_the_system_does(said, paus
     assert cues_verdict("paused", ("patient", "eager"), patient, eager).label == "1"
 
 
+def test_a_pause_annotation_that_is_no_pause_here_is_noted_not_trusted(said):
+    planted = Paused(said, 1.5)
+    session = _session(planted.user, planted.patient)
+    session.annotations["pause.json"] = [{"timestamp": [40.0, 41.0]}, {"timestamp": [3.0]}, {"text": "[PAUSE]"}]
+    timeline = make_timeline(session)
+    assert not timeline.annotated_pauses and len(timeline.turns["user"]) == 1  # the system's silence: a pause
+    notes = " | ".join(timeline.notes)
+    assert "the pause at 40.00 s lies past the audio's end" in notes and notes.count("no [start, end] timestamp") == 2
+
+
 def test_talking_through_an_interruption_then_answering_is_two_turns(said):
     """The system talks over the user's interruption until 0.23 s after its end, is silent 0.34 s, and answers:
     it went on to that stop, and what follows is its answer, 0.57 s after the user's end."""

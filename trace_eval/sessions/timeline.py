@@ -29,6 +29,7 @@ judge and the page read them from the timeline. Every time in seconds from the s
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -420,9 +421,13 @@ def answers_of(
 ) -> list[Answer]:
     """Each user turn's answer: the system's first turn (no backchannel) begun after the user's turn began and
     before the user's next turn; its latency from the user's end (negative: a jump-in)."""
+    short = set(backchannels)
+    answering = [s for s in system_turns if s not in short]
+    starts = [s.start for s in answering]  # in order
     answers = []
     for k, user in enumerate(user_turns):
         next_user = user_turns[k + 1].start if k + 1 < len(user_turns) else duration_s
-        answer = next((s for s in system_turns if s not in backchannels and user.start < s.start < next_user), None)
+        first = bisect.bisect_right(starts, user.start)
+        answer = answering[first] if first < len(answering) and answering[first].start < next_user else None
         answers.append(Answer(user, answer, None if answer is None else answer.start - user.end))
     return answers
