@@ -282,7 +282,7 @@ class LiteLLMBackbone(Backbone):
     def reasons_before_answering(self) -> bool:
         """True when litellm says the model thinks before it answers (its thoughts count against max_tokens).
 
-        False on the direct path: litellm's map knows no local server's models (openai/NAME)."""
+        False on the direct path, which only names litellm does not know take (openai_http.speaks_directly)."""
         if self._server is not None:
             return False
         try:
@@ -336,7 +336,7 @@ class LiteLLMBackbone(Backbone):
 
     def prices_per_token(self) -> tuple[float, float] | None:
         """(input, output) USD per token: --price-in/--price-out, else litellm's price map; None when unknown
-        (a local server's calls are not priced from litellm's map, which knows no local model)."""
+        (always on the direct path, which only names litellm does not know take)."""
         s = self.settings
         if s.price_in_per_token is not None:
             return s.price_in_per_token, s.price_out_per_token or 0.0
