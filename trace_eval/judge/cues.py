@@ -1179,19 +1179,23 @@ def cue_confidence(
 
 
 def spoken_words(transcript: str, language: str | None, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[str, str] | None:
-    """A spoken instruction's transcript with its words to say in quotation marks, and the lead-in that told them
-    ("Di, la conferencia ha sido extendida." -> 'di "la conferencia ha sido extendida"', "di"); None where it
-    quotes them already, does not begin as an instruction that gives them, or asks for more than saying them (a
-    manner or a language after the lead-in: "say potato in a British accent" is left as it is)."""
+    """A spoken instruction's transcript with its words to say in quotation marks, and what the reasoning says of
+    the lead-in that told them ("Di, la conferencia ha sido extendida." -> 'di "la conferencia ha sido extendida"',
+    "di"; where the lead-in was misheard, how it was read and the words compared); None where it quotes them
+    already, does not begin as an instruction that gives them, or asks for more than saying them (a manner or a
+    language around them: "say potato in a British accent" is left as it is)."""
     if not transcript or read_instruction(transcript).quoted:
         return None
-    found = languages.spoken_quote(transcript, language)
-    if found is None:
+    lead = languages.spoken_quote(transcript, language)
+    if lead is None:
         return None
-    quoted, lead, code = found
-    if paralinguistic_cues(quoted, t, code) or languages.asked_language(quoted, code):
-        return None
-    return f'{lead} "{quoted}"', lead
+    for words in (lead.quoted, lead.heard):
+        if paralinguistic_cues(words, t, lead.language) or languages.asked_language(words, lead.language):
+            return None
+    said = lead.heard
+    if not lead.sure:  # the reasoning names the words compared (it closes the quotation it is put in)
+        said += f"”, {lead.describe()}, so the words compared are “{lead.quoted}"
+    return f'{lead.heard} "{lead.quoted}"', said
 
 
 def no_answer_loses(judgement: Judgement, failed: tuple[bool, bool]) -> Judgement:

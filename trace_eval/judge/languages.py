@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
+from trace_eval.judge.leadins import LeadIn, find_lead_in, is_lead_in
 from trace_eval.language_rule import LanguageRule
 from trace_eval.languages import language_name, text_language, text_languages
 from trace_eval.text import fold
@@ -651,54 +652,22 @@ def manner_requests(text: str, language: str) -> list[str] | None:
 
 # -- the words to say, in a spoken instruction ------------------------------------------------------------
 
-# How an instruction that gives the words to say begins, per language, matched on `fold`ed text: "say ...",
-# "di ...", "dis ...", "sag ...", "说 ...". A transcript has no quotation marks: what follows the lead-in (or a
-# colon after it) is the words to say.
-SAY_LEADS: dict[str, str] = {
-    "en": r"^(?:(?:please|now|okay|ok)\W+)*(?:(?:can|could|would|will) you\s+)?(?:repeat after me|repeat|say|read out|"
-    r"read aloud|read)(?: (?:the|this) (?:sentence|phrase))?\b",
-    "es": r"^(?:(?:por favor|ahora)\W+)*(?:repite|repita|repitan|di|diga|digan|dime|lee|lea)(?: (?:la|esta) frase)?\b",
-    "fr": r"^(?:(?:s'il (?:te|vous) plait|maintenant)\W+)*(?:repete|repetez|dis|dites|lis|lisez)"
-    r"(?: (?:la|cette) phrase)?\b",
-    "de": r"^(?:(?:bitte|jetzt)\W+)*(?:sag|sage|sagen sie|wiederhole|wiederholen sie|lies|lesen sie)"
-    r"(?: (?:den|diesen) satz)?\b",
-    "zh": r"^(?:请|請)?(?:跟我说|跟我說|重复|重複|说|說|读|讀)",
-}
+# The lead-ins of instructions that give the words to say, and where they end in a transcript that may have
+# misheard them, are in trace_eval.judge.leadins.
 
 
 def asks_beyond_saying(manner: str) -> bool:
     """Whether an instruction's words outside its quotes say more than a lead-in to the words to say ("Di",
     "Say:", "Por favor, repite"), in any language a lead-in is known for: a manner may be asked in them."""
-    for code, lead in SAY_LEADS.items():
-        folded = fold(manner, code).strip()
-        match = re.match(lead, folded)
-        rest = folded[match.end() :] if match else folded
-        if not any(ch.isalnum() for ch in rest):
-            return False
-    return True
+    return not is_lead_in(manner)
 
 
-def spoken_quote(transcript: str, language: str | None) -> tuple[str, str, str] | None:
-    """(the words to say, the lead-in, the language whose lead-in it is) of a spoken instruction's transcript
-    that begins as one that gives them ("Say the conference has been extended", "Di: la conferencia ..."); None
-    when it does not. Read with the instruction language's lead-ins, or every language's where it is not known.
-    The words to say are what follows the lead-in, or a colon after it."""
-    codes = [language] if language in SAY_LEADS else list(SAY_LEADS)
-    if language is None:
-        codes = ["en"]  # a language never recorded is read as English
-    for code in codes:
-        folded = fold(transcript, code).strip()
-        match = re.match(SAY_LEADS[code], folded)
-        if not match:
-            continue
-        rest = folded[match.end() :]
-        lead, colon, after = rest.partition(":")
-        quoted = after if colon else rest
-        lead = folded[: match.end()] + (lead if colon else "")
-        quoted = re.sub(r"[\"“”«»]", " ", quoted).strip(" ,.;!?")
-        if sum(ch.isalnum() for ch in quoted) >= 2:
-            return quoted, lead.strip(" ,"), code
-    return None
+def spoken_quote(transcript: str, language: str | None) -> LeadIn | None:
+    """The words to say in a spoken instruction's transcript that begins as one that gives them ("Say the
+    conference has been extended", "Di: la conferencia ...", "Dila conferencia ..." misheard), after its lead-in
+    and without the lead-in's remains, with the lead-in as heard and its language; None when it does not. The
+    instruction language's lead-ins are preferred; a language never recorded is read as English."""
+    return find_lead_in(transcript, "en" if language is None else language)
 
 
 # -- the language an answer is asked in ------------------------------------------------------------
