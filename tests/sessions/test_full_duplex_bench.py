@@ -155,6 +155,36 @@ def test_a_labs_own_outputs_without_the_benchmarks_transcript_are_its_samples(bu
     assert sum("no output.json: compat mode reads the benchmark's transcript" in r for r in reasons) == 3
 
 
+def test_a_folder_without_its_annotation_compat_pairs_as_the_script_the_default_names_it(built, tmp_path, capsys):
+    """The smooth turn-taking script pairs its i-th output with its i-th annotation: compat does the same, each
+    record saying so, and leaves the last output out as the script's zip does (checked against the script on
+    every choice of the folder: scripts/full_duplex_bench_compat.py's functions give the same averages); the
+    default names the folder and scores the others."""
+    from trace_eval.cli import main
+    from trace_eval.sessions.full_duplex_bench import script_pairing
+
+    root, _ = built
+    task = tmp_path / "smooth_turn_taking"
+    shutil.copytree(root / "smooth_turn_taking", task)
+    (task / "jumps-in" / "turn_taking.json").unlink()
+    pairs = script_pairing(task)
+    assert len(pairs) == 2 and task / "jumps-in" not in pairs.values()  # three outputs, two annotations
+    out = tmp_path / "scores.json"
+    assert main(["sessions", str(task), "--compat", "full-duplex-bench", "--out", str(out), "--quiet"]) == 0
+    written = json.loads(out.read_text())
+    samples = written["tasks"]["smooth_turn_taking"]["samples"]
+    assert [s["sample"] for s in samples] == sorted(str(f) for f in pairs)
+    shifted = [s for s in samples if "as the benchmark's script pairs the i-th output" in " ".join(s["notes"])]
+    assert len(shifted) == sum(output != annotation for output, annotation in pairs.items())
+    (left_out,) = written["failed"]
+    assert "leaves it out: more outputs than annotations" in left_out["reason"]
+    assert main(["sessions", str(task), "--out", str(out), "--quiet"]) == 0
+    written = json.loads(out.read_text())
+    assert len(written["tasks"]["smooth_turn_taking"]["samples"]) == 2
+    (refused,) = written["failed"]
+    assert refused["sample"] == str(task / "jumps-in") and "no task annotation" in refused["reason"]
+
+
 def test_words_from_the_multilingual_recogniser_replace_the_benchmarks_english_only_ones(built, tmp_path, capsys):
     """With --words the timeline holds both channels' words (stored: a second run transcribes nothing), and the
     default scores read them instead of output.json."""

@@ -228,19 +228,33 @@ def _benchmark(
     """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored, or a folder of the layout
     without its annotation, is listed with its reason."""
     from trace_eval.sessions import SessionError
-    from trace_eval.sessions.full_duplex_bench import score_sample, summarise, task_of
+    from trace_eval.sessions.full_duplex_bench import score_sample, script_pairing, summarise, task_of
     from trace_eval.sessions.manifest import SessionEntry
 
     by_task: dict[str, list[dict[str, Any]]] = {}
-    # The benchmark's smooth turn-taking script pairs its i-th output with its i-th annotation: a folder without
-    # one shifts every pair after it. Here it is named, and the others scored as they are.
+    # The benchmark's smooth turn-taking script pairs its i-th output with its i-th annotation, so a folder
+    # without one shifts every pair after it: compat reproduces that pairing (each record notes it), the default
+    # names the folder and scores the others as they are.
+    paired: dict[Path, Path | None] = {}
+    if compat == "full-duplex-bench":
+        for parent in {f.parent for f in unannotated}:
+            if any((f / "turn_taking.json").is_file() for f in folders if f.parent == parent):
+                pairs = script_pairing(parent)
+                paired |= {f: pairs.get(f) for f in [*folders, *unannotated] if f.parent == parent}
     failed = [
         {"sample": str(f), "reason": "no task annotation (pause.json, turn_taking.json or interrupt.json) beside "
          "its input.wav and output.wav: not a sample of any task"}
-        for f in unannotated
+        for f in unannotated if f not in paired
     ]  # fmt: skip
-    for folder in timelines.progress(folders, "samples"):
+    for folder in timelines.progress(sorted([*folders, *paired.keys() - set(folders)]), "samples"):
         try:
+            if folder in paired:
+                if paired[folder] is None:
+                    raise SessionError("the benchmark's script leaves it out: more outputs than annotations")
+                by_task.setdefault("smooth_turn_taking", []).append(
+                    score_sample(folder, "smooth_turn_taking", compat=compat, annotation_from=paired[folder])
+                )
+                continue
             task = task_of(folder)
             timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
             by_task.setdefault(task, []).append(

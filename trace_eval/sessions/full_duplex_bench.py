@@ -20,6 +20,7 @@ its interval. docs/realtime.md lists each difference with a sample where it chan
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,17 @@ from trace_eval.sessions.segments import Segment
 from trace_eval.sessions.session import SessionError, read_session
 from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
 
-__all__ = ["COMPAT", "TASKS", "Word", "read_words", "score_sample", "score_task", "summarise", "task_of"]
+__all__ = [
+    "COMPAT",
+    "TASKS",
+    "Word",
+    "read_words",
+    "score_sample",
+    "score_task",
+    "script_pairing",
+    "summarise",
+    "task_of",
+]
 
 COMPAT = ("full-duplex-bench", "flexi")  # whose scripts' figures compat mode gives
 
@@ -83,12 +94,14 @@ def score_sample(
     settings: TimelineSettings | None = None,
     timeline: Timeline | None = None,
     latency_s: float = 0.0,
+    annotation_from: Path | None = None,
 ) -> dict[str, Any]:
     """One sample scored. The default reads the session's timeline (`timeline` where given, else made): its
     turns, answers and barge-ins as timeline.py defines them, the words of trace-eval's recogniser where the
     timeline holds them (the benchmark's `output.json`, from an English-only recogniser, is read by compat
     only). `latency_s`: FLEXI's pause handling lengthens a pause by the model's turn-taking latency, given by
-    hand."""
+    hand. `annotation_from`: compat only, the folder whose annotation the benchmark's script pairs with this
+    output (script_pairing)."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in TASKS.values():
@@ -104,7 +117,7 @@ def score_sample(
     if compat == "flexi":
         return {"sample": str(folder), **flexi_sample(folder, task, words, latency_s)}
     if compat:
-        return {"sample": str(folder), **_compat_sample(folder, task, words)}
+        return {"sample": str(folder), **_compat_sample(folder, task, words, annotation_from or folder)}
     read_annotations(folder, task)  # a bad annotation is named before any audio is read
     timeline = timeline or make_timeline(read_session(folder), settings)
     scored = {"pause_handling": _pause, "smooth_turn_taking": _turn_taking, "user_interruption": _interruption}
@@ -116,7 +129,25 @@ def score_sample(
 # -- as the benchmark's scripts compute --------------------------------------------------------------------------
 
 
-def _compat_sample(folder: Path, task: str, words: list[Word]) -> dict[str, Any]:
+def script_pairing(task_dir: Path) -> dict[Path, Path]:
+    """{output folder: annotation folder} as the benchmark's smooth turn-taking script pairs them in `task_dir`:
+    every `output.json` and every `turn_taking.json` in the order os.listdir gives the folders, the i-th output
+    with the i-th annotation (zip: an output past the last annotation is left out). A folder without its
+    annotation shifts every pair after it."""
+    outputs, annotations = [], []
+    for name in os.listdir(task_dir):
+        folder = task_dir / name
+        if name.endswith((".DS_Store", ".md")) or not folder.is_dir():
+            continue
+        files = os.listdir(folder)
+        for found in files:
+            if found.endswith("output.json"):
+                outputs.append(folder)
+                annotations += [folder for other in files if other.endswith("turn_taking.json")]
+    return dict(zip(outputs, annotations))
+
+
+def _compat_sample(folder: Path, task: str, words: list[Word], annotation_from: Path) -> dict[str, Any]:
     notes = []
     took_turn = False
     if words:
@@ -127,7 +158,10 @@ def _compat_sample(folder: Path, task: str, words: list[Word]) -> dict[str, Any]
     record: dict[str, Any] = {"took_turn": int(took_turn), "notes": notes}
     if task == "pause_handling":
         return record  # pause.json is not read
-    annotated = read_annotation(folder, task)
+    annotated = read_annotation(annotation_from, task)
+    if annotation_from != folder:
+        notes.append(f"paired with {annotation_from.name}'s annotation, as the benchmark's script pairs the i-th "
+                     "output with the i-th annotation (a folder without one shifts the pairs)")  # fmt: skip
     # turn_taking.json: the start of its span; interrupt.json: the end of the interruption.
     clock = annotated["timestamp"][0] if task == "smooth_turn_taking" else annotated["timestamp"][1]
     if took_turn:
