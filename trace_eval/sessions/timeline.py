@@ -230,9 +230,9 @@ def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float,
     """Each stretch's edges moved to where its 10 ms frames turn louder than `below_db` under its loudest frame
     (and 6 dB over the channel's quiet: its 10th percentile frame): out over loud frames, in over quiet ones,
     by at most ENERGY_REACH_S, across quiet shorter than `bridge_s` (a silence that does not split speech), never
-    into the stretch before or after it. Silero's probability rises a few
-    frames after a loud onset, later still where the speech sits on its frame grid, and falls a few frames
-    after the speech ends; the energy says where the speech is."""
+    into the stretch before or after it. Silero's probability rises a few frames after a loud onset, later still
+    where the speech sits on its frame grid, and falls a few frames after the speech ends; the energy says where
+    the speech is."""
     hop = int(ENERGY_FRAME_S * RATE)
     frames = samples[: len(samples) // hop * hop].reshape(-1, hop).astype(np.float64)
     if not len(frames) or not found:
@@ -253,14 +253,14 @@ def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float,
         loud = level >= gate
         start, end = first, last
         # Out, over loud frames Silero heard late (across quiet shorter than a silence that splits speech) ...
-        k = first - 1
-        while k >= lowest and first - k <= reach and not (k + bridge < first and not loud[k : k + bridge + 1].any()):
-            start = k if loud[k] else start
-            k -= 1
-        k = last
-        while k < highest and k - last < reach and not (k - bridge >= last and not loud[k - bridge : k + 1].any()):
-            end = k + 1 if loud[k] else end
-            k += 1
+        i = first - 1
+        while i >= lowest and first - i <= reach and not (i + bridge < first and not loud[i : i + bridge + 1].any()):
+            start = i if loud[i] else start
+            i -= 1
+        i = last
+        while i < highest and i - last < reach and not (i - bridge >= last and not loud[i - bridge : i + 1].any()):
+            end = i + 1 if loud[i] else end
+            i += 1
         # ... or in, off quiet frames it took for speech.
         while start < min(first + reach, end - 1) and not loud[start]:
             start += 1
