@@ -3,11 +3,12 @@
 It speaks the live client's protocol (trace_eval/sessions/live.py): it accepts a declaration of 16 kHz mono
 16-bit PCM in 20 ms frames and refuses any other; it hears the user's frames as they arrive, takes the user's
 speech to have ended at the last frame louder than THRESHOLD_DBFS once HANGOVER_S of quieter frames followed, and
-answers each user turn that ends while it is silent: a recorded prompt, `delay_s` after that last loud frame
-arrived, streamed in 20 ms frames at real-time pace. Spoken over (BARGE_IN_FRAMES loud frames in a row while it
-answers), it stops `stops_after_s` later, or talks on when that is None. With `closes_after_s` it hangs up: that
-long after accepting the declaration, or at once on connecting when negative. Only the path /talk is served;
-any other is answered 404.
+answers each user turn that ends while it is silent (found after HANGOVER_S of quiet, or `hangover_s`: an eager
+system's 0.25 s; or, pause-aware, at the ends `turn_ends_s` it is told): a recorded prompt, `delay_s` after that
+end, streamed in 20 ms frames at real-time pace; `log` holds when each answer started and stopped. Spoken over
+(BARGE_IN_FRAMES loud frames in a row while it answers), it stops `stops_after_s` later, or talks on when that
+is None. With `closes_after_s` it hangs up: that long after accepting the declaration, or at once on connecting
+when negative. Only the path /talk is served; any other is answered 404.
 """
 
 from __future__ import annotations
@@ -40,12 +41,16 @@ class RealtimeServer:
         delay_s: float = 0.8,
         stops_after_s: float | None = None,
         closes_after_s: float | None = None,
+        hangover_s: float = HANGOVER_S,
+        turn_ends_s: list[float] | None = None,
     ) -> None:
-        assert delay_s >= HANGOVER_S, "the answer is timed from the end it has found, which takes the hangover"
+        assert delay_s >= hangover_s, "the answer is timed from the end it has found, which takes the hangover"
         pcm = (np.clip(answer, -1, 1) * 32767).round().astype("<i2")
         self.frames = [pcm[k : k + FRAME].tobytes() for k in range(0, len(pcm), FRAME)]
         self.delay_s, self.stops_after_s, self.closes_after_s = delay_s, stops_after_s, closes_after_s
+        self.hangover_s, self.turn_ends_s = hangover_s, turn_ends_s
         self.stopped_at: float | None = None
+        self.log: list[tuple[str, float]] = []  # ("answer" or "stop", seconds on the session clock)
         self.url = ""
 
     def __enter__(self) -> RealtimeServer:
@@ -92,6 +97,8 @@ class RealtimeServer:
         answered: float | None = None  # the last loud frame of the turn answered last
         loud_run = 0
         answer: asyncio.Task | None = None
+        told: list[asyncio.Task] = []
+        self.zero: float | None = None
         self.stop_at: float | None = None
         self.speaking = False
         self.finished_at = loop.time()
@@ -100,12 +107,17 @@ class RealtimeServer:
                 if isinstance(message, str):
                     continue
                 now = loop.time()
+                if self.zero is None:  # the session clock's zero: the first frame is sent once its 20 ms played
+                    self.zero = now - FRAME / RATE
+                    for end in self.turn_ends_s or ():  # pause-aware: it knows where the user's turns end
+                        told.append(asyncio.create_task(self._answer(ws, self.zero + end + self.delay_s)))
                 frame = np.frombuffer(message, dtype="<i2").astype(np.float64) / 32768
                 loud = 10 * np.log10(np.mean(frame**2) + 1e-12) > THRESHOLD_DBFS
                 loud_run = loud_run + 1 if loud else 0
                 if loud:
                     last_loud = now
-                ended = last_loud is not None and last_loud != answered and now - last_loud >= HANGOVER_S
+                ended = last_loud is not None and last_loud != answered and now - last_loud >= self.hangover_s
+                ended = ended and self.turn_ends_s is None
                 # A turn that ended while it answered is not answered: it talked through it.
                 if ended and (answer is None or (answer.done() and last_loud > self.finished_at)):
                     answered = last_loud
@@ -113,17 +125,21 @@ class RealtimeServer:
                 elif self.speaking and loud_run == BARGE_IN_FRAMES and self.stops_after_s is not None:
                     self.stop_at = now + self.stops_after_s
         finally:
-            if answer is not None:
-                answer.cancel()
+            for task in [answer, *told]:
+                if task is not None:
+                    task.cancel()
 
     async def _answer(self, ws, start: float) -> None:
         loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, start - loop.time()))
         self.stop_at = None
+        self.log.append(("answer", start - (self.zero or 0.0)))
         for k, frame in enumerate(self.frames):
             # Paced from the start, so the frames go out at real-time pace however late one was sent.
             await asyncio.sleep(max(0.0, start + k * FRAME / RATE - loop.time()))
             if self.stop_at is not None and loop.time() >= self.stop_at:
                 self.stopped_at = loop.time()
+                self.log.append(("stop", self.stopped_at - (self.zero or 0.0)))
                 break
             try:
                 await ws.send(frame)

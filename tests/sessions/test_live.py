@@ -179,6 +179,44 @@ def test_each_user_turn_has_its_time_to_first_audio_and_a_system_may_hang_up_at_
     assert "closed on connecting" in capsys.readouterr().err and not (tmp_path / "t").exists()
 
 
+def test_a_pause_aware_system_and_an_eager_one_recorded_live_judged_and_ranked(said, tmp_path, capsys):
+    """The user pauses 1.5 s inside a turn, then speaks again 4 s after it. A patient, pause-aware system (told
+    where the user's turns end) answers 1.2 s after each; an eager one answers after any 0.25 s of quiet and never
+    yields. Recorded live and judged: the patient one wins, every event's verdict as set, and its answers stand
+    within TOLERANCE_S of where its own log says it began them."""
+    first_end = LEAD_S + len(said[0]) / RATE
+    second_start = first_end + 1.5
+    turn_end = second_start + len(said[1]) / RATE
+    last_start = turn_end + 4.0
+    last_end = last_start + len(said[2]) / RATE
+    user = _user_file(tmp_path, (said[0], LEAD_S), (said[1], second_start), (said[2], last_start))
+    systems = tmp_path / "systems"
+    patient = RealtimeServer(said[3], delay_s=1.2, stops_after_s=0.3, turn_ends_s=[turn_end, last_end])
+    eager = RealtimeServer(np.concatenate([said[4], said[5]]), delay_s=0.25, hangover_s=0.25)
+    for name, system in (("patient", patient), ("eager", eager)):
+        with system as server:
+            out = systems / name / "s1"
+            assert main(["live", server.url, "--user", str(user), "--out", str(out), "--tail", "3.6"]) == 0
+    judged = tmp_path / "judged.json"
+    assert main(["sessions", str(systems), "--judge", "cues", "--out", str(judged), "--quiet"]) == 0
+    result = json.loads(judged.read_text())
+    assert [row["system"] for row in result["ranking"]] == ["patient", "eager"]
+    (verdict,) = result["verdicts"]
+    assert verdict["systems"] == ["eager", "patient"] and verdict["label"] == "2"
+    events = [(e["kind"], e["label"], e["why_1"].split(" ")[0]) for e in verdict["events"]]
+    assert events == [
+        ("answer", "both_good", "answered"),  # the eager one at the pause, which the patient one waited through
+        ("barge-in", "2", "went"),  # the user going on over the eager one
+        ("answer", "2", "no"),  # the turn it talked through
+        ("answer", "both_good", "answered"),
+    ]
+    timeline = next(s["timeline"] for s in result["sessions"] if s["system"] == "patient")
+    began = [t for what, t in patient.log if what == "answer"]
+    assert [a["system_turn"][0] for a in timeline["answers"]] == [pytest.approx(t, abs=TOLERANCE_S) for t in began]
+    assert [a["latency_s"] for a in timeline["answers"]] == [pytest.approx(1.2, abs=TOLERANCE_S)] * 2
+    assert len(timeline["turns"]["user"]) == 2 and len(timeline["pauses"]["user"]) == 1  # it waited: a pause
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
