@@ -32,7 +32,9 @@ from trace_eval.judge.leadins import LEADINS, find_lead_in
         ("Please save a train leaving a gate in the morning.", "en", "a train leaving a gate in the morning",
          "please save", "please say"),
         # A lead-in glued to the next word.
-        ("Sayi like coffee with milk.", "en", "i like coffee with milk", "say", "say"),
+        ("Repeat after methe windows are open.", "en", "the windows are open", "repeat after me", "repeat after me"),
+        # "Di, la conferencia ...", heard "Dila conferencia": read as "diga", the article goes with it (not sure).
+        ("Dila conferencia ha sido extendida.", "es", "conferencia ha sido extendida", "dila", "diga"),
     ],
 )  # fmt: skip
 def test_a_misheard_lead_in_is_found(transcript, language, quoted, heard, phrase):
@@ -144,4 +146,4 @@ def test_words_outside_quotes_are_only_a_lead_in_or_more():
 
 def test_the_thresholds_are_those_set_on_the_tuning_half():
     # scripts/bench_spoken_instructions.py --fit; docs/languages.md
-    assert (leadins.MAX_EDIT_RATIO, leadins.MAX_EDIT_RATIO_PAUSED) == (0.34, 0.5)
+    assert (leadins.MAX_EDIT_RATIO, leadins.MAX_EDIT_RATIO_PAUSED, leadins.GLUED_COST) == (0.34, 0.6, 1.0)

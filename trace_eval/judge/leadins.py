@@ -4,9 +4,10 @@
 A transcript has no quotation marks, and the recogniser mishears short words: "Di, la conferencia" comes back as
 "Dila conferencia", "Lee:" as "Le:", "Dis :" as "Dit". The lead-ins of every language of `LEADINS` (phrases made
 of polite words, a verb and what it names, as data) are aligned, letter by letter after `trace_eval.text.fold`,
-to the transcript's first words; the nearest within `MAX_EDIT_RATIO` edits per letter ends the lead-in, and the
-words after it (or after a colon that follows it closely) are the words to say. A lead-in glued to the next word
-("dila") costs `GLUED_COST`, the space it lost. The language whose lead-in it is, is evidence of the
+to the transcript's first words; of those within `MAX_EDIT_RATIO` edits per letter (`MAX_EDIT_RATIO_PAUSED` where
+a pause is written after it), the one that explains most letters ends the lead-in, and the words after it (or
+after a colon that follows it closely) are the words to say. A lead-in glued to the next word costs
+`GLUED_COST`, the space it lost. The language whose lead-in it is, is evidence of the
 instruction's language (`LeadIn.language`, with `LeadIn.ratio` for how close it was).
 
 The thresholds were set on the tuning half of scripts/bench_spoken_instructions.py (docs/languages.md).
@@ -39,7 +40,7 @@ __all__ = [
 # lead-in has and the first words of other instructions mostly lack ("De todas las frutas"). Set on the tuning
 # half.
 MAX_EDIT_RATIO = 0.34
-MAX_EDIT_RATIO_PAUSED = 0.5
+MAX_EDIT_RATIO_PAUSED = 0.6
 # A lead-in heard glued to the next word ("dila" for "di, la") lost one space.
 GLUED_COST = 1.0
 # Letters of a lead-in one edit outweighs, in choosing among those within MAX_EDIT_RATIO: a lead-in read whole
