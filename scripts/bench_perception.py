@@ -321,12 +321,13 @@ def held(rule_name: str, evidence: dict, expected: str) -> bool | None:
 def instruction(rule_name: str, evidence: dict, text: str | None) -> str | None:
     """An instruction's language from its audio and its written text: the rule weighs both; main c59102a took
     the audio when sure and not contradicted by a text that reads surely as another language, else the text."""
+    from trace_eval.judge.languages import text_reading
     from trace_eval.language_rule import LanguageRule
-    from trace_eval.languages import text_language, text_languages
+    from trace_eval.languages import text_language
 
     if rule_name == "the rule":
         rule = LanguageRule.load()
-        readings = text_languages(text)
+        readings = text_reading(text)
         return rule.decide(as_decoded(evidence, rule), text=dict(readings) if readings else None).code
     code, probability = RULES[rule_name](evidence)
     read = text_language(text)
@@ -344,8 +345,8 @@ def fit_rule(tune: list[Item], evidence: dict[str, dict]) -> None:
     half, the least decoding that loses nothing (split_below), the text's weight and the prior's."""
     from dataclasses import replace
 
+    from trace_eval.judge.languages import text_reading
     from trace_eval.language_rule import LanguageRule, fit, save
-    from trace_eval.languages import text_languages
 
     examples = [(evidence[i.clip.sha256], i.language) for i in tune if i.clip.sha256 in evidence]
     rule = fit(examples)
@@ -360,7 +361,7 @@ def fit_rule(tune: list[Item], evidence: dict[str, dict]) -> None:
             rule = replace(rule, split_below=split)
             break
     texts = [(e, truth, dict(r)) for e, truth, t in ((evidence[i.clip.sha256], i.language, i.text) for i in tune
-             if i.clip.sha256 in evidence) if (r := text_languages(t))]  # fmt: skip
+             if i.clip.sha256 in evidence) if (r := text_reading(t))]  # fmt: skip
 
     def text_right(weight: float) -> float:
         candidate = replace(rule, text_weight=weight)

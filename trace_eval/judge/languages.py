@@ -197,6 +197,18 @@ def script_of(text: str) -> str | None:
 MIN_PROBABILITY = 0.5
 
 
+def text_reading(text: str | None) -> list[tuple[str, float]] | None:
+    """What a written text reads as (`text_languages`), among the languages written in its script: None for a
+    text too short to read, or in a script no language here is written in (runes read as Amharic otherwise)."""
+    script = script_of(text or "")
+    readings = text_languages(text) if script is not None else None
+    if not readings:
+        return None
+    kept = [(c, p) for c, p in readings if script in SCRIPTS.get(c, frozenset({"LATIN"}))]
+    total = sum(p for _, p in kept)
+    return [(c, round(p / total, 3)) for c, p in kept] if total > 0 else None
+
+
 def instruction_language(
     declared: dict[str, Any],
     blueprint: dict | None,
@@ -236,7 +248,7 @@ def instruction_language(
     if evidence is not None:
         # One rule over the audio's evidence and the text's reading (trace_eval/language_rule.py).
         rule = LanguageRule.load()
-        readings = text_languages(written) if written else None
+        readings = text_reading(written)
         decision = rule.decide(evidence, text=dict(readings) if readings else None, expected=benchmark)
         evidence_said = f"its audio: {decision.reason}"
         if written:
@@ -744,14 +756,14 @@ def heard_in(asked: Asked, blueprint: dict | None, min_probability: float) -> He
     if evidence is not None:
         decision = LanguageRule.load().decide(evidence, expected=asked.language)
         heard = replace(heard, code=decision.code, probability=decision.probability)
-        context = f", probability {decision.probability:.2f} with {name(asked.language)} expected"
+        context = f", probability {decision.probability:.2f} given {name(asked.language)} expected"
     if not heard.trusted(min_probability):
         return Heard(
             None, f"heard as {name(heard.code)} only with probability {heard.probability:.2f}", heard.probability
         )
     if heard.code == asked.language:
         return Heard(True, f"in {name(heard.code)}{context}", heard.probability)
-    return Heard(False, f"in {name(heard.code)}{context}, not {asked.describe()}", heard.probability)
+    return Heard(False, f"in {name(heard.code)}, not {asked.describe()}{context}", heard.probability)
 
 
 def language_evidence(blueprint: dict | None) -> dict | None:
