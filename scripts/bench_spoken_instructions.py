@@ -318,6 +318,7 @@ def fit(tune: list[Item], blueprints: dict) -> None:
             scores = []
             for plain in PLAIN:
                 leadins.MAX_EDIT_RATIO, leadins.MAX_EDIT_RATIO_PAUSED, leadins.GLUED_COST = plain, paused, glued
+                leadins.find_lead_in.cache_clear()
                 scores.append(sum(row["right"] for row in read_all(tune, blueprints, new_spoken_words)))
             print(f"{paused:<8g}" + "".join(f"{s:>7}" for s in scores), flush=True)
 

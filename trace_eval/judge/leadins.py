@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from trace_eval.languages import language_name, separates_words
 from trace_eval.text import fold
@@ -200,6 +200,7 @@ def _ends(text: str, code: str, limit: float) -> list[tuple[float, int, str, boo
     return ends
 
 
+@lru_cache(maxsize=4096)  # an instruction is read once for each of its pairs
 def find_lead_in(transcript: str, language: str | None = None) -> LeadIn | None:
     """The lead-in `transcript` begins with and the words to say after it; None where it begins with none.
     `language` (the instruction's, where known) is preferred: another language's lead-in must then be heard as
