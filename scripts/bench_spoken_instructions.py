@@ -1,23 +1,25 @@
 """Spoken-only instructions: how often the `cues` judge finds the words to say in an instruction's transcript.
 
     python scripts/bench_spoken_instructions.py              # the test half (transcripts cached after a first run)
-    python scripts/bench_spoken_instructions.py --half tune  # the half the lead-in matcher's threshold was set on
-    python scripts/bench_spoken_instructions.py --show       # every instruction: transcript, words found, verdict
+    python scripts/bench_spoken_instructions.py --fit        # the tuning half's grid the lead-in thresholds were set on
+    python scripts/bench_spoken_instructions.py --show       # every instruction: transcript and the words read
 
 The set: instructions in English, Spanish and French spoken by espeak-ng in four voices per language, each a
 lead-in ("Say:", "Di,", "Répétez la phrase") and a sentence to say, with no written text; and instructions that
-give no words to say ("Describe your favourite meal."), which must be left alone. Each instruction is transcribed
-as Stage 1 transcribes it (`extractors.asr.AsrExtractor(AsrConfig())`, no language declared), and so is each
-answer: the sentence said by another voice (right) and another sentence of the same language (wrong).
+give no words to say ("Describe your favourite meal.", "Do you like cats?"), which must be left alone. Each clip
+is heard two ways by Stage 1's recogniser (`extractors.asr.AsrExtractor(AsrConfig())`): with nothing declared
+(the judge reads the instruction in the language its blueprint tells, where sure), and with its language declared
+as a manifest would. Each instruction with words to say has a pair of answers, heard the same way: the sentence
+said by another voice (right) and another sentence of the same language (wrong).
 
-The words to say are found right where they are the suffix of the transcript nearest the sentence (by word error
-rate, after `trace_eval.text.fold`): no lead-in's remains kept, no word of the sentence cut. Content is judged
-(`trace_eval.judge.cues.judge_content`) on the pair (right, wrong) in an order fixed by the hash, with the
-instruction's language declared as a manifest would (and not known: `und`). Each figure is beside the same
-figure for main c59102a (its `spoken_quote` and `spoken_words`, copied below).
+The words to say are found right where the transcript is split as it is best split when aligned word by word to
+the written lead-in and sentence (after `trace_eval.text.fold`): no lead-in's remains kept, no word of the sentence
+cut. Content is judged (`trace_eval.judge.cues.judge_content`) on the pair in an order fixed by the hash. Each
+figure is beside the same figure for main c59102a (its `spoken_quote` and `spoken_words`, copied below).
 
-Each clip is split once, by a hash of its audio bytes, into a tuning half and a test half. Transcripts are cached
-in `--cache` by the clip's audio hash and the recogniser's fingerprint: a second run costs seconds.
+Each instruction is split once, by a hash of its audio bytes, into a tuning half and a test half. Transcripts are
+cached in `--cache` by the clip's audio hash, the language declared and the recogniser's fingerprint: a second
+run costs seconds.
 """
 
 from __future__ import annotations
