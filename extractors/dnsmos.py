@@ -34,6 +34,7 @@ __all__ = [
     "DnsmosExtractor",
     "DnsmosScorer",
     "DnsmosScores",
+    "SCORE_DECIMALS",
     "SCORE_TOLERANCE",
     "loudest_block_dbfs",
     "no_speech",

@@ -4,6 +4,7 @@
     python scripts/bench_cpu_profile.py --tree ../main    # the same runs of another checkout (before/after)
     python scripts/bench_cpu_profile.py --repeat 5 --out figures.json
     python scripts/bench_cpu_profile.py --set asr.language=en   # the example's language declared: no detection
+    python scripts/bench_cpu_profile.py --set dnsmos.layout=reference   # DNSMOS in the class's arithmetic
 
 Each run copies examples/mini (23 clips, 89.6 s of audio) to a temporary folder and runs, in a new process,
 
@@ -13,7 +14,7 @@ with the checkout's own code, then reports for the run:
 - wall seconds and wall / audio seconds (the real-time factor the CPU profile is held to: 0.15 on 2 cores);
 - CPU seconds, user + system, of the process and every process it started, and CPU / audio seconds;
 - the seconds each extractor took (the run's summary.json);
-- the numeric class and the kernels every library ran (the recogniser's provenance);
+- the numeric class and the kernels every library ran (the recogniser's provenance), and how DNSMOS summed;
 - how busy the machine was: the load average, and the CPU seconds that other processes used meanwhile
   (/proc/stat). Wall seconds measure the other work too: the figure to report is that of runs with next to
   no other CPU time, and on a shared machine CPU seconds are the better guide.
@@ -91,18 +92,18 @@ def one_run(tree: Path, workdir: Path, settings: list[str] = ()) -> dict:
 
 
 def _recogniser_numerics(store: Path) -> dict:
-    """The numeric set-up the recogniser recorded (any blueprint: one process made them all)."""
+    """The numeric set-up the recogniser recorded, and DNSMOS's layout (any blueprint: one process made them all)."""
     for path in sorted(store.rglob("*.json")):
         try:
             blueprint = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        entry = (
-            blueprint.get("provenance", {}).get("extractors", {}).get("asr") if isinstance(blueprint, dict) else None
-        )
-        if entry and entry.get("numerics"):
-            numerics = entry["numerics"]
-            return {k: numerics.get(k) for k in ("class", "kernels", "compute_type", "ctranslate2")}
+        entries = blueprint.get("provenance", {}).get("extractors", {}) if isinstance(blueprint, dict) else {}
+        numerics = (entries.get("asr") or {}).get("numerics")
+        if numerics:
+            found = {k: numerics.get(k) for k in ("class", "kernels", "compute_type", "ctranslate2")}
+            found["dnsmos_layout"] = (entries.get("dnsmos") or {}).get("numerics", {}).get("onnxruntime_layout")
+            return found
     return {}
 
 
