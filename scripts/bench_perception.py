@@ -349,7 +349,15 @@ def fit_rule(tune: list[Item], evidence: dict[str, dict]) -> None:
     from trace_eval.language_rule import LanguageRule, fit, save
 
     examples = [(evidence[i.clip.sha256], i.language) for i in tune if i.clip.sha256 in evidence]
-    rule = fit(examples)
+    # The evidence as asr records it: a split token's guesses, and an answer's test in the language expected of
+    # it, right or wrong (a forced decoding in the wrong language often translates, fluently).
+    start = LanguageRule.load()
+    recorded_as = [
+        (as_decoded(e, start, expects), truth)
+        for e, truth in examples
+        for expects in ((), (truth,), (WRONG_EXPECTED[truth],))
+    ]
+    rule = fit(recorded_as)
     print(f"fitted on {len(examples)} tuning clips: " + ", ".join(f"{k} {v}" for k, v in rule.record().items()))
 
     def right(candidate) -> float:
