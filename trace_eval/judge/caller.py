@@ -159,7 +159,9 @@ class Caller:
         if completion.cost_usd:
             self.spent_usd += completion.cost_usd
         if key is not None:
-            self.cache.put(
+            # In a thread: the write waits for the disk (fsync), and the calls in flight need the event loop.
+            await asyncio.to_thread(
+                self.cache.put,
                 key,
                 {
                     "model": self.backbone.name,
