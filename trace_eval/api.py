@@ -155,7 +155,7 @@ class Judge:
         self.profile = profile
         self.device = device
         # (clip, declared language or "") -> blueprint, once Stage 1 gave it (a clip is its content)
-        self._blueprints: dict[tuple[str, str], dict] = {}
+        self._blueprints: dict[tuple[str, str, tuple[str, ...]], dict] = {}  # (clip, declared, expected)
         self.calls = 0  # answers asked of the backbone, over every compare
         self.cache_hits = 0  # answers read from the answer cache
         self.stage1_runs = 0  # times Stage 1 ran (for clips this judge had no blueprint of yet)
@@ -379,22 +379,32 @@ class Judge:
         # Each clip with the language it is declared in ("": detected): a declared instruction has a blueprint
         # of its own, decoded in that language.
         declared = {clip: code for pair in readable for clip, code in pair.declared_languages().items() if code}
+        # Each answer with the languages its pairs expect it in: the variant that tests them.
+        expected: dict[str, set[str]] = {}
+        for pair in readable:
+            for clip, code in pair.expected_languages().items():
+                expected.setdefault(clip, set()).add(code)
+
+        def variant(clip: str) -> tuple[str, tuple[str, ...]]:
+            return declared.get(clip, ""), tuple(sorted(expected.get(clip, ())))
+
         clips = list(dict.fromkeys(c for pair in readable for c in pair.audio_paths()))
         failures: dict[str, str] = {}
-        wanted = [c for c in clips if (c, declared.get(c, "")) not in self._blueprints]
-        for language in dict.fromkeys(declared.get(c, "") for c in wanted):
+        wanted = [c for c in clips if (c, *variant(c)) not in self._blueprints]
+        for language, expects in dict.fromkeys(variant(c) for c in wanted):
             from trace_eval.stage1.pipeline import BlueprintOptions
 
             found, failed, summary = self.clips.blueprints(
-                [c for c in wanted if declared.get(c, "") == language],
+                [c for c in wanted if variant(c) == (language, expects)],
                 BlueprintOptions(device=self.device, profile=self.profile, progress=False),
                 language or None,
+                expects,
             )
             failures |= failed
             self.stage1_runs += 1
             self.blueprints_made += summary.computed
-            self._blueprints.update({(clip, language): bp for clip, bp in found.items() if bp is not None})
-        found = {c: self._blueprints.get((c, declared.get(c, ""))) for c in clips}
+            self._blueprints.update({(clip, language, expects): bp for clip, bp in found.items() if bp is not None})
+        found = {c: self._blueprints.get((c, *variant(c))) for c in clips}
         # Clips named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
         names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}
         said = {c: _in_words(reason, self.clips.root, c, names.get(c, c)) for c, reason in failures.items()}

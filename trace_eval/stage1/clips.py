@@ -129,20 +129,26 @@ class ClipFolder:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def blueprints(
-        self, clips: Iterable[str], options: Any = None, language: str | None = None
+        self, clips: Iterable[str], options: Any = None, language: str | None = None, expects: tuple[str, ...] = ()
     ) -> tuple[dict[str, dict | None], dict[str, str], Any]:
         """({clip: its blueprint or None}, {clip: why it has none}, Stage 1's summary), Stage 1 run on `clips`
         with `options` (pipeline.BlueprintOptions) through the normal pipeline and store; `language`: the
-        language the clips are declared in (their blueprints are then the declared variant), else detected."""
+        language the clips are declared in (their blueprints are then the declared variant), else detected;
+        `expects`: the languages their pairs expect them in, as answers (the variant that tests them)."""
         from trace_eval.stage1.pipeline import run_blueprints
         from trace_eval.stage1.store import BlueprintStore
 
         wanted = list(dict.fromkeys(clips))
         with self._locked():
             declared = {"audio_language": language} if language else {}
+            # The instruction is a placeholder too short to read as any language; an expected language is
+            # declared as the instruction's, one item for each.
             items = [
-                {"id": clip, "instruction_text": "(a clip handed over from code)", "audio_path": clip, **declared}
+                {"id": f"{clip}:{code}" if code else clip, "instruction_text": "(clip)", "audio_path": clip}
+                | declared
+                | ({"instruction_language": code} if code else {})
                 for clip in wanted
+                for code in (expects or ("",))
             ]
             write_json(self.root / "manifest.json", items)
             summary = run_blueprints(self.root, options)
