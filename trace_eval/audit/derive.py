@@ -122,14 +122,15 @@ def _copy_file(source: Path, target: Path) -> None:
     tmp.replace(target)
 
 
-def _reuse_blueprint(source: BlueprintStore, target: BlueprintStore, path: Path) -> None:
-    """Give the audit bench the source's blueprint of the same audio, so Stage 1 does not make it again
-    (the plan still checks every section against the present extractors)."""
-    sha = sha256_file(path)
-    if target.get(sha) is None:
-        found = source.get(sha)
+def _reuse_blueprint(source: BlueprintStore, target: BlueprintStore, path: Path, relative: str) -> None:
+    """Give the audit bench the source's blueprint of the same audio (`relative` in the source benchmark), in the
+    variant the benchmark made of it, so Stage 1 does not make it again (the plan still checks every section
+    against the present extractors)."""
+    key = source.key_for_path(relative) or sha256_file(path)
+    if target.get(key) is None:
+        found = source.get(key)
         if found is not None:
-            target.put(sha, found)
+            target.put(key, found)
 
 
 def clip_words(bench: Benchmark, store: BlueprintStore, clip: Clip, audio_sha: str) -> ClipWords:
@@ -139,7 +140,7 @@ def clip_words(bench: Benchmark, store: BlueprintStore, clip: Clip, audio_sha: s
     if not instruction.strip() and clip.pair.instruction_path:
         spoken = store.get_by_path(clip.pair.instruction_path) or {}
         instruction = str(spoken.get("agent_response") or "")
-    blueprint = store.get(audio_sha)
+    blueprint = store.get_by_path(clip.path) or store.get(audio_sha)  # the variant its benchmark made
     if blueprint is None:
         why = f"no blueprint of the answer: make the benchmark's first (python -m trace_eval blueprints {bench.root})"
         return ClipWords(None, instruction, why)
@@ -181,7 +182,7 @@ def write_audit_bench(
         if _is_plain_wav(source):
             if not original.is_file():
                 _copy_file(source, original)
-            _reuse_blueprint(source_store, target_store, original)
+            _reuse_blueprint(source_store, target_store, original, clip.path)
             encoded = "copied"
         else:
             _write_wav(original, audio.samples, audio.sample_rate)
@@ -196,7 +197,7 @@ def write_audit_bench(
                 if given.is_file() and not target.is_file():
                     _copy_file(given, target)
                 if target.is_file():
-                    _reuse_blueprint(source_store, target_store, target)
+                    _reuse_blueprint(source_store, target_store, target, clip.pair.instruction_path)
             instruction = instructions[clip.pair.instruction_path]
         entry: dict = {
             "clip": clip.key,
