@@ -686,13 +686,12 @@ class AsrExtractor(Extractor):
         ranked = sorted(probabilities.items(), key=lambda item: (-item[1], item[0]))
         token = {c: stored(p) for i, (c, p) in enumerate(ranked[:EVIDENCE_LANGUAGES]) if not i or p >= 0.001}
         evidence: dict = {"speech_s": round(len(samples) / SAMPLE_RATE, 2), "token": token}
-        guessed = rule.guesses_to_decode(probabilities)
+        expects = [c for c in expects if c in probabilities]  # a language this recogniser knows
+        guessed = rule.guesses_to_decode(probabilities, expects)
         if everyone and ranked[0][1] < EVERYONE_BELOW:
-            guessed = [c for c, _ in ranked[: rule.candidates]]
-        tested = [c for c in expects if c != ranked[0][0] and c in probabilities]
-        if tested:
+            guessed = list(dict.fromkeys([c for c, _ in ranked[: rule.candidates]] + guessed))
+        if any(c != ranked[0][0] for c in expects):
             evidence["expects"] = list(expects)
-            guessed = list(dict.fromkeys((guessed or [ranked[0][0]]) + tested))
         if guessed:
             limit = math.ceil(len(samples) / SAMPLE_RATE * self.config.check_tokens_per_s) + 10
             evidence["guesses"] = {

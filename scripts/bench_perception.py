@@ -224,15 +224,11 @@ def _untested(evidence: dict | None, item: Item) -> bool:
 
 
 def as_decoded(evidence: dict, rule, expects: tuple[str, ...] = ()) -> dict:
-    """The evidence asr records with `rule`: the guesses it would decode (a split token's, and the expected
-    languages that are not the surest) out of those decoded for the study. A guess decodes the same alone as in
-    any batch (extractors/_whisper_ct2.py), so this is what asr writes."""
+    """The evidence asr records with `rule` (`LanguageRule.guesses_to_decode`), out of the guesses decoded for
+    the study. A guess decodes the same alone as in any batch (extractors/_whisper_ct2.py), so this is what asr
+    writes."""
     token = evidence["token"]
-    surest = max(token, key=lambda c: token[c])
-    wanted = rule.guesses_to_decode(token)
-    tested = [c for c in expects if c != surest]
-    if tested:
-        wanted = list(dict.fromkeys((wanted or [surest]) + tested))
+    wanted = rule.guesses_to_decode(token, expects)
     guesses = {c: g for c, g in (evidence.get("guesses") or {}).items() if c in wanted}
     out = {"speech_s": evidence["speech_s"], "token": token}
     if guesses:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -79,15 +79,20 @@ class LanguageRule:
 
     # -- which guesses asr decodes ---------------------------------------------------------------------------
 
-    def guesses_to_decode(self, token: Mapping[str, float]) -> list[str]:
-        """The languages whose transcripts settle a split token: none when its surest is sure enough."""
+    def guesses_to_decode(self, token: Mapping[str, float], expects: Sequence[str] = ()) -> list[str]:
+        """The languages a clip's first window is decoded in: a split token's first guesses (none when its surest
+        is sure enough), and each language the context `expects` that is not its surest, with the surest to
+        weigh it against (the hypothesis test of an answer)."""
         ranked = sorted(token.items(), key=lambda item: (-item[1], item[0]))
-        if not ranked or ranked[0][1] >= self.split_below:
+        if not ranked:
             return []
         chosen = [
             c for i, (c, p) in enumerate(ranked[: self.candidates]) if not i or p >= self.min_candidate_probability
         ]
-        return chosen if len(chosen) > 1 else []
+        if ranked[0][1] >= self.split_below or len(chosen) < 2:
+            chosen = []
+        tested = [c for c in expects if c != ranked[0][0]]
+        return list(dict.fromkeys((chosen or [ranked[0][0]]) + tested)) if tested else chosen
 
     # -- the decision ------------------------------------------------------------------------------------------
 
