@@ -13,18 +13,14 @@ Every clip's language comes first (`language`): the one the manifest declares fo
 (Clip.language; else the run's `language` setting), else the one Whisper detects on its
 first window of speech (at most 30 s) with the multilingual `model`, recorded with its
 probability. Whisper reads the language from one token, on the window as its decoding hears it (its own
-frames and `encoder_padding_s`: a fifth of the cost of Whisper's 30 s on a 4 s answer); when that token is
-unsure (below `min_language_probability`), the window is also decoded, by beam search and in one batch, in
-each of the most probable languages (up to `language_candidates`, each given at least
-`min_candidate_probability`): Whisper base took noisy English for Vietnamese at 0.61, and telephone Spanish
-for Spanish at only 0.36; English speech whose token put Vietnamese and Thai first was decoded as Vietnamese
-on one CPU's arithmetic, with English third at 0.20. A guess whose words read as another language (English
-decoded under the Tagalog token comes out as English words) is no evidence for its own, and its share goes to
-the language its words read as; the token's most probable remaining guess stands unless a guess whose
-transcript does not loop is more probable, token and transcript together, by `language_check_margin`
-(`asr.language_detection` says what was decided and why). The probability recorded is then the language's
-given the transcripts (`_probability_given_transcripts`): sure when one transcript is far more likely,
-unsure when two are alike, and never surer than the token where the words kept do not read as its language.
+frames and `encoder_padding_s`: a fifth of the cost of Whisper's 30 s on a 4 s answer). Where that token is
+split, and where the clip's context expects a language that is not its surest (`Clip.expects`: an answer to
+a Spanish instruction), the window is also decoded, by beam search and in one batch, in those languages
+(`LanguageRule.guesses_to_decode`): Whisper base took noisy English for Vietnamese at 0.61, and telephone
+Spanish for Spanish at only 0.36. The language is then the one rule of trace_eval/language_rule.py over the
+token, the transcripts' log-probabilities and what their words read as (English decoded under the Tagalog
+token comes out as English words, evidence for English); the evidence is kept in `language.evidence`, and
+`asr.language_detection` says it in words.
 The whole clip is then decoded in that one language (`asr.language`), by `english_model`
 for English when one is set (the cpu profile: tiny.en, the transcripts the example's
 golden files hold), by `model` otherwise. A recogniser that knows English only detects
