@@ -4,14 +4,16 @@
     git clone https://github.com/ChristineCHEN274/FLEXI
     python scripts/full_duplex_bench_compat.py --repo Full-Duplex-Bench [--flexi FLEXI] [--data DIR] [--built]
 
-For each v1 task (pause handling, smooth turn-taking, user interruption) it copies the task's folder (by default
-Full-Duplex-Bench's `v1_v1.5/evaluation/example_data/<task>_example`) to a scratch folder, runs the benchmark's
-scoring function from its checkout on it, reads the figures it prints, runs
+For each v1 task (pause handling, smooth turn-taking, user interruption, backchannel) it copies the task's
+folder (by default Full-Duplex-Bench's `v1_v1.5/evaluation/example_data/<task>_example`) to a scratch folder,
+runs the benchmark's scoring function from its checkout on it, reads the figures it prints, runs
 `trace_eval.sessions.full_duplex_bench.score_task` in compat mode and in the default computation on the same
 folder, and prints them side by side. With `--flexi`, FLEXI's scripts the same way (`--flexi-latency`: its pause
 handling's model latency). Exit status 1 when a compat figure differs from the script's.
 `--built` does the same on sample folders in the benchmarks' layout built from recorded speech
-(tests/planted_sessions.py): one per way the scripts and the default computation part.
+(tests/planted_sessions.py): one per way the scripts and the default computation part. The backchannel task's
+samples are scored against the reference distributions of the checkout (`icc_gt_distribution.json`), read
+there; the benchmark ships no example of that task, so it is compared on the built samples only.
 
 The user-interruption scripts ask GPT-4 Turbo for a rating of each answer; no such service is reached here:
 the client they are given answers with the rating the sample's own `rating.json` holds, in the format they parse
@@ -37,15 +39,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from trace_eval.sessions.backchannel import REFERENCE, read_reference  # noqa: E402
 from trace_eval.sessions.full_duplex_bench import score_task  # noqa: E402
 
-TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption")
+TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel")
 # What each benchmark's scripts print -> the key of our compat summary.
 PRINTED = {
     "full-duplex-bench": {
         r"Average take turn:\s+": "average_take_turn",
         r"Average latency:\s+": "average_latency",
         r"Average rating:\s+": "average_rating",
+        r"JSD - Mean:\s+": "JSD",
+        r"TOR - Mean:\s+": "TOR",
+        r"Frequency - Mean:\s+": "Frequency",
+        r"JSD - Mean:\s+[-0-9.eE]+ ± ": "JSD std",
+        r"TOR - Mean:\s+[-0-9.eE]+ ± ": "TOR std",
+        r"Frequency - Mean:\s+[-0-9.eE]+ ± ": "Frequency std",
     },
     "flexi": {
         r"-TOR:\s+": "TOR",
@@ -90,8 +99,31 @@ def _run(module_name: str, where: Path, call) -> str:
     return printed.getvalue()
 
 
+@contextlib.contextmanager
+def _torchaudio_load_by_soundfile():
+    """torchaudio 2.9 and later decode through torchcodec, which is not installed here: the script's
+    `torchaudio.load` is given what it returns for a WAV file (float32, channels first), read by soundfile."""
+    import soundfile as sf
+    import torch
+    import torchaudio
+
+    def load(path, *args, **kwargs):
+        samples, rate = sf.read(path, dtype="float32", always_2d=True)
+        return torch.from_numpy(samples.T.copy()), rate
+
+    kept = torchaudio.load
+    torchaudio.load = load
+    try:
+        yield
+    finally:
+        torchaudio.load = kept
+
+
 def full_duplex_bench(checkout: Path, task: str, folder: Path, latency_s: float) -> str:
     evaluation = checkout / "v1_v1.5" / "evaluation"
+    if task == "backchannel":  # it reads ./icc_gt_distribution.json: run from its folder
+        with contextlib.chdir(evaluation), _torchaudio_load_by_soundfile():
+            return _run("eval_backchannel", evaluation, lambda m: m.eval_backchannel(str(folder)))
     if task == "user_interruption":
         return _run(f"eval_{task}", evaluation, lambda m: m.eval_user_interruption(str(folder), StoredRatings(folder)))
     return _run(f"eval_{task}", evaluation, lambda m: getattr(m, f"eval_{task}")(str(folder)))
@@ -112,19 +144,25 @@ def flexi(checkout: Path, task: str, folder: Path, latency_s: float) -> str:
     return _run("eval_user_interrupt", evaluation, lambda m: m.eval_user_interruption(str(folder), ratings))
 
 
-def figures(printed: str, benchmark: str) -> dict[str, float]:
+def figures(printed: str, benchmark: str) -> dict[str, tuple[float, float]]:
+    """Each figure a script printed, with how far a value may be from it and still print the same: half a unit
+    of its last decimal (the backchannel script prints 4), or 1e-6 where it prints them all."""
     found = {}
     for pattern, key in PRINTED[benchmark].items():
         match = re.search(pattern + r"([-0-9.eE]+)(%?)", printed)
         if match:
-            found[key] = float(match.group(1)) / (100 if match.group(2) else 1)
+            scale = 100 if match.group(2) else 1
+            decimals = len(match.group(1).partition(".")[2]) if "e" not in match.group(1).lower() else 15
+            found[key] = float(match.group(1)) / scale, max(1e-6, 0.5 * 10.0**-decimals / scale)
     return found
 
 
 def _built(root: Path, layout: str) -> Path:
-    from planted_sessions import full_duplex_bench_samples
+    from planted_sessions import backchannel_samples, full_duplex_bench_samples
 
     full_duplex_bench_samples(root, layout=layout)
+    if layout == "full-duplex-bench":
+        backchannel_samples(root / "backchannel")
     for folder in root.iterdir():
         folder.rename(root / f"{folder.name}_example")
     # The user-interruption scripts ask an LLM for a 0-5 rating of each answer; these samples hold a stand-in.
@@ -132,6 +170,29 @@ def _built(root: Path, layout: str) -> Path:
         rating = {"analysis": "a stand-in rating, written with the sample", "rating": 4 - 3 * k}
         (output.parent / "rating.json").write_text(json.dumps(rating))
     return root
+
+
+def _close(mine, theirs, tolerance: float) -> bool:
+    if isinstance(theirs, list):
+        return len(mine) == len(theirs) and all(abs(a - b) <= tolerance for a, b in zip(mine, theirs))
+    return abs(mine - theirs) <= tolerance
+
+
+def _g(value) -> str:
+    if value is None:
+        return "-"
+    return ", ".join(f"{v:.6g}" for v in value) if isinstance(value, list) else f"{value:.6g}"
+
+
+def _flat(summary: dict) -> dict:
+    """A summary's figures by the names `figures` gives them: a script's "mean ± std" as NAME and NAME std."""
+    flat = {}
+    for key, value in summary.items():
+        if isinstance(value, dict) and "mean" in value:
+            flat[key], flat[f"{key} std"] = value["mean"], value["std"]
+        else:
+            flat[key] = value
+    return flat
 
 
 def main() -> int:
@@ -158,22 +219,31 @@ def main() -> int:
             print(f"\n{benchmark}: its scripts on {data}")
             for task in TASKS:
                 source = data / f"{task}_example"
+                if task == "backchannel" and benchmark == "flexi":
+                    continue  # FLEXI has no such task
+                reference = (
+                    read_reference(args.repo / "v1_v1.5" / "evaluation" / REFERENCE) if task == "backchannel" else None
+                )
                 if not source.is_dir():
                     print(f"  {task}: no {source}, skipped")
                     continue
                 folder = Path(scratch) / benchmark / f"{task}_example"
                 shutil.copytree(source, folder)
-                theirs = figures(script(checkout, task, folder, args.flexi_latency), benchmark)
-                ours = score_task(source, task, compat=benchmark, latency_s=args.flexi_latency)["summary"]
+                printed = script(checkout, task, folder, args.flexi_latency)
+                theirs = figures(printed, benchmark)
+                scored = score_task(source, task, compat=benchmark, latency_s=args.flexi_latency, reference=reference)
+                ours = _flat(scored["summary"])
+                if task == "backchannel":  # its summary has 4 decimals; each sample's distance, all of them
+                    theirs["each JSD"] = sorted(float(x) for x in re.findall(r"^JSD: (\S+)$", printed, re.M)), 1e-9
+                    ours["each JSD"] = sorted(sample["jsd"] for sample in scored["samples"])
                 count = sum(1 for _ in source.rglob("output.json"))
-                for key, value in theirs.items():
+                for key, (value, tolerance) in theirs.items():
                     mine = ours.get(key)
-                    same = mine is not None and abs(mine - value) < 1e-6
+                    same = mine is not None and _close(mine, value, tolerance)
                     differences += not same
-                    shown = "-" if mine is None else f"{mine:.6g}"
-                    print(f"  {task:19} ({count}) {key:18} its script {value:10.6g}  compat {shown:>10}"
+                    print(f"  {task:19} ({count}) {key:18} its script {_g(value):>10}  compat {_g(mine):>10}"
                           + ("" if same else "  DIFFERENT"))  # fmt: skip
-                print(f"  {'':23} default: " + json.dumps(score_task(source, task)["summary"]))
+                print(f"  {'':23} default: " + json.dumps(score_task(source, task, reference=reference)["summary"]))
     print(f"\n{differences} difference(s) between the benchmarks' scripts and compat mode")
     return 1 if differences else 0
 

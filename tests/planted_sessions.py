@@ -94,9 +94,10 @@ class Track:
 
 
 def write_sample(
-    folder: Path, user: Track, system: Track, annotation: tuple[str, Any], words_from_s: float = 0.0
+    folder: Path, user: Track, system: Track, annotation: tuple[str, Any] | None, words_from_s: float = 0.0
 ) -> None:
-    """A sample folder in Full-Duplex-Bench's v1 layout: both channels, the system's words, the annotation."""
+    """A sample folder in Full-Duplex-Bench's v1 layout: both channels, the system's words, the annotation (none
+    for the backchannel task)."""
     folder.mkdir(parents=True, exist_ok=True)
     n = max(len(user.samples), len(system.samples))
     for name, track in (("input.wav", user), ("output.wav", system)):
@@ -112,8 +113,9 @@ def write_sample(
     # The user's words, as FLEXI's pause handling reads them.
     heard = {"text": " ".join(w["text"] for w in user.words), "chunks": user.words}
     (folder / "input.json").write_text(json.dumps(heard, indent=1))
-    name, events = annotation
-    (folder / name).write_text(json.dumps(events))
+    if annotation is not None:
+        name, events = annotation
+        (folder / name).write_text(json.dumps(events))
 
 
 def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "full-duplex-bench") -> dict[str, dict]:
@@ -174,6 +176,40 @@ def full_duplex_bench_samples(root: Path, language: str = "en", layout: str = "f
             "system_end": system_end,
             "answer": answer,
         }
+    return planted
+
+
+# The backchannel task's samples, named by speaker id as the benchmark's are (its script reads digits only).
+BACKCHANNEL_SAMPLES = {
+    "0": "says mm-hm in three of the user's pauses",
+    "1": "says mm-hm, then answers for over 3 s while the user talks on",
+    "2": "says nothing",
+}
+
+
+def backchannel_samples(root: Path, language: str = "en") -> dict[str, dict]:
+    """root/<speaker id>/{input.wav,output.wav,output.json} for each of BACKCHANNEL_SAMPLES, the user talking on
+    for about 20 s with pauses of 0.6 to 0.9 s; returns each sample's planted backchannels and turns."""
+    said = prompts(language)
+    mm_hm = Speech(said[0].samples[: int(0.4 * RATE)], "mm-hm")
+    long_answer = Speech(np.concatenate([s.samples for s in said[5:7]]), " ".join(s.text for s in said[5:7]))
+    planted: dict[str, dict] = {}
+    for sample in BACKCHANNEL_SAMPLES:
+        user, system = Track(24), Track(24)
+        at, gaps = 0.5, []
+        for k, gap in zip(range(1, 5), (0.9, 0.6, 0.8, 0.7)):
+            _, end = user.place(said[k], at)
+            gaps.append((end, end + gap))
+            at = end + gap
+        user_end = user.place(said[7], at)[1]
+        marks: dict[str, Any] = {"user_end": user_end, "backchannels": [], "turns": []}
+        if sample in ("0", "1"):
+            for start, _ in gaps[: 3 if sample == "0" else 1]:
+                marks["backchannels"].append(system.place(mm_hm, start + 0.1))
+        if sample == "1":
+            marks["turns"].append(system.place(long_answer, gaps[2][0] - 1.0))
+        write_sample(root / sample, user, system, None)
+        planted[sample] = marks
     return planted
 
 

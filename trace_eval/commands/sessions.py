@@ -31,6 +31,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--latency; default %(default)s)",
     )
     p.add_argument(
+        "--reference",
+        metavar="PATH",
+        help="Full-Duplex-Bench's backchannel task: its reference distributions (v1_v1.5/evaluation/"
+        "icc_gt_distribution.json of a checkout); the sample folders named by a speaker id it holds, with no task "
+        "annotation, are scored as that task's",
+    )
+    p.add_argument(
         "--judge",
         metavar="MODEL",
         help="judge systems pairwise on interaction and rank them: DIR holds one folder per system, each with "
@@ -178,9 +185,20 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     # transcript output.json), a sample where the task's annotation is beside them.
     folders = sorted(p.parent for p in root.rglob("output.wav") if (p.parent / "input.wav").is_file())
     annotated = [f for f in folders if any((f / name).is_file() for name in TASKS)]
+    reference = None
+    if args.reference:
+        from trace_eval.sessions import SessionError
+        from trace_eval.sessions.backchannel import read_reference
+
+        try:
+            reference = read_reference(args.reference)
+        except SessionError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return None
+        annotated += [f for f in folders if f not in annotated and f.name in reference]
     if annotated:
         unannotated = [f for f in folders if f not in annotated]
-        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency)
+        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency, reference)
     if args.compat:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.wav beside a task annotation)", file=sys.stderr)
         return None
@@ -223,12 +241,19 @@ class Timelines:
 
 
 def _benchmark(
-    folders: list[Path], unannotated: list[Path], compat: str | None, timelines: Timelines, latency_s: float
+    folders: list[Path],
+    unannotated: list[Path],
+    compat: str | None,
+    timelines: Timelines,
+    latency_s: float,
+    reference: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
-    """Full-Duplex-Bench's samples, task by task; a sample that cannot be scored, or a folder of the layout
-    without its annotation, is listed with its reason."""
+    """Full-Duplex-Bench's samples, task by task (a folder without an annotation, named by a speaker of the
+    backchannel `reference`, is that task's); a sample that cannot be scored, or a folder of the layout without
+    its annotation, is listed with its reason."""
     from trace_eval.sessions import SessionError
-    from trace_eval.sessions.full_duplex_bench import score_sample, script_pairing, summarise, task_of
+    from trace_eval.sessions.backchannel import TASK as BACKCHANNEL
+    from trace_eval.sessions.full_duplex_bench import TASKS, score_sample, script_pairing, summarise, task_of
     from trace_eval.sessions.manifest import SessionEntry
 
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -255,10 +280,11 @@ def _benchmark(
                     score_sample(folder, "smooth_turn_taking", compat=compat, annotation_from=paired[folder])
                 )
                 continue
-            task = task_of(folder)
+            annotated = any((folder / name).is_file() for name in TASKS)
+            task = task_of(folder) if annotated or reference is None else BACKCHANNEL
             timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
             by_task.setdefault(task, []).append(
-                score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s)
+                score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s, reference=reference)
             )
         except SessionError as e:
             failed.append({"sample": str(folder), "reason": str(e)})
@@ -344,6 +370,8 @@ def _brief(value: Any) -> str:
     """A figure in a few characters: a distribution's median (n), a rate's k/n."""
     if isinstance(value, dict) and "median" in value:
         return "-" if not value["n"] else f"{value['median']:.3f} ({value['n']})"
+    if isinstance(value, dict) and "mean" in value and "std" in value:  # a benchmark script's "mean ± std"
+        return f"{value['mean']:.4f} ± {value['std']:.4f}"
     if isinstance(value, dict) and "rate" in value:
         return f"{value['k']}/{value['n']}"
     return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)

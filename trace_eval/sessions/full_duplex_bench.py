@@ -15,7 +15,8 @@ timeline.py), and computes what the task asks: whether the system took a turn be
 where: before, inside or after the annotated pause), the signed latency from the user's end as heard, how long
 the system went on once interrupted and whether it then answered; every figure a distribution or a rate with
 its interval. docs/realtime.md lists each difference with a sample where it changes the result.
-`compat="flexi"` gives FLEXI's figures on the same folders (flexi.py).
+`compat="flexi"` gives FLEXI's figures on the same folders (flexi.py). The backchannel task, whose samples
+hold no annotation but are scored against the benchmark's reference distributions, is backchannel.py's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trace_eval.sessions import backchannel
 from trace_eval.sessions.flexi import flexi_sample, flexi_summary
 from trace_eval.sessions.metrics import distribution, rate
 from trace_eval.sessions.samples import (
@@ -63,24 +65,33 @@ def score_task(
     compat: str | None = None,
     settings: TimelineSettings | None = None,
     latency_s: float = 0.0,
+    reference: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
     """Every sample folder under `root` (those holding an `output.wav`), scored and summarised; a folder
-    without its task's annotation is refused, named."""
+    without its task's annotation is refused, named. `reference`: the backchannel task's distributions
+    (backchannel.read_reference): the samples are that task's."""
     root = Path(root)
     folders = sorted(p.parent for p in root.rglob("output.wav"))
     if not folders:
         raise SessionError(f"{root}: no sample folder (none holds an output.wav)")
+    if reference is not None:
+        task = backchannel.TASK
     tasks = {task or task_of(folder) for folder in folders}
     if len(tasks) > 1:
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
     (task,) = tasks
-    samples = [score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s) for f in folders]
+    samples = [
+        score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s, reference=reference)
+        for f in folders
+    ]
     summary = summarise(task, samples, compat=compat)
     return {"task": task, "mode": compat or "default", "summary": summary, "samples": samples}
 
 
 def summarise(task: str, samples: list[dict[str, Any]], *, compat: str | None = None) -> dict[str, Any]:
     """The figures over a task's scored samples: a benchmark's means (compat), or distributions and rates."""
+    if task == backchannel.TASK:
+        return backchannel.summarise(samples, compat=compat)
     if compat == "flexi":
         return flexi_summary(task, samples)
     return _compat_summary(samples) if compat else _summary(task, samples)
@@ -95,19 +106,22 @@ def score_sample(
     timeline: Timeline | None = None,
     latency_s: float = 0.0,
     annotation_from: Path | None = None,
+    reference: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
     """One sample scored. The default reads the session's timeline (`timeline` where given, else made): its
     turns, answers and barge-ins as timeline.py defines them, the words of trace-eval's recogniser where the
     timeline holds them (the benchmark's `output.json`, from an English-only recogniser, is read by compat
     only). `latency_s`: FLEXI's pause handling lengthens a pause by the model's turn-taking latency, given by
     hand. `annotation_from`: compat only, the folder whose annotation the benchmark's script pairs with this
-    output (script_pairing)."""
+    output (script_pairing). `reference`: the backchannel task's distributions, which its samples need."""
     folder = Path(folder)
     task = task or task_of(folder)
-    if task not in TASKS.values():
-        raise SessionError(f"unknown task {task!r}; expected one of {', '.join(TASKS.values())}")
+    if task not in (*TASKS.values(), backchannel.TASK):
+        raise SessionError(f"unknown task {task!r}; expected one of {', '.join((*TASKS.values(), backchannel.TASK))}")
     if compat not in (None, *COMPAT):
         raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
+    if task == backchannel.TASK:
+        return {"sample": str(folder), **_backchannel(folder, compat, settings, timeline, reference)}
     if compat and not (folder / "output.json").is_file():
         raise SessionError(
             f"{folder}: no output.json: compat mode reads the benchmark's transcript (its recogniser's words with "
@@ -124,6 +138,24 @@ def score_sample(
     # The words that count, with the durations, in telling an answer from a backchannel (timeline.py).
     words_from = f"trace-eval's recogniser ({timeline.recogniser})" if timeline.recogniser else "none: durations only"
     return {"sample": str(folder), **scored[task](folder, timeline), "words_from": words_from}
+
+
+def _backchannel(
+    folder: Path,
+    compat: str | None,
+    settings: TimelineSettings | None,
+    timeline: Timeline | None,
+    reference: dict[str, list[float]] | None,
+) -> dict[str, Any]:
+    if reference is None:
+        raise SessionError(f"{folder}: the backchannel task needs the benchmark's reference (--reference "
+                           f"v1_v1.5/evaluation/{backchannel.REFERENCE} of a Full-Duplex-Bench checkout)")  # fmt: skip
+    if compat == "flexi":
+        raise SessionError("FLEXI has no backchannel task: --compat full-duplex-bench, or the default")
+    if compat:
+        return backchannel.script_sample(folder, reference)
+    timeline = timeline or make_timeline(read_session(folder), settings)
+    return backchannel.default_sample(folder, timeline, reference)
 
 
 # -- as the benchmark's scripts compute --------------------------------------------------------------------------
