@@ -13,7 +13,10 @@ handling's model latency). Exit status 1 when a compat figure differs from the s
 `--built` does the same on sample folders in the benchmarks' layout built from recorded speech
 (tests/planted_sessions.py): one per way the scripts and the default computation part. The backchannel task's
 samples are scored against the reference distributions of the checkout (`icc_gt_distribution.json`), read
-there; the benchmark ships no example of that task, so it is compared on the built samples only.
+there; the benchmark ships no example of that task, so it is compared on the built samples only. Then v1.5's
+timing (`get_timing.py`) on every sample folder of the tasks above: the `latency_intervals.json` it writes in
+each, against compat's lists. Its Silero comes from `torch.hub`, which is not reached here: it is handed the
+silero-vad package's model, the same one.
 
 The user-interruption scripts ask GPT-4 Turbo for a rating of each answer; no such service is reached here:
 the client they are given answers with the rating the sample's own `rating.json` holds, in the format they parse
@@ -43,6 +46,7 @@ from trace_eval.sessions.backchannel import REFERENCE, read_reference  # noqa: E
 from trace_eval.sessions.full_duplex_bench import score_task  # noqa: E402
 
 TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel")
+V1_5_TIMING = "timing"  # get_timing.py, on every sample folder of the tasks above
 # What each benchmark's scripts print -> the key of our compat summary.
 PRINTED = {
     "full-duplex-bench": {
@@ -117,6 +121,37 @@ def _torchaudio_load_by_soundfile():
         yield
     finally:
         torchaudio.load = kept
+
+
+@contextlib.contextmanager
+def _hub_silero_from_the_package():
+    """get_timing.py loads Silero from torch.hub when it imports: it is handed the package's model."""
+    import torch
+    from silero_vad import load_silero_vad
+
+    kept = torch.hub.load
+    torch.hub.load = lambda *args, **kwargs: (load_silero_vad(), None)
+    try:
+        yield
+    finally:
+        torch.hub.load = kept
+
+
+def v1_5_timing(checkout: Path, folder: Path) -> dict[str, dict]:
+    """get_timing.py on each sample folder under `folder`: {folder name: its latency_intervals.json}."""
+    evaluation = checkout / "v1_v1.5" / "evaluation"
+    samples = sorted(p.parent for p in folder.glob("*/output.wav"))
+    with _hub_silero_from_the_package(), _torchaudio_load_by_soundfile():
+        _run("get_timing", evaluation, lambda m: [m.process_folder(sample) for sample in samples])
+    return {s.name: json.loads((s / "latency_intervals.json").read_text()) for s in samples}
+
+
+def _gathered(data: Path, into: Path) -> Path:
+    """Every sample folder of data's <task>_example folders, side by side (named task-sample) in `into`."""
+    for task in TASKS:
+        for sample in sorted((data / f"{task}_example").glob("*/output.wav")):
+            shutil.copytree(sample.parent, into / f"{task}-{sample.parent.name}")
+    return into
 
 
 def full_duplex_bench(checkout: Path, task: str, folder: Path, latency_s: float) -> str:
@@ -244,6 +279,18 @@ def main() -> int:
                     print(f"  {task:19} ({count}) {key:18} its script {_g(value):>10}  compat {_g(mine):>10}"
                           + ("" if same else "  DIFFERENT"))  # fmt: skip
                 print(f"  {'':23} default: " + json.dumps(score_task(source, task, reference=reference)["summary"]))
+            if benchmark == "full-duplex-bench":
+                source = _gathered(data, Path(scratch) / benchmark / "timing")
+                theirs_by_sample = v1_5_timing(checkout, source)
+                scored = score_task(source, V1_5_TIMING, compat=benchmark)
+                ours_by_sample = {Path(s["sample"]).name: s for s in scored["samples"]}
+                for name, written in theirs_by_sample.items():
+                    mine = {k: ours_by_sample[name][k] for k in written}
+                    same = mine == written
+                    differences += not same
+                    print(f"  v1.5 timing {name:32} its script {json.dumps(written)}"
+                          + ("" if same else f"  DIFFERENT: compat {json.dumps(mine)}"))  # fmt: skip
+                print(f"  {'':23} default: " + json.dumps(score_task(source, V1_5_TIMING)["summary"]))
     print(f"\n{differences} difference(s) between the benchmarks' scripts and compat mode")
     return 1 if differences else 0
 

@@ -31,6 +31,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--latency; default %(default)s)",
     )
     p.add_argument(
+        "--task",
+        choices=("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel", "timing"),
+        help="score every folder of two channels (input.wav, output.wav) below DIR as this Full-Duplex-Bench task's "
+        "sample: timing is v1.5's stop and response latencies; default: each folder's task from its annotation",
+    )
+    p.add_argument(
         "--reference",
         metavar="PATH",
         help="Full-Duplex-Bench's backchannel task: its reference distributions (v1_v1.5/evaluation/"
@@ -185,6 +191,8 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     # transcript output.json), a sample where the task's annotation is beside them.
     folders = sorted(p.parent for p in root.rglob("output.wav") if (p.parent / "input.wav").is_file())
     annotated = [f for f in folders if any((f / name).is_file() for name in TASKS)]
+    if args.task:
+        annotated = folders
     reference = None
     if args.reference:
         from trace_eval.sessions import SessionError
@@ -198,7 +206,10 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         annotated += [f for f in folders if f not in annotated and f.name in reference]
     if annotated:
         unannotated = [f for f in folders if f not in annotated]
-        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency, reference)
+        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency, reference, args.task)
+    if args.task:
+        print(f"error: {root}: no folder with input.wav and output.wav", file=sys.stderr)
+        return None
     if args.compat:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.wav beside a task annotation)", file=sys.stderr)
         return None
@@ -247,16 +258,18 @@ def _benchmark(
     timelines: Timelines,
     latency_s: float,
     reference: dict[str, list[float]] | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """Full-Duplex-Bench's samples, task by task (a folder without an annotation, named by a speaker of the
-    backchannel `reference`, is that task's); a sample that cannot be scored, or a folder of the layout without
-    its annotation, is listed with its reason."""
+    backchannel `reference`, is that task's; every folder is `task`'s where it is given); a sample that cannot be
+    scored, or a folder of the layout without its annotation, is listed with its reason."""
     from trace_eval.sessions import SessionError
     from trace_eval.sessions.backchannel import TASK as BACKCHANNEL
     from trace_eval.sessions.full_duplex_bench import TASKS, score_sample, script_pairing, summarise, task_of
     from trace_eval.sessions.manifest import SessionEntry
 
     by_task: dict[str, list[dict[str, Any]]] = {}
+    forced = task
     # The benchmark's smooth turn-taking script pairs its i-th output with its i-th annotation, so a folder
     # without one shifts every pair after it: compat reproduces that pairing (each record notes it), the default
     # names the folder and scores the others as they are.
@@ -281,7 +294,7 @@ def _benchmark(
                 )
                 continue
             annotated = any((folder / name).is_file() for name in TASKS)
-            task = task_of(folder) if annotated or reference is None else BACKCHANNEL
+            task = forced or (task_of(folder) if annotated or reference is None else BACKCHANNEL)
             timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
             by_task.setdefault(task, []).append(
                 score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s, reference=reference)

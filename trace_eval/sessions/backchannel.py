@@ -31,6 +31,7 @@ import numpy as np
 
 from trace_eval.sessions.errors import SessionError
 from trace_eval.sessions.metrics import distribution, rate
+from trace_eval.sessions.package_silero import speech_timestamps
 from trace_eval.sessions.samples import Word, read_words
 from trace_eval.sessions.segments import Segment
 
@@ -97,27 +98,10 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def _silero_stretches(samples: np.ndarray) -> list[tuple[float, float]]:
-    """Speech as the script finds it: the `silero-vad` package's model and `get_speech_timestamps` at their
-    defaults, in seconds (rounded to 0.1 s by the package)."""
-    try:
-        import torch
-        from silero_vad import get_speech_timestamps, load_silero_vad
-    except ImportError as e:
-        raise SessionError(
-            f"the backchannel script's speech detection needs torch and silero-vad ({e}): pip install "
-            "'trace-eval[models]'"
-        ) from None
-    found = get_speech_timestamps(torch.from_numpy(samples), _silero(load_silero_vad), return_seconds=True)
+    """Speech as the script finds it: the package's Silero at its defaults, in seconds (rounded to 0.1 s by the
+    package), the samples read as 16 kHz whatever their rate."""
+    found = speech_timestamps(samples, return_seconds=True)
     return [(float(s["start"]), float(s["end"])) for s in found]
-
-
-_MODEL: list[Any] = []
-
-
-def _silero(load) -> Any:
-    if not _MODEL:
-        _MODEL.append(load())
-    return _MODEL[0]
 
 
 def _words_in(words: Sequence[Word], start: float, end: float) -> int:

@@ -16,7 +16,8 @@ where: before, inside or after the annotated pause), the signed latency from the
 the system went on once interrupted and whether it then answered; every figure a distribution or a rate with
 its interval. docs/realtime.md lists each difference with a sample where it changes the result.
 `compat="flexi"` gives FLEXI's figures on the same folders (flexi.py). The backchannel task, whose samples
-hold no annotation but are scored against the benchmark's reference distributions, is backchannel.py's.
+hold no annotation but are scored against the benchmark's reference distributions, is backchannel.py's; v1.5's
+timing (any folder of two channels, `task="timing"`) is latency_intervals.py's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trace_eval.sessions import backchannel
+from trace_eval.sessions import backchannel, latency_intervals
 from trace_eval.sessions.flexi import flexi_sample, flexi_summary
 from trace_eval.sessions.metrics import distribution, rate
 from trace_eval.sessions.samples import (
@@ -44,6 +45,7 @@ from trace_eval.sessions.session import SessionError, read_session
 from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
 
 __all__ = [
+    "ALL_TASKS",
     "COMPAT",
     "TASKS",
     "Word",
@@ -56,6 +58,9 @@ __all__ = [
 ]
 
 COMPAT = ("full-duplex-bench", "flexi")  # whose scripts' figures compat mode gives
+# v1's tasks found by their annotation, then those a sample folder does not tell: backchannel (named by a speaker
+# of the reference) and v1.5's timing (asked for)
+ALL_TASKS = (*TASKS.values(), backchannel.TASK, latency_intervals.TASK)
 
 
 def score_task(
@@ -92,6 +97,8 @@ def summarise(task: str, samples: list[dict[str, Any]], *, compat: str | None = 
     """The figures over a task's scored samples: a benchmark's means (compat), or distributions and rates."""
     if task == backchannel.TASK:
         return backchannel.summarise(samples, compat=compat)
+    if task == latency_intervals.TASK:
+        return latency_intervals.summarise(samples, compat=compat)
     if compat == "flexi":
         return flexi_summary(task, samples)
     return _compat_summary(samples) if compat else _summary(task, samples)
@@ -116,12 +123,19 @@ def score_sample(
     output (script_pairing). `reference`: the backchannel task's distributions, which its samples need."""
     folder = Path(folder)
     task = task or task_of(folder)
-    if task not in (*TASKS.values(), backchannel.TASK):
-        raise SessionError(f"unknown task {task!r}; expected one of {', '.join((*TASKS.values(), backchannel.TASK))}")
+    if task not in ALL_TASKS:
+        raise SessionError(f"unknown task {task!r}; expected one of {', '.join(ALL_TASKS)}")
     if compat not in (None, *COMPAT):
         raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
     if task == backchannel.TASK:
         return {"sample": str(folder), **_backchannel(folder, compat, settings, timeline, reference)}
+    if task == latency_intervals.TASK:
+        if compat == "flexi":
+            raise SessionError("FLEXI has no v1.5 timing task: --compat full-duplex-bench, or the default")
+        if compat:
+            return {"sample": str(folder), **latency_intervals.script_sample(folder)}
+        timeline = timeline or make_timeline(read_session(folder), settings)
+        return {"sample": str(folder), **latency_intervals.default_sample(timeline)}
     if compat and not (folder / "output.json").is_file():
         raise SessionError(
             f"{folder}: no output.json: compat mode reads the benchmark's transcript (its recogniser's words with "
