@@ -37,6 +37,19 @@ def configure(p: argparse.ArgumentParser) -> None:
         "sample: timing is v1.5's stop and response latencies; default: each folder's task from its annotation",
     )
     p.add_argument(
+        "--checkout",
+        metavar="PATH",
+        help="a checkout of Full-Duplex-Bench: the prompt --model rates interruptions with, and the backchannel "
+        "task's reference (its v1_v1.5/evaluation/icc_gt_distribution.json) unless --reference names another",
+    )
+    p.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="rate each answer after an interruption (0-5) with this litellm model, as Full-Duplex-Bench asks GPT-4 "
+        "Turbo (its prompt read from --checkout; in the default, the answer's words need --words); without it, "
+        "compat reads each sample's stored rating.json",
+    )
+    p.add_argument(
         "--reference",
         metavar="PATH",
         help="Full-Duplex-Bench's backchannel task: its reference distributions (v1_v1.5/evaluation/"
@@ -163,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --language and --profile choose the recogniser of --words; add --words", file=sys.stderr)
         return 2
     from trace_eval.sessions import SessionError
+    from trace_eval.sessions.interaction import LLMSetupError
 
     try:
         args.timelines = Timelines(args)
@@ -170,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
     except SessionError as e:  # a manifest or labels file that is not one
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except LLMSetupError as e:  # --model's key, URL or name: every call would fail the same way
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     if result is None:
         return 1
     if args.out:
@@ -193,20 +210,19 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     annotated = [f for f in folders if any((f / name).is_file() for name in TASKS)]
     if args.task:
         annotated = folders
-    reference = None
-    if args.reference:
-        from trace_eval.sessions import SessionError
-        from trace_eval.sessions.backchannel import read_reference
+    from trace_eval.sessions import SessionError
 
-        try:
-            reference = read_reference(args.reference)
-        except SessionError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return None
+    try:
+        reference, rater = _reference(args), _rater(args)
+    except SessionError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    if reference is not None:
         annotated += [f for f in folders if f not in annotated and f.name in reference]
     if annotated:
         unannotated = [f for f in folders if f not in annotated]
-        return _benchmark(annotated, unannotated, args.compat, args.timelines, args.flexi_latency, reference, args.task)
+        chosen = (args.compat, args.timelines, args.flexi_latency, reference, args.task, rater)
+        return _benchmark(annotated, unannotated, *chosen)
     if args.task:
         print(f"error: {root}: no folder with input.wav and output.wav", file=sys.stderr)
         return None
@@ -214,6 +230,31 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         print(f"error: {root}: no Full-Duplex-Bench sample (output.wav beside a task annotation)", file=sys.stderr)
         return None
     return _timing(root, args.timelines, args.plot)
+
+
+def _reference(args: argparse.Namespace) -> dict[str, list[float]] | None:
+    """The backchannel task's reference distributions: --reference, else the --checkout's, else none."""
+    from trace_eval.sessions.backchannel import REFERENCE, read_reference
+
+    if args.reference:
+        return read_reference(args.reference)
+    if args.checkout and (Path(args.checkout) / "v1_v1.5" / "evaluation" / REFERENCE).is_file():
+        return read_reference(Path(args.checkout) / "v1_v1.5" / "evaluation" / REFERENCE)
+    return None
+
+
+def _rater(args: argparse.Namespace) -> Any:
+    """--model's rater of answers after interruptions, with the --checkout's prompt; None without --model."""
+    from trace_eval.sessions import SessionError
+
+    if not args.model:
+        return None
+    if not args.checkout:
+        raise SessionError("--model rates with Full-Duplex-Bench's prompt, read from its checkout: add --checkout PATH")
+    from trace_eval.sessions.interaction import litellm_complete
+    from trace_eval.sessions.interruption_rating import Rater, read_prompt
+
+    return Rater(read_prompt(args.checkout), litellm_complete(args.model, args.api_base), args.model)
 
 
 class Timelines:
@@ -259,6 +300,7 @@ def _benchmark(
     latency_s: float,
     reference: dict[str, list[float]] | None = None,
     task: str | None = None,
+    rater: Any = None,
 ) -> dict[str, Any]:
     """Full-Duplex-Bench's samples, task by task (a folder without an annotation, named by a speaker of the
     backchannel `reference`, is that task's; every folder is `task`'s where it is given); a sample that cannot be
@@ -297,7 +339,15 @@ def _benchmark(
             task = forced or (task_of(folder) if annotated or reference is None else BACKCHANNEL)
             timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
             by_task.setdefault(task, []).append(
-                score_sample(folder, task, compat=compat, timeline=timeline, latency_s=latency_s, reference=reference)
+                score_sample(
+                    folder,
+                    task,
+                    compat=compat,
+                    timeline=timeline,
+                    latency_s=latency_s,
+                    reference=reference,
+                    rater=rater,
+                )  # fmt: skip
             )
         except SessionError as e:
             failed.append({"sample": str(folder), "reason": str(e)})

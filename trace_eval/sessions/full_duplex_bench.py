@@ -28,6 +28,7 @@ from typing import Any
 
 from trace_eval.sessions import backchannel, latency_intervals
 from trace_eval.sessions.flexi import flexi_sample, flexi_summary
+from trace_eval.sessions.interruption_rating import Rater
 from trace_eval.sessions.metrics import distribution, rate
 from trace_eval.sessions.samples import (
     TASKS,
@@ -36,6 +37,7 @@ from trace_eval.sessions.samples import (
     Word,
     read_annotation,
     read_annotations,
+    read_json,
     read_words,
     stored_rating,
     task_of,
@@ -71,10 +73,12 @@ def score_task(
     settings: TimelineSettings | None = None,
     latency_s: float = 0.0,
     reference: dict[str, list[float]] | None = None,
+    rater: Rater | None = None,
 ) -> dict[str, Any]:
     """Every sample folder under `root` (those holding an `output.wav`), scored and summarised; a folder
     without its task's annotation is refused, named. `reference`: the backchannel task's distributions
-    (backchannel.read_reference): the samples are that task's."""
+    (backchannel.read_reference): the samples are that task's. `rater`: rates the answers after interruptions
+    (interruption_rating.py) where compat would read the stored ratings."""
     root = Path(root)
     folders = sorted(p.parent for p in root.rglob("output.wav"))
     if not folders:
@@ -86,7 +90,7 @@ def score_task(
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
     (task,) = tasks
     samples = [
-        score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s, reference=reference)
+        score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s, reference=reference, rater=rater)
         for f in folders
     ]
     summary = summarise(task, samples, compat=compat)
@@ -114,13 +118,15 @@ def score_sample(
     latency_s: float = 0.0,
     annotation_from: Path | None = None,
     reference: dict[str, list[float]] | None = None,
+    rater: Rater | None = None,
 ) -> dict[str, Any]:
     """One sample scored. The default reads the session's timeline (`timeline` where given, else made): its
     turns, answers and barge-ins as timeline.py defines them, the words of trace-eval's recogniser where the
     timeline holds them (the benchmark's `output.json`, from an English-only recogniser, is read by compat
     only). `latency_s`: FLEXI's pause handling lengthens a pause by the model's turn-taking latency, given by
     hand. `annotation_from`: compat only, the folder whose annotation the benchmark's script pairs with this
-    output (script_pairing). `reference`: the backchannel task's distributions, which its samples need."""
+    output (script_pairing). `reference`: the backchannel task's distributions, which its samples need.
+    `rater`: an LLM's rating of the answer after an interruption (both modes; compat reads `rating.json` without)."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in ALL_TASKS:
@@ -145,13 +151,16 @@ def score_sample(
     if compat == "flexi":
         return {"sample": str(folder), **flexi_sample(folder, task, words, latency_s)}
     if compat:
-        return {"sample": str(folder), **_compat_sample(folder, task, words, annotation_from or folder)}
+        return {"sample": str(folder), **_compat_sample(folder, task, words, annotation_from or folder, rater)}
     read_annotations(folder, task)  # a bad annotation is named before any audio is read
     timeline = timeline or make_timeline(read_session(folder), settings)
     scored = {"pause_handling": _pause, "smooth_turn_taking": _turn_taking, "user_interruption": _interruption}
     # The words that count, with the durations, in telling an answer from a backchannel (timeline.py).
     words_from = f"trace-eval's recogniser ({timeline.recogniser})" if timeline.recogniser else "none: durations only"
-    return {"sample": str(folder), **scored[task](folder, timeline), "words_from": words_from}
+    record = {"sample": str(folder), **scored[task](folder, timeline), "words_from": words_from}
+    if task == "user_interruption" and rater is not None:
+        record |= _rated(folder, timeline, rater, record)
+    return record
 
 
 def _backchannel(
@@ -193,7 +202,9 @@ def script_pairing(task_dir: Path) -> dict[Path, Path]:
     return dict(zip(outputs, annotations))
 
 
-def _compat_sample(folder: Path, task: str, words: list[Word], annotation_from: Path) -> dict[str, Any]:
+def _compat_sample(
+    folder: Path, task: str, words: list[Word], annotation_from: Path, rater: Rater | None = None
+) -> dict[str, Any]:
     notes = []
     took_turn = False
     if words:
@@ -212,8 +223,16 @@ def _compat_sample(folder: Path, task: str, words: list[Word], annotation_from: 
     clock = annotated["timestamp"][0] if task == "smooth_turn_taking" else annotated["timestamp"][1]
     if took_turn:
         record["latency_s"] = round(max(0.0, words[0].start - clock), 6)  # a negative latency is counted as 0
-    if task == "user_interruption":
-        record["rating"] = stored_rating(folder) if took_turn else None
+    if task != "user_interruption":
+        return record
+    if not took_turn:  # the script rates only an answer that took the turn
+        record["rating"] = None
+    elif rater is None:
+        record["rating"] = stored_rating(folder)
+    else:
+        text = read_json(folder / "output.json").get("text") or ""
+        record["rated"] = rater(str(annotated.get("context", "")), str(annotated.get("interrupt", "")), str(text))
+        record["rating"] = record["rated"]["rating"]
     return record
 
 
@@ -227,9 +246,11 @@ def _compat_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     if any("rating" in s for s in samples):
         ratings = [s["rating"] for s in samples if s.get("rating") is not None]
         summary["average_rating"] = mean(ratings)
-        if len(ratings) < sum(s["took_turn"] for s in samples):
+        if len(ratings) < sum(s["took_turn"] for s in samples) and any("rated" in s for s in samples):
+            summary["rating_note"] = "samples the model gave no rating for are left out (each says why)"
+        elif len(ratings) < sum(s["took_turn"] for s in samples):
             summary["rating_note"] = "ratings are read from each sample's rating.json (the benchmark asks GPT-4 " \
-                "Turbo for them); samples without one are left out"  # fmt: skip
+                "Turbo for them; --model asks any model); samples without one are left out"  # fmt: skip
     return summary
 
 
@@ -301,6 +322,21 @@ def _interruption(folder: Path, timeline: Timeline) -> dict[str, Any]:
     }
 
 
+def _rated(folder: Path, timeline: Timeline, rater: Rater, record: dict[str, Any]) -> dict[str, Any]:
+    """The LLM's rating of the answer after the interruption, from the answer turn's words (--words)."""
+    heard = record.get("interruption_s")
+    answer = next((a.system_turn for a in timeline.answers if a.user_turn.record() == heard and a.system_turn), None)
+    if answer is None:
+        return {"rating": None}
+    words = timeline.words.get("system")
+    if words is None:
+        return {"rating": None, "rated": {"rating": None, "why": "the answer has no words: rate with --words"}}
+    annotated = read_annotation(folder, "user_interruption")
+    said = " ".join(w["word"].strip() for w in words if answer.start - 0.1 <= w["start"] < answer.end)
+    rated = rater(str(annotated.get("context", "")), str(annotated.get("interrupt", "")), said)
+    return {"rating": rated["rating"], "rated": rated}
+
+
 def _summary(task: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     def share(key: str) -> dict[str, Any]:
         known = [s[key] for s in samples if s.get(key) is not None]
@@ -325,13 +361,16 @@ def _summary(task: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
                 sum(s.get("latency_s") is not None for s in samples),
             ),
         }
-    return {
+    summary = {
         "stopped_rate": share("stopped"),
         "stop_latency_s": values("stop_latency_s"),
         "answered_rate": share("answered"),
         "latency_s": values("latency_s"),
         "success_rate": share("success"),
     }
+    if any("rated" in s for s in samples):
+        summary["rating"] = values("rating")
+    return summary
 
 
 def _end(word: Word) -> float:
