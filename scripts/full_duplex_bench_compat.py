@@ -16,7 +16,10 @@ samples are scored against the reference distributions of the checkout (`icc_gt_
 there; the benchmark ships no example of that task, so it is compared on the built samples only. Then v1.5's
 timing (`get_timing.py`) on every sample folder of the tasks above: the `latency_intervals.json` it writes in
 each, against compat's lists. Its Silero comes from `torch.hub`, which is not reached here: it is handed the
-silero-vad package's model, the same one.
+silero-vad package's model, the same one. Then v1.5's behaviour (`eval_behavior.py`) on v1.5 folders made of
+the user-interruption samples (their clean recordings copies): the script asks GPT-4o for each sample's tag; here
+both it and compat are answered by a stand-in that tags each message by its hash, so the same summary means the
+same messages were sent, parsed and counted alike.
 
 The user-interruption scripts ask GPT-4 Turbo for a rating of each answer; no such service is reached here:
 the client they are given answers with the rating the sample's own `rating.json` holds, in the format they parse
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import importlib
 import io
 import json
@@ -192,6 +196,54 @@ def figures(printed: str, benchmark: str) -> dict[str, tuple[float, float]]:
     return found
 
 
+TAGS = ("C_RESPOND", "C_RESUME", "C_UNCERTAIN_HANDLING", "C_UNKNOWN")
+
+
+def stand_in_tag(messages: list[dict[str, str]]) -> str:
+    """A tag for a behaviour request, from the hash of its user message: the same message, the same tag."""
+    digest = int(hashlib.sha256(messages[1]["content"].encode()).hexdigest(), 16)
+    return json.dumps({"behaviour": [TAGS[digest % len(TAGS)]]})
+
+
+class StandInTagger:
+    """An OpenAI-style client for eval_behavior.py that answers with `stand_in_tag`."""
+
+    def __init__(self) -> None:
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
+
+    def _create(self, **request):
+        content = stand_in_tag(request["messages"])
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=content))])
+
+
+def behaviour(checkout: Path, data: Path, into: Path) -> tuple[dict, dict] | None:
+    """eval_behavior.py's ratios and compat's on v1.5 folders made of data's user-interruption samples."""
+    from trace_eval.sessions.behaviour import Tagger
+
+    samples = sorted((data / "user_interruption_example").glob("*/output.json"))
+    if not samples:
+        return None
+    for sample in samples:
+        folder = into / sample.parent.name
+        shutil.copytree(sample.parent, folder)
+        for name in ("input", "output"):
+            shutil.copy(folder / f"{name}.wav", folder / f"clean_{name}.wav")
+            if not (folder / f"{name}.json").is_file():  # the benchmark's examples hold no transcript of the user
+                (folder / f"{name}.json").write_text(json.dumps({"text": "", "chunks": []}))
+            shutil.copy(folder / f"{name}.json", folder / f"clean_{name}.json")
+    evaluation = checkout / "v1_v1.5" / "evaluation"
+    theirs: dict = {}
+    with contextlib.chdir(evaluation):  # it reads ./instruction/behavior.txt
+        _run(
+            "eval_behavior",
+            evaluation,
+            lambda m: theirs.update(m.eval_behavior_all(str(into), StandInTagger(), "behavior")),
+        )
+    tagger = Tagger(checkout, stand_in_tag, "stand-in")
+    ours = score_task(into, "behaviour", compat="full-duplex-bench", tagger=tagger)["summary"]
+    return theirs, ours
+
+
 def _built(root: Path, layout: str) -> Path:
     from planted_sessions import backchannel_samples, full_duplex_bench_samples
 
@@ -291,6 +343,13 @@ def main() -> int:
                     print(f"  v1.5 timing {name:32} its script {json.dumps(written)}"
                           + ("" if same else f"  DIFFERENT: compat {json.dumps(mine)}"))  # fmt: skip
                 print(f"  {'':23} default: " + json.dumps(score_task(source, V1_5_TIMING)["summary"]))
+                compared = behaviour(checkout, data, Path(scratch) / benchmark / "behaviour")
+                if compared is not None:
+                    theirs_tags, ours_tags = compared
+                    same = theirs_tags == {"C": ours_tags["C"]}
+                    differences += not same
+                    print(f"  v1.5 behaviour (stand-in tags)  its script {json.dumps(theirs_tags)}  compat "
+                          f"{json.dumps(ours_tags)}" + ("" if same else "  DIFFERENT"))  # fmt: skip
     print(f"\n{differences} difference(s) between the benchmarks' scripts and compat mode")
     return 1 if differences else 0
 

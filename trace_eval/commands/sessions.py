@@ -32,9 +32,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--task",
-        choices=("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel", "timing"),
+        choices=("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel", "timing", "behaviour"),
         help="score every folder of two channels (input.wav, output.wav) below DIR as this Full-Duplex-Bench task's "
-        "sample: timing is v1.5's stop and response latencies; default: each folder's task from its annotation",
+        "sample: timing is v1.5's stop and response latencies, behaviour v1.5's C_* tags from --model; default: "
+        "each folder's task from its annotation",
     )
     p.add_argument(
         "--checkout",
@@ -213,7 +214,7 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     from trace_eval.sessions import SessionError
 
     try:
-        reference, rater = _reference(args), _rater(args)
+        reference, rater, tagger = _reference(args), _rater(args), _tagger(args)
     except SessionError as e:
         print(f"error: {e}", file=sys.stderr)
         return None
@@ -221,7 +222,7 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         annotated += [f for f in folders if f not in annotated and f.name in reference]
     if annotated:
         unannotated = [f for f in folders if f not in annotated]
-        chosen = (args.compat, args.timelines, args.flexi_latency, reference, args.task, rater)
+        chosen = (args.compat, args.timelines, args.flexi_latency, reference, args.task, rater, tagger)
         return _benchmark(annotated, unannotated, *chosen)
     if args.task:
         print(f"error: {root}: no folder with input.wav and output.wav", file=sys.stderr)
@@ -243,11 +244,27 @@ def _reference(args: argparse.Namespace) -> dict[str, list[float]] | None:
     return None
 
 
+def _tagger(args: argparse.Namespace) -> Any:
+    """The behaviour task's model (--model) with the --checkout's instruction; None for any other task."""
+    from trace_eval.sessions import SessionError
+
+    if args.task != "behaviour":
+        return None
+    if not (args.model and args.checkout):
+        raise SessionError("--task behaviour asks a model with Full-Duplex-Bench's instruction: add --model MODEL "
+                           "and --checkout PATH")  # fmt: skip
+    from trace_eval.sessions.behaviour import Tagger
+    from trace_eval.sessions.interaction import litellm_complete
+
+    complete = litellm_complete(args.model, args.api_base)
+    return Tagger(args.checkout, complete, args.model, args.timelines.recogniser, args.language)
+
+
 def _rater(args: argparse.Namespace) -> Any:
     """--model's rater of answers after interruptions, with the --checkout's prompt; None without --model."""
     from trace_eval.sessions import SessionError
 
-    if not args.model:
+    if not args.model or args.task == "behaviour":
         return None
     if not args.checkout:
         raise SessionError("--model rates with Full-Duplex-Bench's prompt, read from its checkout: add --checkout PATH")
@@ -301,6 +318,7 @@ def _benchmark(
     reference: dict[str, list[float]] | None = None,
     task: str | None = None,
     rater: Any = None,
+    tagger: Any = None,
 ) -> dict[str, Any]:
     """Full-Duplex-Bench's samples, task by task (a folder without an annotation, named by a speaker of the
     backchannel `reference`, is that task's; every folder is `task`'s where it is given); a sample that cannot be
@@ -337,7 +355,9 @@ def _benchmark(
                 continue
             annotated = any((folder / name).is_file() for name in TASKS)
             task = forced or (task_of(folder) if annotated or reference is None else BACKCHANNEL)
-            timeline = None if compat else timelines.of(SessionEntry(folder.name, folder.name, None, folder=folder))
+            entry = SessionEntry(folder.name, folder.name, None, folder=folder)
+            # behaviour's default transcribes its four recordings itself
+            timeline = None if compat or task == "behaviour" else timelines.of(entry)
             by_task.setdefault(task, []).append(
                 score_sample(
                     folder,
@@ -347,7 +367,8 @@ def _benchmark(
                     latency_s=latency_s,
                     reference=reference,
                     rater=rater,
-                )  # fmt: skip
+                    tagger=tagger,
+                )
             )
         except SessionError as e:
             failed.append({"sample": str(folder), "reason": str(e)})

@@ -17,7 +17,7 @@ the system went on once interrupted and whether it then answered; every figure a
 its interval. docs/realtime.md lists each difference with a sample where it changes the result.
 `compat="flexi"` gives FLEXI's figures on the same folders (flexi.py). The backchannel task, whose samples
 hold no annotation but are scored against the benchmark's reference distributions, is backchannel.py's; v1.5's
-timing (any folder of two channels, `task="timing"`) is latency_intervals.py's.
+timing (any folder of two channels, `task="timing"`) is latency_intervals.py's, its behaviour task behaviour.py's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trace_eval.sessions import backchannel, latency_intervals
+from trace_eval.sessions import backchannel, behaviour, latency_intervals
 from trace_eval.sessions.flexi import flexi_sample, flexi_summary
 from trace_eval.sessions.interruption_rating import Rater
 from trace_eval.sessions.metrics import distribution, rate
@@ -62,7 +62,7 @@ __all__ = [
 COMPAT = ("full-duplex-bench", "flexi")  # whose scripts' figures compat mode gives
 # v1's tasks found by their annotation, then those a sample folder does not tell: backchannel (named by a speaker
 # of the reference) and v1.5's timing (asked for)
-ALL_TASKS = (*TASKS.values(), backchannel.TASK, latency_intervals.TASK)
+ALL_TASKS = (*TASKS.values(), backchannel.TASK, latency_intervals.TASK, behaviour.TASK)
 
 
 def score_task(
@@ -74,11 +74,12 @@ def score_task(
     latency_s: float = 0.0,
     reference: dict[str, list[float]] | None = None,
     rater: Rater | None = None,
+    tagger: behaviour.Tagger | None = None,
 ) -> dict[str, Any]:
     """Every sample folder under `root` (those holding an `output.wav`), scored and summarised; a folder
     without its task's annotation is refused, named. `reference`: the backchannel task's distributions
     (backchannel.read_reference): the samples are that task's. `rater`: rates the answers after interruptions
-    (interruption_rating.py) where compat would read the stored ratings."""
+    (interruption_rating.py) where compat would read the stored ratings. `tagger`: the behaviour task's model."""
     root = Path(root)
     folders = sorted(p.parent for p in root.rglob("output.wav"))
     if not folders:
@@ -90,7 +91,16 @@ def score_task(
         raise SessionError(f"{root}: samples of several tasks ({', '.join(sorted(tasks))}): score one task's folder")
     (task,) = tasks
     samples = [
-        score_sample(f, task, compat=compat, settings=settings, latency_s=latency_s, reference=reference, rater=rater)
+        score_sample(
+            f,
+            task,
+            compat=compat,
+            settings=settings,
+            latency_s=latency_s,
+            reference=reference,
+            rater=rater,
+            tagger=tagger,
+        )  # fmt: skip
         for f in folders
     ]
     summary = summarise(task, samples, compat=compat)
@@ -103,6 +113,8 @@ def summarise(task: str, samples: list[dict[str, Any]], *, compat: str | None = 
         return backchannel.summarise(samples, compat=compat)
     if task == latency_intervals.TASK:
         return latency_intervals.summarise(samples, compat=compat)
+    if task == behaviour.TASK:
+        return behaviour.summarise(samples, compat=compat)
     if compat == "flexi":
         return flexi_summary(task, samples)
     return _compat_summary(samples) if compat else _summary(task, samples)
@@ -119,6 +131,7 @@ def score_sample(
     annotation_from: Path | None = None,
     reference: dict[str, list[float]] | None = None,
     rater: Rater | None = None,
+    tagger: behaviour.Tagger | None = None,
 ) -> dict[str, Any]:
     """One sample scored. The default reads the session's timeline (`timeline` where given, else made): its
     turns, answers and barge-ins as timeline.py defines them, the words of trace-eval's recogniser where the
@@ -126,7 +139,8 @@ def score_sample(
     only). `latency_s`: FLEXI's pause handling lengthens a pause by the model's turn-taking latency, given by
     hand. `annotation_from`: compat only, the folder whose annotation the benchmark's script pairs with this
     output (script_pairing). `reference`: the backchannel task's distributions, which its samples need.
-    `rater`: an LLM's rating of the answer after an interruption (both modes; compat reads `rating.json` without)."""
+    `rater`: an LLM's rating of the answer after an interruption (both modes; compat reads `rating.json` without).
+    `tagger`: the behaviour task's model, which its samples need."""
     folder = Path(folder)
     task = task or task_of(folder)
     if task not in ALL_TASKS:
@@ -135,6 +149,13 @@ def score_sample(
         raise SessionError(f"compat {compat!r}: expected one of {', '.join(COMPAT)}")
     if task == backchannel.TASK:
         return {"sample": str(folder), **_backchannel(folder, compat, settings, timeline, reference)}
+    if task == behaviour.TASK:
+        if tagger is None:
+            raise SessionError(f"{folder}: the behaviour task asks a model: --model MODEL --checkout FULL_DUPLEX_BENCH")
+        if compat == "flexi":
+            raise SessionError("FLEXI has no behaviour task: --compat full-duplex-bench, or the default")
+        found = tagger.script_sample(folder) if compat else tagger.default_sample(folder)
+        return {"sample": str(folder), **found}
     if task == latency_intervals.TASK:
         if compat == "flexi":
             raise SessionError("FLEXI has no v1.5 timing task: --compat full-duplex-bench, or the default")
