@@ -24,7 +24,8 @@ judge and the page read them from the timeline. Every time in seconds from the s
   latency, to that stop), and whether it `stopped`: within `stop_within_s`;
 - `overlaps`: where both channels speak;
 - `words`: with a recogniser (`make_timeline(session, recogniser=...)`, the multilingual Whisper of Stage 1), what
-  each channel said, word by word with times, and the language each was heard in; None where not transcribed.
+  each channel said, word by word with times, and the language each channel and each of its turns was heard in
+  (words.py); None where not transcribed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from trace_eval.sessions.session import RATE, Session
 
 __all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
 
-VERSION = 2  # of what a timeline holds and how it is found: a stored timeline of another version is made again
+VERSION = 3  # of what a timeline holds and how it is found: a stored timeline of another version is made again
 CLOCK = "seconds from the session's first sample (both channels start there)"
 # More words than this take the turn, however short: Full-Duplex-Bench's rule (its samples.TURN_MAX_WORDS).
 BACKCHANNEL_MAX_WORDS = 3
@@ -281,16 +282,17 @@ def make_timeline(
     for who, found in speech.items():
         if not found:
             notes.append(f"no speech on the {who}'s channel")
-    words: dict[str, list[dict[str, Any]] | None] = {"user": None, "system": None}
-    languages: dict[str, dict[str, Any] | None] = {"user": None, "system": None}
-    if recogniser is not None:
-        from trace_eval.sessions.words import transcribe
-
-        words, languages, heard = transcribe(session, recogniser, language)
-        notes += heard
     annotated = annotated_pauses(session.annotations, session.duration_s, notes)
     user_turns = user_turns_of(speech["user"], speech["system"], annotated, settings)
     system_turns, barge_ins = system_turns_of(speech["system"], user_turns, settings)
+    words: dict[str, list[dict[str, Any]] | None] = {"user": None, "system": None}
+    languages: dict[str, dict[str, Any] | None] = {"user": None, "system": None}
+    if recogniser is not None:  # each turn heard in its own language where none is declared (words.py)
+        from trace_eval.sessions.words import transcribe
+
+        turns = {"user": user_turns, "system": system_turns}
+        words, languages, heard = transcribe(session, recogniser, language, turns)
+        notes += heard
     backchannels = backchannels_of(system_turns, user_turns, settings, words["system"])
     barge_ins = [b for b in barge_ins if b.system_turn not in backchannels]
     turns = {"user": user_turns, "system": system_turns}
