@@ -173,6 +173,7 @@
       $(`play-${role}`).hidden = !has;
       if (has) player(role).src = audioUrl(n, role);
     }
+    drawTimelines(pair.timelines);
     switchTo('a', false);
     chosen = {};
     for (const box of document.querySelectorAll('.field')) {
@@ -202,6 +203,78 @@
     active = role;
     $('play-a').classList.toggle('current', role === 'a');
     $('play-b').classList.toggle('current', role === 'b');
+    for (const line of document.querySelectorAll('.timeline')) {
+      line.classList.toggle('current', line.dataset.role === role);
+    }
+  }
+
+  // An interaction pair (sessions --pairs): each session drawn from its timeline, the user's speech above and the
+  // system's below, its backchannels lighter and the user's barge-ins marked; a click plays that session there.
+  const SVG = 'http://www.w3.org/2000/svg';
+  function drawTimelines(timelines) {
+    const box = $('timelines');
+    box.replaceChildren();
+    box.hidden = !timelines;
+    if (!timelines) return;
+    const span = Math.max(...timelines.map((t) => t.duration_s), 0.001);
+    timelines.forEach((timeline, k) => {
+      const role = ['a', 'b'][k];
+      const row = document.createElement('div');
+      row.className = 'timeline';
+      row.dataset.role = role;
+      const name = document.createElement('span');
+      name.className = 'role';
+      name.textContent = role.toUpperCase();
+      const svg = document.createElementNS(SVG, 'svg');
+      svg.setAttribute('viewBox', '0 0 1000 34');
+      svg.setAttribute('preserveAspectRatio', 'none');
+      const bar = (kind, [start, end], y) => {
+        const rect = document.createElementNS(SVG, 'rect');
+        rect.setAttribute('class', kind);
+        rect.setAttribute('x', (1000 * start) / span);
+        rect.setAttribute('width', Math.max(1, (1000 * (end - start)) / span));
+        rect.setAttribute('y', y);
+        rect.setAttribute('height', 13);
+        svg.appendChild(rect);
+      };
+      for (const s of timeline.speech.user) bar('user', s, 2);
+      for (const s of timeline.speech.system) bar('system', s, 19);
+      for (const s of timeline.backchannels) bar('backchannel', s, 19);
+      for (const at of timeline.barge_ins) {
+        const mark = document.createElementNS(SVG, 'line');
+        mark.setAttribute('class', 'barge');
+        for (const [key, value] of [['x1', (1000 * at) / span], ['x2', (1000 * at) / span], ['y1', 0], ['y2', 34]]) {
+          mark.setAttribute(key, value);
+        }
+        svg.appendChild(mark);
+      }
+      const head = document.createElementNS(SVG, 'line');
+      head.setAttribute('class', 'playhead');
+      head.setAttribute('y1', 0);
+      head.setAttribute('y2', 34);
+      svg.appendChild(head);
+      const audio = player(role);
+      const follow = () => {
+        const x = (1000 * (audio.currentTime || 0)) / span;
+        head.setAttribute('x1', x);
+        head.setAttribute('x2', x);
+      };
+      audio.ontimeupdate = follow;
+      follow();
+      row.addEventListener('click', (event) => {
+        const box = svg.getBoundingClientRect();
+        switchTo(role, false);
+        audio.currentTime = (span * (event.clientX - box.left)) / box.width;
+        audio.play().catch(() => {});
+      });
+      row.append(name, svg);
+      box.appendChild(row);
+    });
+    const legend = document.createElement('p');
+    legend.className = 'legend';
+    legend.innerHTML = '<b class="user">user</b> above, <b class="system">system</b> below, ' +
+      '<b class="backchannel">backchannels</b> lighter, a line where the user spoke over the system';
+    box.appendChild(legend);
   }
 
   function toggle(audio) {
@@ -210,6 +283,10 @@
   }
 
   async function save(startedAt) {
+    if (pair.timelines && !(played.has('a') && played.has('b'))) { // an interaction is heard, not read off a chart
+      setStatus('play both sessions (A and B) before labelling this pair', 'error');
+      return;
+    }
     const missing = pair.fields.filter((name) => !(name in chosen));
     if (missing.length) {
       for (const name of missing) document.querySelector(`.field[data-field="${name}"]`).classList.add('missing');

@@ -182,6 +182,9 @@ class LabelSession:
             "reasons": {},
             "skip": None,
         }
+        timelines = _timelines(item.extra)
+        if timelines is not None:  # an interaction pair (sessions --pairs): both sessions drawn, in the order shown
+            doc["timelines"] = timelines[::-1] if swap else timelines
         record = self.record_of(n)
         if record is not None:
             own = list(self.contents[item.id].responses) if item.id in self.contents else record.responses
@@ -524,3 +527,24 @@ def serve(session: LabelSession, host: str = "127.0.0.1", port: int | None = Non
     print(f"http://{shown}:{bound}/?token={token}", flush=True)
     config = uvicorn.Config(make_app(session, token), log_level="warning", access_log=False, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _timelines(extra: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """What the page draws of an interaction pair's two sessions (their timelines, `session_1` and `session_2`
+    as `sessions --pairs` writes them): each channel's speech, the backchannels and barge-ins, on the session's
+    clock; None for any other item, or where a timeline does not read."""
+    import json
+
+    drawn = []
+    for key in ("session_1", "session_2"):
+        try:
+            record = json.loads(extra[key])
+            drawn.append({
+                "duration_s": float(record["duration_s"]),
+                "speech": {who: record["speech"][who] for who in ("user", "system")},
+                "backchannels": record.get("backchannels", []),
+                "barge_ins": [b["user_turn"][0] for b in record.get("barge_ins", [])],
+            })  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            return None
+    return drawn
