@@ -254,9 +254,9 @@ def _tagger(args: argparse.Namespace) -> Any:
         raise SessionError("--task behaviour asks a model with Full-Duplex-Bench's instruction: add --model MODEL "
                            "and --checkout PATH")  # fmt: skip
     from trace_eval.sessions.behaviour import Tagger
-    from trace_eval.sessions.interaction import litellm_complete
+    from trace_eval.sessions.interaction import llm_complete
 
-    complete = litellm_complete(args.model, args.api_base)
+    complete = llm_complete(args.model, args.api_base)
     return Tagger(args.checkout, complete, args.model, args.timelines.recogniser, args.language)
 
 
@@ -268,10 +268,10 @@ def _rater(args: argparse.Namespace) -> Any:
         return None
     if not args.checkout:
         raise SessionError("--model rates with Full-Duplex-Bench's prompt, read from its checkout: add --checkout PATH")
-    from trace_eval.sessions.interaction import litellm_complete
+    from trace_eval.sessions.interaction import llm_complete
     from trace_eval.sessions.interruption_rating import Rater, read_prompt
 
-    return Rater(read_prompt(args.checkout), litellm_complete(args.model, args.api_base), args.model)
+    return Rater(read_prompt(args.checkout), llm_complete(args.model, args.api_base), args.model)
 
 
 class Timelines:
@@ -486,7 +486,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         LLMSetupError,
         agreement,
         cues_verdict,
-        litellm_complete,
+        llm_complete,
         llm_verdict,
         pairs_of,
         rank,
@@ -525,7 +525,7 @@ def _judged(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
         if not args.judge:
             return {"pairs": args.pairs, "sessions": made.read, "failed": failed}
     try:
-        complete = None if args.judge == "cues" else litellm_complete(args.judge, args.api_base)
+        complete = None if args.judge == "cues" else llm_complete(args.judge, args.api_base)
     except LLMSetupError as e:
         print(f"error: {e}", file=sys.stderr)
         return None

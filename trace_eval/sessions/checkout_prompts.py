@@ -2,7 +2,7 @@
 
 Full-Duplex-Bench asks GPT models with prompts written in its scripts (a string, and an f-string the sample's
 texts are put into) or in its instruction files. `string` and `fstring` read them from the script's source
-without running it; `ask` sends the messages through `complete` (interaction.litellm_complete: any litellm model)
+without running it; `ask` sends the messages through `complete` (interaction.llm_complete: any litellm model)
 and parses the answer as the script does, asking again up to `ATTEMPTS` times where the script would ask forever.
 """
 

@@ -48,7 +48,7 @@ __all__ = [
     "cues_verdict",
     "describe",
     "events",
-    "litellm_complete",
+    "llm_complete",
     "llm_verdict",
     "rank",
     "read_labels",
@@ -338,18 +338,25 @@ def cues_answer(item: str, fields: dict[str, str], settings: InteractionSettings
     return answer
 
 
-def litellm_complete(model: str, api_base: str | None = None) -> Callable[[list[dict[str, str]]], str]:
-    """`complete` for llm_verdict through litellm: the key from the provider's variable or TRACE_JUDGE_API_KEY
-    (checked here, before any call); a failed call raises CallFailed, one that every call would repeat (a key,
-    a URL, a model name) LLMSetupError."""
+def llm_complete(model: str, api_base: str | None = None) -> Callable[[list[dict[str, str]]], str]:
+    """`complete` for llm_verdict (and the benchmark's prompts, checkout_prompts.py): any litellm model, or a local
+    OpenAI-compatible server spoken to directly where the judge would (`openai/NAME --api-base URL`:
+    judge/openai_http.py, without litellm's seconds of import). The key from the provider's variable or
+    TRACE_JUDGE_API_KEY (checked here, before any call); a failed call raises CallFailed, one that every call would
+    repeat (a key, a URL, a model name) LLMSetupError."""
     import os
+
+    from trace_eval.judge.openai_http import speaks_directly
+
+    key = os.environ.get("TRACE_JUDGE_API_KEY") or None
+    if speaks_directly(model, api_base):
+        return _direct_complete(model, str(api_base), key or os.environ.get("OPENAI_API_KEY"))
 
     import openai
 
     from trace_eval.judge.litellm_backbone import _connection_failure, import_litellm
 
     litellm = import_litellm()
-    key = os.environ.get("TRACE_JUDGE_API_KEY") or None
     if key is None:
         missing = litellm.validate_environment(model=model).get("missing_keys") or []
         if missing:
@@ -379,6 +386,42 @@ def litellm_complete(model: str, api_base: str | None = None) -> Callable[[list[
                 raise LLMSetupError(f"{model}: cannot reach {api_base or 'the provider'} ({kind}: {detail})") from None
             raise CallFailed(f"{type(e).__name__}: {e}") from None  # a timeout, a server error: this pair only
         return response.choices[0].message.content or ""
+
+    return complete
+
+
+def _direct_complete(model: str, api_base: str, key: str | None) -> Callable[[list[dict[str, str]]], str]:
+    """`complete` through judge/openai_http.py: the request litellm would send, over httpx."""
+    import asyncio
+
+    import httpx
+
+    from trace_eval.judge.openai_http import OpenAIServer, ServerError
+
+    if key is None:
+        raise LLMSetupError(f"{model}: no API key: set OPENAI_API_KEY (for a local server, any value in "
+                            "TRACE_JUDGE_API_KEY)")  # fmt: skip
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        server = OpenAIServer(api_base, key, timeout_s=120)
+        body = OpenAIServer.body(model, messages, 0.0, None, None, False)
+
+        async def ask() -> str:
+            try:
+                return (await server.chat(body)).text
+            finally:
+                await server.close()
+
+        try:
+            return asyncio.run(ask())
+        except ServerError as e:
+            if e.status in (400, 401, 403, 404):  # a key, a model name, a request every call would repeat
+                raise LLMSetupError(f"{model}: the server at {api_base} answered {e.status}: {e}") from None
+            raise CallFailed(f"the server answered {e.status}: {e}") from None
+        except (httpx.ConnectError, httpx.UnsupportedProtocol) as e:
+            raise LLMSetupError(f"{model}: cannot reach {api_base} ({type(e).__name__}: {e})") from None
+        except httpx.HTTPError as e:  # a timeout, a connection dropped mid-answer: this call only
+            raise CallFailed(f"{type(e).__name__}: {e}") from None
 
     return complete
 

@@ -58,7 +58,7 @@ def parse_rating(answer: str) -> dict[str, Any] | None:
 
 class Rater:
     """Rates answers after interruptions with one model: `complete` sends messages and returns the answer's text
-    (interaction.litellm_complete); a failed call or an answer that never parses is a rating of None with the
+    (interaction.llm_complete); a failed call or an answer that never parses is a rating of None with the
     reason."""
 
     def __init__(self, prompt: Prompt, complete: Callable[[list[dict[str, str]]], str], model: str) -> None:
