@@ -87,6 +87,10 @@ def check_model(model: str, api_base: str | None = None) -> None:
     otherwise fail only at the first call, after minutes of Stage 1."""
     if backbone_for(model) != "litellm":
         return
+    from trace_eval.judge.openai_http import speaks_directly
+
+    if speaks_directly(model, api_base):  # a local server spoken to over HTTP: no provider to find in litellm
+        return
     from trace_eval.judge.litellm_backbone import import_litellm
 
     try:
