@@ -72,7 +72,7 @@ def build(given: Path, chosen: list[tuple[str, str, str]]) -> None:
         (given / folder).mkdir(parents=True, exist_ok=True)
     rows = []
     for k, (code, name, text) in enumerate(chosen):
-        iid = f"{code}-{name}"
+        iid = f"{code}-{name.replace('/', '_')}"  # a prompt of a subfolder: followme/pls-hold-while-try
         lead, opening, closing = LEAD_INS[code]
         variant, wpm = ESPEAK_VOICES[k % len(ESPEAK_VOICES)]
         audio = given / "written" / f"{iid}.wav"

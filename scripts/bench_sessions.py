@@ -15,12 +15,15 @@ of English, Spanish and French (Asterisk's, at least four words, no digits or to
 recording's own floor), placed at a random second
 of a 12 s channel, silent or under white noise at -50 dBFS (the seeded generator of `--seed`). The errors of
 the first found start and the last found end against the planted ones: median, 90th percentile and maximum of
-their sizes (and the signed median), with the timeline's edges (`onset_db` 35) and with Silero's own.
+their sizes (and the signed median), on the tuning half of the prompts (by a hash of each name: the edges'
+thresholds are set there) and on the test half, with the timeline's edges (`onset_db` 40, `over_quiet_db` 3), with
+6 dB over the quiet (before it was set) and with Silero's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -64,10 +67,17 @@ def onsets(count: int, seed: int) -> None:
     from trace_eval.sessions.timeline import TimelineSettings, speech_of
 
     rng = np.random.default_rng(seed)
-    settings = {"the timeline's edges": TimelineSettings(), "Silero's own": replace(TimelineSettings(), onset_db=None)}
+    settings = {
+        "the timeline's edges": TimelineSettings(),
+        "6 dB over the quiet": replace(TimelineSettings(), over_quiet_db=6.0),  # before it was set on the tuning half
+        "Silero's own": replace(TimelineSettings(), onset_db=None),
+    }
     errors: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for language in ("en", "es", "fr"):
-        for recording in asterisk(language, plain_prompts(language, count)):
+        names = plain_prompts(language, count)
+        for recording, name in zip(asterisk(language, names), names):
+            # The tuning half (thresholds are set on it) and the test half, by a hash of the prompt.
+            half = "tune" if int(hashlib.sha256(f"{language}:{name}".encode()).hexdigest()[:8], 16) % 2 == 0 else "test"
             samples = recording.clip.audio.at(RATE)
             first, last = energy_edges(samples)
             clip = samples[first:last]
@@ -79,25 +89,27 @@ def onsets(count: int, seed: int) -> None:
                 if channel == "noisy":
                     track += (rng.standard_normal(len(track)) * 10 ** (-50 / 20)).astype(np.float32)
                 track[at : at + len(clip)] += clip
-                for name, setting in settings.items():
+                for setting_name, setting in settings.items():
                     found = speech_of(track, setting)
+                    key = (setting_name, half, f"{language} {channel}")
                     if not found:
-                        errors.setdefault((name, language, channel), []).append((np.inf, np.inf))
+                        errors.setdefault(key, []).append((np.inf, np.inf))
                         continue
                     planted = (at / RATE, (at + len(clip)) / RATE)
-                    error = (found[0].start - planted[0], found[-1].end - planted[1])
-                    errors.setdefault((name, language, channel), []).append(error)
+                    errors.setdefault(key, []).append((found[0].start - planted[0], found[-1].end - planted[1]))
     print(
         "onset and end errors in ms, against each prompt's own energy (size: median, p90, max; signed median; "
         "how many over 150 ms):"
     )
     for name in settings:
-        for edge, k in (("start", 0), ("end", 1)):
-            pooled = np.array([e[k] for (n, _, _), found in errors.items() if n == name for e in found])
-            print(f"  {name:22} {edge:5} all  {_sizes(pooled)}")
-            for (n, language, channel), found in sorted(errors.items()):
-                if n == name:
-                    print(f"  {'':22} {'':5} {language} {channel:6} {_sizes(np.array([e[k] for e in found]))}")
+        for half in ("tune", "test"):
+            for edge, k in (("start", 0), ("end", 1)):
+                mine = [found for (n, h, _), found in errors.items() if (n, h) == (name, half)]
+                pooled = np.array([e[k] for found in mine for e in found])
+                print(f"  {name:22} {half} {edge:5} all       {_sizes(pooled)}")
+                for (n, h, where), found in sorted(errors.items()):
+                    if (n, h) == (name, half):
+                        print(f"  {'':22} {'':4} {'':5} {where:9} {_sizes(np.array([e[k] for e in found]))}")
 
 
 def _sizes(errors: np.ndarray) -> str:

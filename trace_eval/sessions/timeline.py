@@ -41,7 +41,7 @@ from trace_eval.sessions.session import RATE, Session
 
 __all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
 
-VERSION = 3  # of what a timeline holds and how it is found: a stored timeline of another version is made again
+VERSION = 4  # of what a timeline holds and how it is found: a stored timeline of another version is made again
 CLOCK = "seconds from the session's first sample (both channels start there)"
 # More words than this take the turn, however short: Full-Duplex-Bench's rule (its samples.TURN_MAX_WORDS).
 BACKCHANNEL_MAX_WORDS = 3
@@ -63,6 +63,11 @@ class TimelineSettings:
     # own energy.
     onset_db: float | None = setting(
         40.0, "each edge of speech moved to where the energy turns this many dB under the stretch's loudest 10 ms"
+    )
+    # Set on the tuning half of scripts/bench_sessions.py --onsets: the largest margin of 6, 4.5 and 3 dB with no
+    # end over 150 ms from the prompts' own (6 dB cut quiet last syllables under noise); 1 dB takes the noise in.
+    over_quiet_db: float = setting(
+        3.0, "an edge's 10 ms frames are this many dB over the channel's quiet (its 10th percentile: silence, noise)"
     )
     min_speech_s: float = setting(0.1, "a shorter burst is not speech (a click, a breath)")
     min_silence_s: float = setting(0.1, "a shorter silence does not split speech")
@@ -219,7 +224,7 @@ def speech_of(samples: np.ndarray, settings: TimelineSettings) -> list[Segment]:
     found = [Segment(s["start"] / RATE, s["end"] / RATE) for s in get_speech_timestamps(samples, options, RATE)]
     if settings.onset_db is None:
         return found
-    return _to_energy_edges(samples, found, settings.onset_db, settings.min_silence_s)
+    return _to_energy_edges(samples, found, settings.onset_db, settings.min_silence_s, settings.over_quiet_db)
 
 
 ENERGY_FRAME_S = 0.01
@@ -227,9 +232,11 @@ ENERGY_FRAME_S = 0.01
 ENERGY_REACH_S = 0.5
 
 
-def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float, bridge_s: float) -> list[Segment]:
+def _to_energy_edges(
+    samples: np.ndarray, found: list[Segment], below_db: float, bridge_s: float, over_quiet_db: float
+) -> list[Segment]:
     """Each stretch's edges moved to where its 10 ms frames turn louder than `below_db` under its loudest frame
-    (and 6 dB over the channel's quiet: its 10th percentile frame): out over loud frames, in over quiet ones,
+    (and `over_quiet_db` over the channel's quiet: its 10th percentile frame): out over loud frames, in over quiet ones,
     by at most ENERGY_REACH_S, across quiet shorter than `bridge_s` (a silence that does not split speech), never
     into the stretch before or after it. Silero's probability rises a few frames after a loud onset, later still
     where the speech sits on its frame grid, and falls a few frames after the speech ends; the energy says where
@@ -239,7 +246,7 @@ def _to_energy_edges(samples: np.ndarray, found: list[Segment], below_db: float,
     if not len(frames) or not found:
         return found
     level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
-    quiet = float(np.percentile(level, 10)) + 6
+    quiet = float(np.percentile(level, 10)) + over_quiet_db
     reach = int(ENERGY_REACH_S / ENERGY_FRAME_S)
     bridge = max(1, int(round(bridge_s / ENERGY_FRAME_S)))
     moved: list[Segment] = []
