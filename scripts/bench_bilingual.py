@@ -150,7 +150,7 @@ def main() -> None:
         for way, found in results.items():
             for iid, f in sorted(found.items()):
                 if right(f) is not True:
-                    content = f["record"].get("reasoning", "").split(" Voice quality:")[0]
+                    content = (f["record"].get("reasoning") or "").split(" Voice quality:")[0]
                     print(f"\n{way} {iid}: {f['record']['verdicts'].get('content')}\n  {content}")
     print(f"\nmachine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     if args.json:
