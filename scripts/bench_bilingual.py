@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from recorded_speech import asterisk_transcripts  # noqa: E402  (imports extractors first: the class pinned)
+from bench_perception import ESPEAK_VOICES  # noqa: E402  (the perception sets' six speakers; pins the class first)
+from recorded_speech import asterisk_transcripts  # noqa: E402
 
 from extractors import Clip  # noqa: E402, F401
 from trace_eval.cli import main as cli  # noqa: E402
@@ -41,7 +42,6 @@ from trace_eval.cli import main as cli  # noqa: E402
 SOUNDS = Path("/usr/share/asterisk/sounds")
 LANGUAGES = ("es", "fr")  # the instructions'; the wrong answer is always the English prompt
 LEAD_INS = {"es": ("Di", "«", "»"), "fr": ("Dites", "« ", " »")}
-ESPEAK_VOICES = (("m1", 150), ("m3", 175), ("f2", 160), ("f4", 185), ("croak", 150), ("klatt2", 170))
 WAYS = ("with its text", "spoken only", "declared")  # the last: spoken only, its language declared
 
 

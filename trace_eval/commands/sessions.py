@@ -203,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    from trace_eval.sessions import SessionError
     from trace_eval.sessions.full_duplex_bench import TASKS
 
     # The benchmark's layout: input.wav and output.wav (a lab's outputs, with or without the benchmark's
@@ -211,8 +212,6 @@ def _scored(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     annotated = [f for f in folders if any((f / name).is_file() for name in TASKS)]
     if args.task:
         annotated = folders
-    from trace_eval.sessions import SessionError
-
     try:
         reference, rater, tagger = _reference(args), _rater(args), _tagger(args)
     except SessionError as e:

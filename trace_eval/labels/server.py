@@ -533,8 +533,6 @@ def _timelines(extra: dict[str, Any]) -> list[dict[str, Any]] | None:
     """What the page draws of an interaction pair's two sessions (their timelines, `session_1` and `session_2`
     as `sessions --pairs` writes them): each channel's speech, the backchannels and barge-ins, on the session's
     clock; None for any other item, or where a timeline does not read."""
-    import json
-
     drawn = []
     for key in ("session_1", "session_2"):
         try:

@@ -44,7 +44,7 @@ from trace_eval.sessions.samples import (
 )
 from trace_eval.sessions.segments import Segment
 from trace_eval.sessions.session import SessionError, read_session
-from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline
+from trace_eval.sessions.timeline import Timeline, TimelineSettings, make_timeline, words_in
 
 __all__ = [
     "ALL_TASKS",
@@ -100,7 +100,7 @@ def score_task(
             reference=reference,
             rater=rater,
             tagger=tagger,
-        )  # fmt: skip
+        )
         for f in folders
     ]
     summary = summarise(task, samples, compat=compat)
@@ -353,7 +353,7 @@ def _rated(folder: Path, timeline: Timeline, rater: Rater, record: dict[str, Any
     if words is None:
         return {"rating": None, "rated": {"rating": None, "why": "the answer has no words: rate with --words"}}
     annotated = read_annotation(folder, "user_interruption")
-    said = " ".join(w["word"].strip() for w in words if answer.start - 0.1 <= w["start"] < answer.end)
+    said = " ".join(w["word"].strip() for w in words_in(words, answer))
     rated = rater(str(annotated.get("context", "")), str(annotated.get("interrupt", "")), said)
     return {"rating": rated["rating"], "rated": rated}
 

@@ -29,6 +29,7 @@ import numpy as np
 from trace_eval.sessions.errors import SessionError
 from trace_eval.sessions.metrics import distribution, rate
 from trace_eval.sessions.package_silero import speech_timestamps
+from trace_eval.sessions.segments import Segment, union
 
 __all__ = ["TASK", "default_sample", "script_sample", "summarise"]
 
@@ -60,19 +61,11 @@ def _load(path: Path) -> np.ndarray:
     return mono
 
 
-def _merge(stretches: list[tuple[float, float]], gap_s: float) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(stretches):
-        if merged and start - merged[-1][1] <= gap_s:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
 def _stretches(samples: np.ndarray, gap_s: float) -> list[tuple[float, float]]:
+    """The script's stretches: Silero's, merged across silences of `gap_s` or less."""
     found = speech_timestamps(samples, sampling_rate=RATE)
-    return _merge([(s["start"] / RATE, s["end"] / RATE) for s in found], gap_s)
+    merged = union((Segment(s["start"] / RATE, s["end"] / RATE) for s in found), bridge=gap_s)
+    return [(s.start, s.end) for s in merged]
 
 
 def _overlaps(user: list[tuple[float, float]], system: list[tuple[float, float]]) -> list[list[float]]:

@@ -39,7 +39,7 @@ import numpy as np
 from trace_eval.sessions.segments import Segment, gaps, intersection, union
 from trace_eval.sessions.session import RATE, Session
 
-__all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of"]
+__all__ = ["VERSION", "Answer", "BargeIn", "Timeline", "TimelineSettings", "make_timeline", "speech_of", "words_in"]
 
 VERSION = 4  # of what a timeline holds and how it is found: a stored timeline of another version is made again
 CLOCK = "seconds from the session's first sample (both channels start there)"
@@ -414,7 +414,7 @@ def backchannels_of(
     words are known) begun inside a user's turn, or followed by another system turn before the user's next."""
     found = []
     for k, turn in enumerate(system_turns):
-        said = sum(turn.start - 0.1 <= w["start"] < turn.end for w in words or ())
+        said = len(words_in(words or [], turn))
         if turn.duration > settings.backchannel_max_s or said > BACKCHANNEL_MAX_WORDS:
             continue
         inside = any(u.start < turn.start < u.end for u in user_turns)
@@ -423,6 +423,12 @@ def backchannels_of(
         if inside or followed:
             found.append(turn)
     return found
+
+
+def words_in(words: list[dict[str, Any]], turn: Segment) -> list[dict[str, Any]]:
+    """The words said in a turn: those that start in it, or just before (a recogniser's word may start a frame
+    early)."""
+    return [w for w in words if turn.start - 0.1 <= w["start"] < turn.end]
 
 
 def answers_of(

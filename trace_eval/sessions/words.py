@@ -6,7 +6,8 @@ channel's). Then, where nothing is declared, each turn is heard alone: its langu
 (trace_eval/language_rule.py) from the turn's own evidence with the channel's language as the prior, so a surely
 Spanish turn in an English session is Spanish and an unclear one goes the channel's way; a turn heard surely in
 another language is transcribed again in it, its words replacing the channel's there. A turn whose language
-cannot be told (no language at least `MIN_PROBABILITY` likely) keeps the channel's words, with a note.
+cannot be told (no language as likely as the judges' MIN_PROBABILITY, trace_eval/judge/languages.py) keeps the
+channel's words, with a note.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from trace_eval.sessions.session import RATE, Session
 __all__ = ["stage1_recogniser", "transcribe"]
 
 Words = dict[str, list[dict[str, Any]] | None]
-MIN_PROBABILITY = 0.5  # a turn's language less likely than this is not told (trace_eval/judge/languages.py's)
 TURN_PAD_S = 0.2  # heard around a turn, so its first and last sounds are whole
 
 
@@ -73,6 +73,7 @@ def _turn_languages(
     """Each turn's language (into heard["turns"]) and, for a turn surely in another language than the channel's,
     its words transcribed in that language in place of the channel's; notes for turns not told."""
     from extractors import Clip, ClipError
+    from trace_eval.judge.languages import MIN_PROBABILITY
     from trace_eval.language_rule import LanguageRule
 
     rule = LanguageRule.load()
