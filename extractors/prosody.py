@@ -37,11 +37,12 @@ Per word (one entry per recognised word, in order):
   mean syllable duration (sounding time of the words over their syllables); a
   word said at the clip's articulation rate is 1. Syllables are estimated from
   the text by script (`syllable_count`); null where no estimate exists.
-- `prominence`: the mean of the word's z-scores within the clip of pitch_median_st,
-  pitch_range_st, loudness_db and log2(duration_ratio), over those it has (each
-  needs at least `min_words` words with a value and some spread): a raised, moving,
-  louder or longer word stands out. One that stands out on all four by one
-  standard deviation scores 1.
+- `prominence`: the weighted mean of the word's z-scores within the clip of pitch_median_st,
+  pitch_range_st, loudness_db and log2(duration_ratio) (`prominence_weights`: 0.5, 1.5,
+  1.5 and 0, set on scripts/bench_stress.py's tuning half), over those it has (each
+  needs at least `min_words` words with a value and some spread): a raised, moving or
+  louder word stands out. One that stands out on every part by one standard deviation
+  scores 1.
 - `reason`: why a field of the word is null (field: reason; ...), else null.
 
 `prominent_words`: the words whose prominence is at least `prominent_z` (0.5),
@@ -115,6 +116,10 @@ class ProsodyConfig:
     align_skip_cost: float = 2.0  # a nucleus given to no word (a breath, a click) costs this many syllables
     align_rounds: int = 3
     min_words: int = 3  # a z-score needs this many words with the value
+    # How much each part of prominence counts: the z-scores of pitch median, pitch range, loudness and log
+    # duration. Set on the tuning half of scripts/bench_stress.py: a stressed word moves its pitch and level, while
+    # the aligned length is phrase-final lengthening and boundary error as often as stress (weight 0).
+    prominence_weights: tuple[float, float, float, float] = (0.5, 1.5, 1.5, 0.0)
     prominent_z: float = 0.5  # prominence at which a word counts as standing out
     max_prominent: int = 3
     pause_reach_s: float = 0.3  # a pause further than this from every word boundary is not placed
@@ -396,6 +401,30 @@ def _zscores(values: list[float | None], min_count: int) -> list[float | None]:
     return [None if v is None else (v - mean) / std for v in values]
 
 
+PROMINENCE_PARTS = ("pitch_median_st", "pitch_range_st", "loudness_db", "duration_ratio")
+
+
+def prominences(words: list[dict], config: ProsodyConfig) -> list[float | None]:
+    """Each word's prominence: the weighted mean of its z-scores within the clip over PROMINENCE_PARTS (the
+    duration ratio as its log), over the parts it has; None where it has none. `words` hold the parts by name."""
+    columns = []
+    for name in PROMINENCE_PARTS:
+        values = [w.get(name) for w in words]
+        if name == "duration_ratio":
+            values = [None if v is None or v <= 0 else math.log2(v) for v in values]
+        columns.append(_zscores(values, config.min_words))
+    out: list[float | None] = []
+    for k in range(len(words)):
+        weighed = [
+            (weight, score)
+            for weight, z in zip(config.prominence_weights, columns)
+            if weight and (score := z[k]) is not None
+        ]
+        total = sum(weight for weight, _ in weighed)
+        out.append(sum(weight * score for weight, score in weighed) / total if total else None)
+    return out
+
+
 def _word_entries(words: list[_Word], speech_db: float | None, median_hz: float | None, config: ProsodyConfig):
     pitch_median: list[float | None] = []
     pitch_range: list[float | None] = []
@@ -435,12 +464,12 @@ def _word_entries(words: list[_Word], speech_db: float | None, median_hz: float 
         else:
             durations.append(None)
 
-    log_durations = [None if d is None else math.log2(d) for d in durations]
-    z = [_zscores(values, config.min_words) for values in (pitch_median, pitch_range, loudness, log_durations)]
+    parts = [
+        {"pitch_median_st": m, "pitch_range_st": r, "loudness_db": v, "duration_ratio": d}
+        for m, r, v, d in zip(pitch_median, pitch_range, loudness, durations)
+    ]
     entries = []
-    for k, w in enumerate(words):
-        parts = [score for component in z if (score := component[k]) is not None]
-        prominence = sum(parts) / len(parts) if parts else None
+    for k, (w, prominence) in enumerate(zip(words, prominences(parts, config))):
         if prominence is None and "all" not in w.reasons:
             w.reasons["prominence"] = (
                 f"nothing to compare: fewer than {config.min_words} words with a pitch, pitch range, level or duration"
@@ -682,7 +711,7 @@ def prosody(samples: np.ndarray, rate: int, words: list[dict], language: str | N
 @register
 class ProsodyExtractor(Extractor):
     name = "prosody"
-    version = "2"
+    version = "3"  # 3: prominence weighs its parts (ProsodyConfig.prominence_weights)
     description = "pitch, loudness, duration and prominence per word; phrase endings, pauses and changes"
     sample_rate = 16000
     depends_on = ("asr",)

@@ -16,12 +16,13 @@ import pytest
 from script_modules import load_script
 
 from extractors import REGISTRY, Clip, ClipError
-from extractors.prosody import ProsodyConfig, ProsodyExtractor, syllable_count
+from extractors.prosody import ProsodyConfig, ProsodyExtractor, prominences, syllable_count
 from trace_eval.audio import Audio, load_audio
 from trace_eval.stage1.store import section_errors
 from trace_eval.synth import Voice, speak
 
 bench = load_script("bench_prosody")
+stress = load_script("bench_stress")
 
 WORD_FIELDS = ("pitch_median_st", "pitch_range_st", "loudness_db", "duration_ratio", "prominence")
 
@@ -96,6 +97,27 @@ def test_registered_after_asr_owning_its_section():
     assert cls is ProsodyExtractor and cls.depends_on == ("asr",) and cls.sample_rate == 16000
     assert cls.outputs == ("agent_prosody",) and not cls.uses_gpu
     assert cls().fingerprint() != cls(ProsodyConfig(prominent_z=1.0)).fingerprint()
+
+
+def test_prominence_weighs_its_parts_and_the_weights_are_a_setting():
+    """A word only longer than the rest stands out where length counts, and not with the default weights, which
+    leave length out (scripts/bench_stress.py); the weights are a setting (`--set prosody.prominence_weights=...`),
+    part of the fingerprint."""
+    from trace_eval.stage1.settings import make_config
+
+    words = [
+        {"pitch_median_st": 0.0, "pitch_range_st": 1.0, "loudness_db": 0.0, "duration_ratio": 1.0} for _ in range(5)
+    ]
+    words[1]["loudness_db"] = 1.0  # a little louder than the others
+    words[3]["duration_ratio"] = 2.0  # twice as long
+    equal = make_config(ProsodyExtractor, {"prominence_weights": "1,1,1,1"})
+    assert equal.prominence_weights == (1.0, 1.0, 1.0, 1.0)
+    by_default = prominences(words, ProsodyConfig())
+    assert max(range(5), key=lambda k: by_default[k]) == 1 and by_default[3] < 0
+    assert max(range(5), key=lambda k: prominences(words, equal)[k]) in (1, 3)
+    assert prominences(words, ProsodyConfig(prominence_weights=(0, 0, 0, 1)))[3] == pytest.approx(2.0)
+    assert prominences(words[:2], ProsodyConfig()) == [None, None]  # fewer words than a z-score needs
+    assert ProsodyExtractor().fingerprint() != ProsodyExtractor(equal).fingerprint()
 
 
 @pytest.fixture(scope="module")
@@ -283,3 +305,18 @@ def test_pauses_are_placed_after_their_word(listen, tmp_path):
     [pause] = prosody["pauses"]
     assert bench.normalise(pause["word"]) == "report" and 0.5 < pause["duration_s"] < 0.9
     assert [p["last_word"] for p in prosody["phrases"]] == [pause["after_word"], len(prosody["words"]) - 1]
+
+
+# scripts/bench_stress.py on a fixed subset: its first 4 sentences by 2 voices in both manners, each asked word
+# against another. The values recorded with `prosody` 3 (with the equal weights of `prosody` 2: 19 and 5); a
+# change that lowers either fails here first.
+STRESS_SUBSET_TOP2 = 26  # stressed words among the two most prominent, of the 27 recognised (32 clips)
+STRESS_SUBSET_JUDGED = 9  # pairs the cues judge gets right, of 16
+
+
+def test_a_fixed_subset_of_the_stress_benchmark_holds_its_recorded_rates(tmp_path):
+    clips = stress.synthetic(tmp_path, stress.SENTENCES[:4], stress.VOICES[:2])
+    hearing = stress.Hearing(tmp_path)
+    top2, found, right, pairs = stress.found_and_judged(clips, {c.path: hearing(c.path) for c in clips})
+    assert (found, pairs) == (27, 16)
+    assert top2 >= STRESS_SUBSET_TOP2 and right >= STRESS_SUBSET_JUDGED, (top2, right)

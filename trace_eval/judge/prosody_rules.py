@@ -64,7 +64,9 @@ class ProsodyThresholds:
     """Every number the prosody rules use. Prominence: standard deviations (z); pitch: semitones; level: dB."""
 
     # The asked word stands out: about one spread of prominence above the answer's typical word (prominence
-    # is a mean of three z-scores; its standard deviation over an answer's words is 0.55-0.8 on read speech).
+    # is a weighted mean of z-scores; its standard deviation over an answer's words is 0.5-0.8 on recorded
+    # speech). Both numbers were checked on scripts/bench_stress.py's tuning half: no pair of them did better
+    # there by more than one sentence's pairs.
     emphasis_min_prominence: float = 0.75
     emphasis_clear_lead: float = 0.5  # of two responses that stress it, one whose word stands out this much more
     # A word the recogniser wrote otherwise is found at its place in the quoted sentence where the answer says

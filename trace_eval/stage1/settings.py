@@ -20,6 +20,8 @@ def coerce(value: Any, default: Any) -> Any:
         return None
     if isinstance(default, bool):
         return value.lower() in ("1", "true", "yes", "on")
+    if isinstance(default, tuple) and default:  # "1,1,1,1": each item as the default's items
+        return tuple(coerce(item.strip(), default[0]) for item in value.split(","))
     for kind in (int, float):
         if isinstance(default, kind):
             return kind(value)

@@ -1,0 +1,482 @@
+"""Stressed words on speech no rule was set on: is the stressed word among the two most prominent, and does the
+`cues` judge prefer the answer that stresses the asked word?
+
+    python scripts/bench_stress.py                # the test half's table (transcripts cached after a first run)
+    python scripts/bench_stress.py --half tune    # the tuning half's
+    python scripts/bench_stress.py --fit          # the tuning half's grid of prominence weightings, then report
+    python scripts/bench_stress.py --weights 1,1,1,1   # prominence as the equal mean of its parts (prosody 2)
+
+The sets (`--cache`, default ~/.cache/trace-eval/stress, holds the clips made and each clip's transcript):
+
+- synthetic: SENTENCES, each said by espeak-ng's six voice variants of bench_perception.py (m1, m3, f2, f4, croak,
+  klatt2 at their speeds), once with the asked word stressed and once with another word of the sentence
+  stressed, in two manners: espeak-ng's own `<emphasis>`, and the word higher, louder and slower together
+  (`<prosody pitch="+30%" volume="+60%" rate="-20%">`, the cues a speaker moves at once);
+- recorded: LibriVox's read sentences and 60 of Asterisk's English prompts of 6 words or more (Debian:
+  pocketsphinx-testdata, asterisk-core-sounds-en-wav), one word made prominent by sox on its span as the
+  plain clip's transcript places it: 4 dB louder, 2 semitones higher and 15 % longer together; the asked word is
+  the longest of the middle half of the transcript, the other the longest at least two words away from it.
+
+A clip is heard as Stage 1 hears it, English declared (the recogniser of the `cpu` profile, tiny.en; the
+language is measured by bench_perception.py), then `prosody`. A stressed word is found when it is among the two
+most prominent words of its clip; a clip whose stressed word the recogniser did not write is counted apart.
+A pair is one sentence and voice: the instruction "Say “SENTENCE”, stressing “WORD”." with the two clips, in an
+order fixed by the hash; the `cues` judge's Paralinguistics is right when it names the one that stresses the
+asked word.
+
+Every sentence or recording is in one half, fixed by a hash of its text or its file name: a pair and each voice of
+a sentence are in the same half, so the test half's sentences are heard nowhere in the tuning half. `--fit` sets
+the weights of prominence's four parts (extractors/prosody.py) on the tuning half only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from extractors import REGISTRY, Clip  # noqa: E402  (pins the numeric class before any library loads)
+from extractors.prosody import ProsodyConfig, prominences  # noqa: E402
+from trace_eval.audio import load_audio  # noqa: E402
+from trace_eval.judge import cues  # noqa: E402
+from trace_eval.synth import SOX, Voice, speak  # noqa: E402
+
+# Sentence, the word asked to be stressed, another word of it stressed by the other answer.
+SENTENCES = [
+    ("The quick brown fox jumps over the lazy dog.", "fox", "lazy"),
+    ("We should meet at the library after lunch.", "library", "meet"),
+    ("My sister bought a red bicycle yesterday.", "red", "sister"),
+    ("Please send the report to the manager today.", "manager", "report"),
+    ("The children played in the garden all afternoon.", "garden", "children"),
+    ("He never said that she stole the money.", "money", "never"),
+    ("Our train leaves the station at seven tonight.", "station", "train"),
+    ("The old man walked slowly down the hill.", "slowly", "old"),
+    ("I think this coffee is much too sweet.", "coffee", "sweet"),
+    ("They painted the kitchen a bright yellow colour.", "kitchen", "yellow"),
+    ("She will call you back in ten minutes.", "call", "minutes"),
+    ("The museum opens early on Sunday mornings.", "early", "museum"),
+    ("I left my umbrella on the bus this morning.", "umbrella", "morning"),
+    ("Your parcel will arrive on Thursday afternoon.", "Thursday", "parcel"),
+    ("We watched a wonderful film at the cinema.", "wonderful", "cinema"),
+    ("The doctor told him to drink more water.", "water", "doctor"),
+    ("Nobody knew the answer to the last question.", "answer", "nobody"),
+    ("The cat slept on the warm blanket by the fire.", "blanket", "cat"),
+    ("Turn left at the second traffic light.", "second", "left"),
+    ("Her brother plays the piano every evening.", "piano", "brother"),
+    ("The meeting has been moved to next Monday.", "Monday", "meeting"),
+    ("I would like a cup of green tea please.", "green", "cup"),
+    ("The river flooded the village after the storm.", "village", "river"),
+    ("Can you bring the blue folder to my office?", "blue", "office"),
+]
+# espeak-ng's variants and speeds, as bench_perception.py's synthetic set.
+VOICES = (("m1", 150), ("m3", 175), ("f2", 160), ("f4", 185), ("croak", 150), ("klatt2", 170))
+MANNERS = {
+    "emphasis": "<emphasis>{}</emphasis>",
+    "pitch, volume, rate": '<prosody pitch="+30%" volume="+60%" rate="-20%">{}</prosody>',
+}
+RECORDED_STRESS = ["gain", "4", "pitch", "200", "tempo", "-s", str(round(1 / 1.15, 3))]
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+ASTERISK = Path("/usr/share/asterisk/sounds/en")
+ASTERISK_TEXTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
+RECORDED_MIN_WORDS = 6
+RECORDED_PROMPTS = 60  # Asterisk prompts, the first by a hash of their name
+CACHE = Path.home() / ".cache" / "trace-eval" / "stress"
+
+
+@dataclass(frozen=True)
+class Clip_:
+    """One clip of the set: its group (a sentence or recording: the half and the pair), what is stressed."""
+
+    set: str  # synthetic | recorded
+    manner: str  # emphasis | pitch, volume, rate | sox
+    group: str  # the sentence's text, or the recording's name
+    voice: str
+    sentence: str
+    stressed: str  # the word made prominent
+    asked: bool  # it is the word the instruction asks for
+    path: Path
+    span: tuple[float, float] | None = None  # recorded: where the word is, in the plain clip
+
+    @property
+    def half(self) -> str:
+        return "tune" if int(hashlib.sha256(self.group.encode()).hexdigest()[:8], 16) % 2 == 0 else "test"
+
+    @property
+    def pair(self) -> tuple[str, str, str, str]:
+        return self.set, self.manner, self.group, self.voice
+
+
+def _ssml(text: str, word: str, manner: str) -> str:
+    marked = re.sub(rf"\b{re.escape(word)}\b", MANNERS[manner].format(word), text, count=1)
+    return f"<speak>{marked}</speak>"
+
+
+def synthetic(folder: Path, sentences=SENTENCES, voices=VOICES, manners=tuple(MANNERS)) -> list[Clip_]:
+    clips = []
+    for (text, asked, other), (variant, wpm), manner in itertools.product(sentences, voices, manners):
+        for word in (asked, other):
+            name = hashlib.sha256(f"{text}|{variant}|{manner}|{word}".encode()).hexdigest()[:16]
+            path = folder / "synthetic" / f"{name}.wav"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                speak(_ssml(text, word, manner), path, Voice(voice=f"en-us+{variant}", wpm=wpm, ssml=True))
+            clips.append(Clip_("synthetic", manner, text, variant, text, word, word == asked, path))
+    return clips
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _asterisk_texts() -> dict[str, str]:
+    import gzip
+
+    texts = {}
+    for line in gzip.open(ASTERISK_TEXTS, "rt", encoding="utf-8-sig"):
+        name, sep, text = line.partition(":")
+        if sep and not line.startswith(";") and "[" not in text and "/" not in name:
+            texts[name.strip()] = text.strip()
+    return texts
+
+
+def recordings() -> list[Path]:
+    missing = [p for p in (LIBRIVOX, ASTERISK, ASTERISK_TEXTS) if not p.exists()]
+    if missing:
+        raise SystemExit(f"{missing[0]} is missing: apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav "
+                         "asterisk-core-sounds-en")  # fmt: skip
+    names = [
+        name
+        for name, text in _asterisk_texts().items()
+        if len(_words(text)) >= RECORDED_MIN_WORDS and (ASTERISK / f"{name}.wav").is_file()
+    ]
+    names.sort(key=lambda name: hashlib.sha256(name.encode()).hexdigest())
+    return sorted(LIBRIVOX.glob("*.wav")) + [ASTERISK / f"{name}.wav" for name in names[:RECORDED_PROMPTS]]
+
+
+def _pick(words: list[dict]) -> tuple[int, int] | None:
+    """The asked word (the longest of the middle half) and the other (the longest two words away or more)."""
+    letters = [len(re.sub(r"[^a-z0-9']", "", w["word"].lower())) for w in words]
+    n = len(words)
+    if n < RECORDED_MIN_WORDS:
+        return None
+    middle = range(n // 4, (3 * n + 3) // 4)
+    asked = max(middle, key=lambda k: (letters[k], -k))
+    others = [k for k in range(n) if abs(k - asked) >= 2]
+    other = max(others, key=lambda k: (letters[k], -k))
+    return asked, other
+
+
+def _sox(*args) -> None:
+    subprocess.run([*SOX, *map(str, args)], check=True, capture_output=True)
+
+
+def _stress_span(src: Path, dst: Path, start: float, end: float) -> None:
+    """`src` with start..end made prominent (RECORDED_STRESS), the rest as it was."""
+    with tempfile.TemporaryDirectory() as tmp:
+        head, middle, tail = (Path(tmp) / f"{k}.wav" for k in ("head", "middle", "tail"))
+        _sox(src, head, "trim", "0", f"{start:.3f}")
+        _sox(src, middle, "trim", f"{start:.3f}", f"={end:.3f}", *RECORDED_STRESS)
+        _sox(src, tail, "trim", f"{end:.3f}")
+        _sox(head, middle, tail, dst)
+
+
+def recorded(folder: Path, hear) -> list[Clip_]:
+    clips = []
+    for source in recordings():
+        plain = hear(source)
+        words = plain.get("words") or []
+        picked = _pick(words)
+        if picked is None:
+            continue
+        sentence = " ".join(w["word"].strip() for w in words)
+        for k in picked:
+            start, end = words[k]["start"], words[k]["end"]
+            path = folder / "recorded" / f"{source.stem}-{k}.wav"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _stress_span(source, path, start, end)
+            word = re.sub(r"[^\w']", "", words[k]["word"])
+            group = f"{source.parent.name}/{source.stem}"
+            clips.append(Clip_("recorded", "sox", group, source.parent.name, sentence, word, k == picked[0], path,
+                               (start, end)))  # fmt: skip
+    return clips
+
+
+class Hearing:
+    """Each clip's `asr` section (English declared, the cpu profile), cached by audio hash, and its `prosody`."""
+
+    def __init__(self, cache: Path, config: ProsodyConfig | None = None) -> None:
+        from trace_eval.stage1.profiles import profile_settings
+        from trace_eval.stage1.settings import make_config
+
+        settings = {**profile_settings("cpu").get("asr", {}), "language": "en"}
+        self.asr = REGISTRY["asr"](make_config(REGISTRY["asr"], settings))
+        self.path = cache / f"asr-{self.asr.fingerprint()}.jsonl"
+        self.known: dict[str, dict] = {}
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                record = json.loads(line)
+                self.known[record["sha256"]] = record["asr"]
+        self.prosody = REGISTRY["prosody"](config or ProsodyConfig())
+        self.loaded = False
+        self.heard = 0
+        self.started = time.process_time()
+
+    def asr_values(self, path: Path) -> tuple[Clip, dict]:
+        audio = load_audio(path)
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        if sha not in self.known:
+            if not self.loaded:
+                self.asr.load()
+                self.loaded = True
+            [section] = self.asr.extract([Clip(sha, audio)])
+            values = section.values if hasattr(section, "values") else {"error": str(section)}
+            self.known[sha] = values
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as out:
+                out.write(json.dumps({"sha256": sha, "asr": values}) + "\n")
+            self.heard += 1
+            if self.heard % 25 == 0:
+                print(f"  heard {self.heard} ({time.process_time() - self.started:.0f} CPU s)", file=sys.stderr)
+        return Clip(sha, audio), self.known[sha]
+
+    def __call__(self, path: Path, config: ProsodyConfig | None = None) -> dict:
+        """The clip's blueprint: its asr values and agent_prosody (None where prosody has nothing), measured with
+        `config` where given."""
+        clip, values = self.asr_values(path)
+        blueprint = {"duration_s": clip.audio.duration_s, **values}
+        if "error" in values:
+            return blueprint
+        prosody = self.prosody if config is None else REGISTRY["prosody"](config)
+        section = prosody.extract_one(Clip(clip.sha256, clip.audio, blueprint))
+        return {**blueprint, **section.values}
+
+
+def _norm(word: str) -> str:
+    return re.sub(r"[^a-z0-9']", "", word.lower())
+
+
+def stressed_index(c: Clip_, blueprint: dict) -> int | None:
+    """The recognised word that was stressed: the same word (synthetic), or the word over its span (recorded)."""
+    words = (blueprint.get("agent_prosody") or {}).get("words") or []
+    if c.span is None:
+        found = [k for k, w in enumerate(words) if _norm(w["word"]) == _norm(c.stressed)]
+        return found[0] if found else None
+    start, end = c.span
+    overlaps = [min(end, w["end"]) - max(start, w["start"]) for w in words]
+    best = max(range(len(words)), key=lambda k: overlaps[k], default=None)
+    return best if best is not None and overlaps[best] > 0 else None
+
+
+def rank_of(blueprint: dict, index: int) -> int | None:
+    words = (blueprint.get("agent_prosody") or {}).get("words") or []
+    mine = words[index]["prominence"]
+    if mine is None:
+        return None
+    return 1 + sum(
+        1 for k, w in enumerate(words) if k != index and w["prominence"] is not None and w["prominence"] > mine
+    )
+
+
+def _stressed_asked(c: Clip_) -> str:
+    return c.stressed if c.set == "recorded" else next(a for s, a, _ in SENTENCES if s == c.sentence)
+
+
+def judge_pair(
+    asked: Clip_, other: Clip_, blueprints: dict[Path, dict], thresholds: cues.Thresholds = cues.DEFAULT_THRESHOLDS
+) -> tuple[str, str, str]:
+    """(the label the judge gives, the right one, its reasoning) for the pair in its hashed order."""
+    instruction = f"Say “{asked.sentence}”, stressing “{_stressed_asked(asked)}”."
+    first = int(hashlib.sha256(asked.group.encode() + asked.voice.encode()).hexdigest()[8:16], 16) % 2 == 0
+    pair = (asked, other) if first else (other, asked)
+    label, reasoning, _ = cues.judge_paralinguistics(
+        instruction, blueprints[pair[0].path], blueprints[pair[1].path], thresholds
+    )
+    return label, "1" if first else "2", reasoning
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k}/{n} ({k / n:.0%})" if n else "-"
+
+
+def pairs_of(clips: list[Clip_]) -> list[tuple[Clip_, Clip_]]:
+    """(asked, other) of each sentence, voice and manner."""
+    pairs: dict[tuple, dict[bool, Clip_]] = {}
+    for c in clips:
+        pairs.setdefault(c.pair, {})[c.asked] = c
+    return [(pair[True], pair[False]) for pair in pairs.values()]
+
+
+def alike_pairs(clips: list[Clip_], asked_word: bool = True) -> list[tuple[Clip_, Clip_]]:
+    """Two voices stressing the same word of the same sentence in the same manner (m1 and m3, f2 and f4, croak
+    and klatt2): the asked word (the judge is right with `both_good`), or the other (`both_bad`)."""
+    asked = {(c.manner, c.group, c.voice): c for c in clips if c.set == "synthetic" and c.asked == asked_word}
+    voices = [v for v, _ in VOICES]
+    return [
+        (asked[(manner, group, a)], asked[(manner, group, b)])
+        for (manner, group, voice) in sorted(asked)
+        if voice in voices[::2]
+        for a, b in [(voice, voices[voices.index(voice) + 1])]
+        if (manner, group, b) in asked
+    ]
+
+
+def judge_alike(first: Clip_, second: Clip_, blueprints: dict[Path, dict], thresholds: cues.Thresholds) -> str:
+    instruction = f"Say “{first.sentence}”, stressing “{_stressed_asked(first)}”."
+    label, _, _ = cues.judge_paralinguistics(instruction, blueprints[first.path], blueprints[second.path], thresholds)
+    return label
+
+
+def found_and_judged(clips: list[Clip_], blueprints: dict[Path, dict]) -> tuple[int, int, int, int]:
+    """(stressed words among the two most prominent, stressed words found, pairs the judge gets right, pairs)."""
+    places = [rank_of(blueprints[c.path], i) for c in clips if (i := stressed_index(c, blueprints[c.path])) is not None]
+    pairs = pairs_of(clips)
+    right = sum(label == truth for label, truth, _ in (judge_pair(*p, blueprints) for p in pairs))
+    return (
+        sum(1 for p in places if p is not None and p <= 2),
+        sum(1 for p in places if p is not None),
+        right,
+        len(pairs),
+    )
+
+
+def report(
+    clips: list[Clip_],
+    blueprints: dict[Path, dict],
+    half: str,
+    show: bool = False,
+    thresholds: cues.Thresholds = cues.DEFAULT_THRESHOLDS,
+) -> None:
+    chosen = [c for c in clips if c.half == half]
+    print(f"\n{half} half: {len(chosen)} clips, {len({c.group for c in chosen})} sentences or recordings")
+    print(
+        "| clips | stressed | word not recognised, or no prominence | top 1 | top 2 | top 3 | judge: the asked word "
+        "against another (pairs) | judge: both stress it, `both_good` | judge: both stress another, `both_bad` |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for set_, manner in sorted({(c.set, c.manner) for c in chosen}) + [("all", "")]:
+        mine = [c for c in chosen if set_ == "all" or (c.set, c.manner) == (set_, manner)]
+        places = []
+        for c in mine:
+            index = stressed_index(c, blueprints[c.path])
+            places.append(None if index is None else rank_of(blueprints[c.path], index))
+        found = [p for p in places if p is not None]
+        cells = [str(len(mine)), str(len(places) - len(found))]
+        cells += [_share(sum(1 for p in found if p <= n), len(found)) for n in (1, 2, 3)]
+        pairs, right = pairs_of(mine), 0
+        for asked, other in pairs:
+            label, truth, reasoning = judge_pair(asked, other, blueprints, thresholds)
+            right += label == truth
+            if show and label != truth:
+                print(f"    {asked.sentence} [{asked.voice}, {asked.manner}] {label} not {truth}: {reasoning}")
+        cells.append(_share(right, len(pairs)))
+        for asked_word, label in ((True, "both_good"), (False, "both_bad")):
+            alike = alike_pairs(mine, asked_word)
+            cells.append(_share(sum(judge_alike(*p, blueprints, thresholds) == label for p in alike), len(alike)))
+        print(f"| {f'{set_}, {manner}' if manner else set_} | " + " | ".join(cells) + " |")
+
+
+WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0)
+
+
+def fit(clips: list[Clip_], heard: dict[Path, dict]) -> ProsodyConfig:
+    """The weighting of prominence's parts that puts the stressed word among the two most prominent most often on
+    the tuning half (of equals, the weights nearest equal)."""
+    tune = [c for c in clips if c.half == "tune"]
+    best = None
+    for weights in itertools.product(WEIGHTS, repeat=4):
+        if not any(weights):
+            continue
+        config = ProsodyConfig(prominence_weights=weights)
+        blueprints = {c.path: reweigh(heard[c.path], config) for c in tune}
+        top2 = 0
+        for c in tune:
+            index = stressed_index(c, blueprints[c.path])
+            place = None if index is None else rank_of(blueprints[c.path], index)
+            top2 += place is not None and place <= 2
+        key = (top2, -sum(abs(w - 1.0) for w in weights))
+        if best is None or key > best[0]:
+            best = (key, config)
+    (top2, _), config = best
+    print(
+        f"tuning half: weights {config.prominence_weights} put {top2} of {len(tune)} stressed words (recognised or "
+        "not) among the two most prominent"
+    )
+    return config
+
+
+def fit_judge(clips: list[Clip_], blueprints: dict[Path, dict]) -> cues.Thresholds:
+    """The judge's prominence an asked word needs and the lead that names the better of two answers, set on the
+    tuning half's pairs: the mean of the three kinds' rates (the asked word against another, both stress it, both
+    stress another), so that no kind outweighs the others by its count; of equals, the largest values."""
+    import numpy as np
+
+    tune = [c for c in clips if c.half == "tune"]
+    kinds = [
+        (pairs_of(tune), lambda p, t: (lambda label, truth, _: label == truth)(*judge_pair(*p, blueprints, t))),
+        (alike_pairs(tune), lambda p, t: judge_alike(*p, blueprints, t) == "both_good"),
+        (alike_pairs(tune, asked_word=False), lambda p, t: judge_alike(*p, blueprints, t) == "both_bad"),
+    ]
+    best = None
+    for least, lead in itertools.product(np.arange(0.0, 1.01, 0.05), np.arange(0.0, 0.81, 0.05)):
+        prosody = replace(cues.DEFAULT_THRESHOLDS.prosody, emphasis_min_prominence=round(float(least), 2),
+                          emphasis_clear_lead=round(float(lead), 2))  # fmt: skip
+        thresholds = replace(cues.DEFAULT_THRESHOLDS, prosody=prosody)
+        rates = [sum(right(p, thresholds) for p in pairs) / len(pairs) for pairs, right in kinds]
+        key = (sum(rates) / len(rates), least, lead)
+        if best is None or key > best[0]:
+            best = (key, thresholds, rates)
+    (mean, least, lead), thresholds, rates = best
+    print(f"tuning half: the judge right on {', '.join(f'{r:.0%}' for r in rates)} of the three kinds of pairs "
+          f"(mean {mean:.0%}) with prominence {least:.2f}, lead {lead:.2f}")  # fmt: skip
+    return thresholds
+
+
+def reweigh(blueprint: dict, config: ProsodyConfig) -> dict:
+    """The blueprint with each word's prominence computed again from its parts under `config`'s weights."""
+    section = blueprint.get("agent_prosody")
+    if not section:
+        return blueprint
+    words = [dict(w) for w in section["words"]]
+    for w, p in zip(words, prominences(words, config)):
+        w["prominence"] = None if p is None else round(p, 2)
+    return {**blueprint, "agent_prosody": {**section, "words": words}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--half", choices=("test", "tune"), default="test")
+    parser.add_argument("--fit", action="store_true", help="choose prominence's weights on the tuning half first")
+    parser.add_argument("--show", action="store_true", help="print each pair the judge gets wrong")
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument(
+        "--weights", help="prominence's weights instead of the extractor's (1,1,1,1: the equal mean of prosody 2)"
+    )
+    args = parser.parse_args()
+    config = None
+    if args.weights:
+        config = ProsodyConfig(prominence_weights=tuple(float(w) for w in args.weights.split(",")))
+    hearing = Hearing(args.cache, config)
+    clips = synthetic(args.cache) + recorded(args.cache, hearing)
+    blueprints = {c.path: hearing(c.path) for c in clips}
+    print(f"{len(clips)} clips, transcripts in {hearing.path}", file=sys.stderr)
+    thresholds = cues.DEFAULT_THRESHOLDS
+    if args.fit:
+        config = fit(clips, blueprints)
+        blueprints = {c.path: hearing(c.path, config) for c in clips}
+        thresholds = fit_judge(clips, blueprints)
+    report(clips, blueprints, args.half, args.show, thresholds)
+
+
+if __name__ == "__main__":
+    main()
