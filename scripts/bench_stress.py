@@ -36,20 +36,22 @@ import hashlib
 import itertools
 import json
 import re
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extractors import REGISTRY, Clip  # noqa: E402  (pins the numeric class before any library loads)
+from bench_perception import ESPEAK_VOICES as VOICES  # noqa: E402  (the perception sets' speakers; pins the class)
+from bench_perception import asterisk_prompts  # noqa: E402
+from bench_prosody import alter_span, normalise, overlapping, stressable_word  # noqa: E402
+
+from extractors import REGISTRY, Clip  # noqa: E402
 from extractors.prosody import ProsodyConfig, prominences  # noqa: E402
 from trace_eval.audio import load_audio  # noqa: E402
 from trace_eval.judge import cues  # noqa: E402
-from trace_eval.synth import SOX, Voice, speak  # noqa: E402
+from trace_eval.synth import Voice, speak  # noqa: E402
 
 # Sentence, the word asked to be stressed, another word of it stressed by the other answer.
 SENTENCES = [
@@ -78,8 +80,6 @@ SENTENCES = [
     ("The river flooded the village after the storm.", "village", "river"),
     ("Can you bring the blue folder to my office?", "blue", "office"),
 ]
-# espeak-ng's variants and speeds, as bench_perception.py's synthetic set.
-VOICES = (("m1", 150), ("m3", 175), ("f2", 160), ("f4", 185), ("croak", 150), ("klatt2", 170))
 MANNERS = {
     "emphasis": "<emphasis>{}</emphasis>",
     "pitch, volume, rate": '<prosody pitch="+30%" volume="+60%" rate="-20%">{}</prosody>',
@@ -87,14 +87,13 @@ MANNERS = {
 RECORDED_STRESS = ["gain", "4", "pitch", "200", "tempo", "-s", str(round(1 / 1.15, 3))]
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 ASTERISK = Path("/usr/share/asterisk/sounds/en")
-ASTERISK_TEXTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
 RECORDED_MIN_WORDS = 6
 RECORDED_PROMPTS = 60  # Asterisk prompts, the first by a hash of their name
 CACHE = Path.home() / ".cache" / "trace-eval" / "stress"
 
 
 @dataclass(frozen=True)
-class Clip_:
+class StressClip:
     """One clip of the set: its group (a sentence or recording: the half and the pair), what is stressed."""
 
     set: str  # synthetic | recorded
@@ -103,7 +102,8 @@ class Clip_:
     voice: str
     sentence: str
     stressed: str  # the word made prominent
-    asked: bool  # it is the word the instruction asks for
+    asked_word: str  # the word the instruction asks to stress
+    asked: bool  # the stressed word is the asked one
     path: Path
     span: tuple[float, float] | None = None  # recorded: where the word is, in the plain clip
 
@@ -121,7 +121,7 @@ def _ssml(text: str, word: str, manner: str) -> str:
     return f"<speak>{marked}</speak>"
 
 
-def synthetic(folder: Path, sentences=SENTENCES, voices=VOICES, manners=tuple(MANNERS)) -> list[Clip_]:
+def synthetic(folder: Path, sentences=SENTENCES, voices=VOICES, manners=tuple(MANNERS)) -> list[StressClip]:
     clips = []
     for (text, asked, other), (variant, wpm), manner in itertools.product(sentences, voices, manners):
         for word in (asked, other):
@@ -130,7 +130,7 @@ def synthetic(folder: Path, sentences=SENTENCES, voices=VOICES, manners=tuple(MA
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 speak(_ssml(text, word, manner), path, Voice(voice=f"en-us+{variant}", wpm=wpm, ssml=True))
-            clips.append(Clip_("synthetic", manner, text, variant, text, word, word == asked, path))
+            clips.append(StressClip("synthetic", manner, text, variant, text, word, asked, word == asked, path))
     return clips
 
 
@@ -138,59 +138,32 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-def _asterisk_texts() -> dict[str, str]:
-    import gzip
-
-    texts = {}
-    for line in gzip.open(ASTERISK_TEXTS, "rt", encoding="utf-8-sig"):
-        name, sep, text = line.partition(":")
-        if sep and not line.startswith(";") and "[" not in text and "/" not in name:
-            texts[name.strip()] = text.strip()
-    return texts
-
-
 def recordings() -> list[Path]:
-    missing = [p for p in (LIBRIVOX, ASTERISK, ASTERISK_TEXTS) if not p.exists()]
+    missing = [p for p in (LIBRIVOX, ASTERISK) if not p.exists()]
     if missing:
         raise SystemExit(f"{missing[0]} is missing: apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav "
                          "asterisk-core-sounds-en")  # fmt: skip
-    names = [
+    names = [  # whole prompts, not the letters and digits of the subfolders
         name
-        for name, text in _asterisk_texts().items()
-        if len(_words(text)) >= RECORDED_MIN_WORDS and (ASTERISK / f"{name}.wav").is_file()
+        for name, text in asterisk_prompts("en").items()
+        if "/" not in name and len(_words(text)) >= RECORDED_MIN_WORDS and (ASTERISK / f"{name}.wav").is_file()
     ]
     names.sort(key=lambda name: hashlib.sha256(name.encode()).hexdigest())
     return sorted(LIBRIVOX.glob("*.wav")) + [ASTERISK / f"{name}.wav" for name in names[:RECORDED_PROMPTS]]
 
 
 def _pick(words: list[dict]) -> tuple[int, int] | None:
-    """The asked word (the longest of the middle half) and the other (the longest two words away or more)."""
-    letters = [len(re.sub(r"[^a-z0-9']", "", w["word"].lower())) for w in words]
-    n = len(words)
-    if n < RECORDED_MIN_WORDS:
+    """The asked word (bench_prosody's: the longest of the middle half) and the other (the longest two words away
+    or more)."""
+    if len(words) < RECORDED_MIN_WORDS:
         return None
-    middle = range(n // 4, (3 * n + 3) // 4)
-    asked = max(middle, key=lambda k: (letters[k], -k))
-    others = [k for k in range(n) if abs(k - asked) >= 2]
-    other = max(others, key=lambda k: (letters[k], -k))
-    return asked, other
+    asked = stressable_word(words)
+    letters = [len(normalise(w["word"])) for w in words]
+    others = [k for k in range(len(words)) if abs(k - asked) >= 2]
+    return asked, max(others, key=lambda k: (letters[k], -k))
 
 
-def _sox(*args) -> None:
-    subprocess.run([*SOX, *map(str, args)], check=True, capture_output=True)
-
-
-def _stress_span(src: Path, dst: Path, start: float, end: float) -> None:
-    """`src` with start..end made prominent (RECORDED_STRESS), the rest as it was."""
-    with tempfile.TemporaryDirectory() as tmp:
-        head, middle, tail = (Path(tmp) / f"{k}.wav" for k in ("head", "middle", "tail"))
-        _sox(src, head, "trim", "0", f"{start:.3f}")
-        _sox(src, middle, "trim", f"{start:.3f}", f"={end:.3f}", *RECORDED_STRESS)
-        _sox(src, tail, "trim", f"{end:.3f}")
-        _sox(head, middle, tail, dst)
-
-
-def recorded(folder: Path, hear) -> list[Clip_]:
+def recorded(folder: Path, hear) -> list[StressClip]:
     clips = []
     for source in recordings():
         plain = hear(source)
@@ -199,16 +172,17 @@ def recorded(folder: Path, hear) -> list[Clip_]:
         if picked is None:
             continue
         sentence = " ".join(w["word"].strip() for w in words)
+        asked = re.sub(r"[^\w']", "", words[picked[0]]["word"])
         for k in picked:
             start, end = words[k]["start"], words[k]["end"]
             path = folder / "recorded" / f"{source.stem}-{k}.wav"
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _stress_span(source, path, start, end)
+                alter_span(source, path, start, end, RECORDED_STRESS)
             word = re.sub(r"[^\w']", "", words[k]["word"])
             group = f"{source.parent.name}/{source.stem}"
-            clips.append(Clip_("recorded", "sox", group, source.parent.name, sentence, word, k == picked[0], path,
-                               (start, end)))  # fmt: skip
+            clips.append(StressClip("recorded", "sox", group, source.parent.name, sentence, word, asked,
+                                    k == picked[0], path, (start, end)))  # fmt: skip
     return clips
 
 
@@ -250,57 +224,52 @@ class Hearing:
                 print(f"  heard {self.heard} ({time.process_time() - self.started:.0f} CPU s)", file=sys.stderr)
         return Clip(sha, audio), self.known[sha]
 
-    def __call__(self, path: Path, config: ProsodyConfig | None = None) -> dict:
-        """The clip's blueprint: its asr values and agent_prosody (None where prosody has nothing), measured with
-        `config` where given."""
+    def __call__(self, path: Path) -> dict:
+        """The clip's blueprint: its asr values and agent_prosody (None where prosody has nothing)."""
         clip, values = self.asr_values(path)
         blueprint = {"duration_s": clip.audio.duration_s, **values}
         if "error" in values:
             return blueprint
-        prosody = self.prosody if config is None else REGISTRY["prosody"](config)
-        section = prosody.extract_one(Clip(clip.sha256, clip.audio, blueprint))
+        section = self.prosody.extract_one(Clip(clip.sha256, clip.audio, blueprint))
         return {**blueprint, **section.values}
 
 
-def _norm(word: str) -> str:
-    return re.sub(r"[^a-z0-9']", "", word.lower())
-
-
-def stressed_index(c: Clip_, blueprint: dict) -> int | None:
+def stressed_index(c: StressClip, blueprint: dict) -> int | None:
     """The recognised word that was stressed: the same word (synthetic), or the word over its span (recorded)."""
     words = (blueprint.get("agent_prosody") or {}).get("words") or []
     if c.span is None:
-        found = [k for k, w in enumerate(words) if _norm(w["word"]) == _norm(c.stressed)]
-        return found[0] if found else None
-    start, end = c.span
-    overlaps = [min(end, w["end"]) - max(start, w["start"]) for w in words]
-    best = max(range(len(words)), key=lambda k: overlaps[k], default=None)
-    return best if best is not None and overlaps[best] > 0 else None
+        return next((k for k, w in enumerate(words) if normalise(w["word"]) == normalise(c.stressed)), None)
+    return overlapping(words, *c.span)
 
 
-def rank_of(blueprint: dict, index: int) -> int | None:
+def place(c: StressClip, blueprint: dict) -> int | None:
+    """Where the stressed word ranks by prominence (1: the most prominent); None: not recognised, or no
+    prominence."""
+    index = stressed_index(c, blueprint)
     words = (blueprint.get("agent_prosody") or {}).get("words") or []
-    mine = words[index]["prominence"]
-    if mine is None:
+    if index is None or words[index]["prominence"] is None:
         return None
+    mine = words[index]["prominence"]
     return 1 + sum(
         1 for k, w in enumerate(words) if k != index and w["prominence"] is not None and w["prominence"] > mine
     )
 
 
-def _stressed_asked(c: Clip_) -> str:
-    return c.stressed if c.set == "recorded" else next(a for s, a, _ in SENTENCES if s == c.sentence)
+def _instruction(c: StressClip) -> str:
+    return f"Say “{c.sentence}”, stressing “{c.asked_word}”."
 
 
 def judge_pair(
-    asked: Clip_, other: Clip_, blueprints: dict[Path, dict], thresholds: cues.Thresholds = cues.DEFAULT_THRESHOLDS
+    asked: StressClip,
+    other: StressClip,
+    blueprints: dict[Path, dict],
+    thresholds: cues.Thresholds = cues.DEFAULT_THRESHOLDS,
 ) -> tuple[str, str, str]:
     """(the label the judge gives, the right one, its reasoning) for the pair in its hashed order."""
-    instruction = f"Say “{asked.sentence}”, stressing “{_stressed_asked(asked)}”."
     first = int(hashlib.sha256(asked.group.encode() + asked.voice.encode()).hexdigest()[8:16], 16) % 2 == 0
     pair = (asked, other) if first else (other, asked)
     label, reasoning, _ = cues.judge_paralinguistics(
-        instruction, blueprints[pair[0].path], blueprints[pair[1].path], thresholds
+        _instruction(asked), blueprints[pair[0].path], blueprints[pair[1].path], thresholds
     )
     return label, "1" if first else "2", reasoning
 
@@ -309,15 +278,15 @@ def _share(k: int, n: int) -> str:
     return f"{k}/{n} ({k / n:.0%})" if n else "-"
 
 
-def pairs_of(clips: list[Clip_]) -> list[tuple[Clip_, Clip_]]:
+def pairs_of(clips: list[StressClip]) -> list[tuple[StressClip, StressClip]]:
     """(asked, other) of each sentence, voice and manner."""
-    pairs: dict[tuple, dict[bool, Clip_]] = {}
+    pairs: dict[tuple, dict[bool, StressClip]] = {}
     for c in clips:
         pairs.setdefault(c.pair, {})[c.asked] = c
     return [(pair[True], pair[False]) for pair in pairs.values()]
 
 
-def alike_pairs(clips: list[Clip_], asked_word: bool = True) -> list[tuple[Clip_, Clip_]]:
+def alike_pairs(clips: list[StressClip], asked_word: bool = True) -> list[tuple[StressClip, StressClip]]:
     """Two voices stressing the same word of the same sentence in the same manner (m1 and m3, f2 and f4, croak
     and klatt2): the asked word (the judge is right with `both_good`), or the other (`both_bad`)."""
     asked = {(c.manner, c.group, c.voice): c for c in clips if c.set == "synthetic" and c.asked == asked_word}
@@ -331,15 +300,18 @@ def alike_pairs(clips: list[Clip_], asked_word: bool = True) -> list[tuple[Clip_
     ]
 
 
-def judge_alike(first: Clip_, second: Clip_, blueprints: dict[Path, dict], thresholds: cues.Thresholds) -> str:
-    instruction = f"Say “{first.sentence}”, stressing “{_stressed_asked(first)}”."
-    label, _, _ = cues.judge_paralinguistics(instruction, blueprints[first.path], blueprints[second.path], thresholds)
+def judge_alike(
+    first: StressClip, second: StressClip, blueprints: dict[Path, dict], thresholds: cues.Thresholds
+) -> str:
+    label, _, _ = cues.judge_paralinguistics(
+        _instruction(first), blueprints[first.path], blueprints[second.path], thresholds
+    )
     return label
 
 
-def found_and_judged(clips: list[Clip_], blueprints: dict[Path, dict]) -> tuple[int, int, int, int]:
+def found_and_judged(clips: list[StressClip], blueprints: dict[Path, dict]) -> tuple[int, int, int, int]:
     """(stressed words among the two most prominent, stressed words found, pairs the judge gets right, pairs)."""
-    places = [rank_of(blueprints[c.path], i) for c in clips if (i := stressed_index(c, blueprints[c.path])) is not None]
+    places = [place(c, blueprints[c.path]) for c in clips]
     pairs = pairs_of(clips)
     right = sum(label == truth for label, truth, _ in (judge_pair(*p, blueprints) for p in pairs))
     return (
@@ -351,7 +323,7 @@ def found_and_judged(clips: list[Clip_], blueprints: dict[Path, dict]) -> tuple[
 
 
 def report(
-    clips: list[Clip_],
+    clips: list[StressClip],
     blueprints: dict[Path, dict],
     half: str,
     show: bool = False,
@@ -366,10 +338,7 @@ def report(
     print("|---|---|---|---|---|---|---|---|---|")
     for set_, manner in sorted({(c.set, c.manner) for c in chosen}) + [("all", "")]:
         mine = [c for c in chosen if set_ == "all" or (c.set, c.manner) == (set_, manner)]
-        places = []
-        for c in mine:
-            index = stressed_index(c, blueprints[c.path])
-            places.append(None if index is None else rank_of(blueprints[c.path], index))
+        places = [place(c, blueprints[c.path]) for c in mine]
         found = [p for p in places if p is not None]
         cells = [str(len(mine)), str(len(places) - len(found))]
         cells += [_share(sum(1 for p in found if p <= n), len(found)) for n in (1, 2, 3)]
@@ -389,7 +358,7 @@ def report(
 WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0)
 
 
-def fit(clips: list[Clip_], heard: dict[Path, dict]) -> ProsodyConfig:
+def fit(clips: list[StressClip], heard: dict[Path, dict]) -> ProsodyConfig:
     """The weighting of prominence's parts that puts the stressed word among the two most prominent most often on
     the tuning half (of equals, the weights nearest equal)."""
     tune = [c for c in clips if c.half == "tune"]
@@ -399,11 +368,7 @@ def fit(clips: list[Clip_], heard: dict[Path, dict]) -> ProsodyConfig:
             continue
         config = ProsodyConfig(prominence_weights=weights)
         blueprints = {c.path: reweigh(heard[c.path], config) for c in tune}
-        top2 = 0
-        for c in tune:
-            index = stressed_index(c, blueprints[c.path])
-            place = None if index is None else rank_of(blueprints[c.path], index)
-            top2 += place is not None and place <= 2
+        top2 = sum(1 for c in tune if (rank := place(c, blueprints[c.path])) is not None and rank <= 2)
         key = (top2, -sum(abs(w - 1.0) for w in weights))
         if best is None or key > best[0]:
             best = (key, config)
@@ -415,7 +380,7 @@ def fit(clips: list[Clip_], heard: dict[Path, dict]) -> ProsodyConfig:
     return config
 
 
-def fit_judge(clips: list[Clip_], blueprints: dict[Path, dict]) -> cues.Thresholds:
+def fit_judge(clips: list[StressClip], blueprints: dict[Path, dict]) -> cues.Thresholds:
     """The judge's prominence an asked word needs and the lead that names the better of two answers, set on the
     tuning half's pairs: the mean of the three kinds' rates (the asked word against another, both stress it, both
     stress another), so that no kind outweighs the others by its count; of equals, the largest values."""
@@ -473,7 +438,8 @@ def main() -> None:
     thresholds = cues.DEFAULT_THRESHOLDS
     if args.fit:
         config = fit(clips, blueprints)
-        blueprints = {c.path: hearing(c.path, config) for c in clips}
+        hearing = Hearing(args.cache, config)
+        blueprints = {c.path: hearing(c.path) for c in clips}
         thresholds = fit_judge(clips, blueprints)
     report(clips, blueprints, args.half, args.show, thresholds)
 
