@@ -4,6 +4,7 @@
     python scripts/bench_stress.py                # the test half's table (transcripts cached after a first run)
     python scripts/bench_stress.py --half tune    # the tuning half's
     python scripts/bench_stress.py --fit          # the tuning half's grid of prominence weightings, then report
+    python scripts/bench_stress.py --fit-judge    # the judge's thresholds set on the tuning half, then report
     python scripts/bench_stress.py --weights 1,1,1,1   # prominence as the equal mean of its parts (prosody 2)
 
 The sets (`--cache`, default ~/.cache/trace-eval/stress, holds the clips made and each clip's transcript):
@@ -35,6 +36,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import re
 import sys
 import time
@@ -356,6 +358,7 @@ def report(
 
 
 WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0)
+JUDGE_BEHIND = (0.0, 0.2, 0.4, 0.6, 0.8, math.inf)  # inf: prominence alone
 
 
 def fit(clips: list[StressClip], heard: dict[Path, dict]) -> ProsodyConfig:
@@ -381,10 +384,12 @@ def fit(clips: list[StressClip], heard: dict[Path, dict]) -> ProsodyConfig:
 
 
 def fit_judge(clips: list[StressClip], blueprints: dict[Path, dict]) -> cues.Thresholds:
-    """The judge's prominence an asked word needs and the lead that names the better of two answers, set on the
-    tuning half's pairs: the mean of the three kinds' rates (the asked word against another, both stress it, both
-    stress another), so that no kind outweighs the others by its count; of equals, the largest values."""
+    """The judge's prominence an asked word needs, how far behind the answer's most prominent word it may lie, and
+    the lead that names the better of two answers, set on the tuning half's pairs: the mean of the three kinds'
+    rates (the asked word against another, both stress it, both stress another), so that no kind outweighs the
+    others by its count; of equals, the largest values."""
     import numpy as np
+    from tqdm import tqdm
 
     tune = [c for c in clips if c.half == "tune"]
     kinds = [
@@ -393,17 +398,18 @@ def fit_judge(clips: list[StressClip], blueprints: dict[Path, dict]) -> cues.Thr
         (alike_pairs(tune, asked_word=False), lambda p, t: judge_alike(*p, blueprints, t) == "both_bad"),
     ]
     best = None
-    for least, lead in itertools.product(np.arange(0.0, 1.01, 0.05), np.arange(0.0, 0.81, 0.05)):
+    grid = itertools.product(np.arange(0.0, 1.01, 0.1), JUDGE_BEHIND, np.arange(0.2, 0.81, 0.1))
+    for least, behind, lead in tqdm(list(grid), desc="judge thresholds", file=sys.stderr):
         prosody = replace(cues.DEFAULT_THRESHOLDS.prosody, emphasis_min_prominence=round(float(least), 2),
-                          emphasis_clear_lead=round(float(lead), 2))  # fmt: skip
+                          emphasis_max_behind=behind, emphasis_clear_lead=round(float(lead), 2))  # fmt: skip
         thresholds = replace(cues.DEFAULT_THRESHOLDS, prosody=prosody)
         rates = [sum(right(p, thresholds) for p in pairs) / len(pairs) for pairs, right in kinds]
-        key = (sum(rates) / len(rates), least, lead)
+        key = (sum(rates) / len(rates), least, behind, lead)
         if best is None or key > best[0]:
             best = (key, thresholds, rates)
-    (mean, least, lead), thresholds, rates = best
+    (mean, least, behind, lead), thresholds, rates = best
     print(f"tuning half: the judge right on {', '.join(f'{r:.0%}' for r in rates)} of the three kinds of pairs "
-          f"(mean {mean:.0%}) with prominence {least:.2f}, lead {lead:.2f}")  # fmt: skip
+          f"(mean {mean:.0%}) with prominence {least:.2f}, at most {behind} behind, lead {lead:.2f}")  # fmt: skip
     return thresholds
 
 
@@ -422,6 +428,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--half", choices=("test", "tune"), default="test")
     parser.add_argument("--fit", action="store_true", help="choose prominence's weights on the tuning half first")
+    parser.add_argument("--fit-judge", action="store_true", help="choose the judge's thresholds on the tuning half")
     parser.add_argument("--show", action="store_true", help="print each pair the judge gets wrong")
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument(
@@ -440,6 +447,7 @@ def main() -> None:
         config = fit(clips, blueprints)
         hearing = Hearing(args.cache, config)
         blueprints = {c.path: hearing(c.path) for c in clips}
+    if args.fit or args.fit_judge:
         thresholds = fit_judge(clips, blueprints)
     report(clips, blueprints, args.half, args.show, thresholds)
 

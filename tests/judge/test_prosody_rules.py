@@ -102,8 +102,13 @@ def test_neither_stressing_it_is_both_bad():
     assert both_orders(SAY_FOX, stressed(dog=1.9), stressed())["paralinguistics"] == "both_bad"
 
 
-def test_the_asked_word_must_stand_out_by_about_one_spread_of_prominence():
-    assert both_orders(SAY_FOX, stressed(fox=0.75), stressed(fox=0.74))["paralinguistics"] == "1"
+def test_the_asked_word_must_stand_out_and_be_the_answers_focus():
+    # Above the answer's typical word: a prominence of 0.3 or more.
+    assert both_orders(SAY_FOX, stressed(fox=0.3), stressed(fox=0.29))["paralinguistics"] == "1"
+    # And no more than 0.4 below its most prominent word: "dog" said stronger still makes "fox" no focus.
+    near = both_orders(SAY_FOX, stressed(fox=1.0, dog=1.4), stressed(fox=1.0, dog=1.41))
+    assert near["paralinguistics"] == "1"
+    assert "“fox” prominence 1.00 (rank 2 of 9 words, 0.41 below the most prominent) not ok" in near["reasoning"]
 
 
 @pytest.mark.parametrize(

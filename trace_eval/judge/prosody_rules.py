@@ -9,8 +9,9 @@ not recognise is left to cues.py (a manner no rule measures stays undetermined):
   'I'". The word is quoted, follows "the word", or is one of the quoted words to say; the quoted target is not
   a word to say (`without_stress_targets`). A response is acceptable when the word (matched against its
   recognised words with the `cues` word matching: case, spelling slips) has a prominence (pitch, loudness and
-  length together, each as a z-score over the answer's words, averaged) of at least `emphasis_min_prominence`:
-  about one standard deviation of prominence above the answer's typical word. Several occurrences: the most prominent;
+  length together, each as a z-score over the answer's words, weighed) of at least `emphasis_min_prominence` and
+  is the answer's focus: no other word more prominent by more than `emphasis_max_behind` (a stressed word is the
+  one the answer puts forward, not merely above its typical word). Several occurrences: the most prominent;
   a quoted phrase: its most prominent word. A word the recogniser wrote otherwise ("rent" for a stressed "red")
   is found by its place where the answer says the quoted sentence (`by_place`: at least `place_min_share` of its
   words in order, the words around the asked one heard as themselves). Of two acceptable responses, the one whose
@@ -37,6 +38,7 @@ one unit sure (confidence 0.82).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,11 +65,11 @@ __all__ = [
 class ProsodyThresholds:
     """Every number the prosody rules use. Prominence: standard deviations (z); pitch: semitones; level: dB."""
 
-    # The asked word stands out: about one spread of prominence above the answer's typical word (prominence
-    # is a weighted mean of z-scores; its standard deviation over an answer's words is 0.5-0.8 on recorded
-    # speech). Both numbers were checked on scripts/bench_stress.py's tuning half: no pair of them did better
-    # there by more than one sentence's pairs.
-    emphasis_min_prominence: float = 0.75
+    # The asked word stands out above the answer's typical word and is its focus, within a little of its most
+    # prominent word (prominence is a weighted mean of z-scores; its standard deviation over an answer's words
+    # is 0.5-0.8 on recorded speech). The three numbers are set on scripts/bench_stress.py's tuning half.
+    emphasis_min_prominence: float = 0.3
+    emphasis_max_behind: float = 0.4  # prominence below the answer's most prominent other word, at most
     emphasis_clear_lead: float = 0.5  # of two responses that stress it, one whose word stands out this much more
     # A word the recogniser wrote otherwise is found at its place in the quoted sentence where the answer says
     # this share of the quoted words, in order, and the words either side of it as themselves.
@@ -81,6 +83,7 @@ class ProsodyThresholds:
 # One unit of margin per rule, in the rule's own unit (cues.py's `MARGIN_SCALES`).
 MARGIN_SCALES = {
     "emphasis_min_prominence": 0.5,
+    "emphasis_max_behind": 0.5,
     "emphasis_clear_lead": 0.5,
     "question_min_rise_st": 1.0,
     "pause_each_min_share": 0.1,
@@ -293,38 +296,77 @@ def by_place(
     return found, f"heard as “{shown}” at its place in the quoted sentence"
 
 
-def _stressed(
-    target: str, quoted: str, words: Words, same: SameWord, t: ProsodyThresholds
-) -> Callable[[dict], Reading]:
+Stress = tuple[float | None, float | None, str]  # (prominence, how far behind the answer's focus, what was read)
+
+
+def _stressed(target: str, quoted: str, words: Words, same: SameWord, t: ProsodyThresholds) -> Callable[[dict], Stress]:
+    """The asked word's prominence in an answer, and how far it lies below the answer's most prominent other word
+    (negative: it leads them all)."""
     asked = words(target)
     sentence = words(quoted)
 
-    def read(section: dict) -> Reading:
+    def read(section: dict) -> Stress:
         entries = section.get("words") or []
         runs = occurrences(entries, asked, words, same)
         heard = ""
         if not runs:
             place = by_place(entries, sentence, asked, words, same, t.place_min_share)
             if place is None:
-                return None, f"“{target}” not among the recognised words"
+                return None, None, f"“{target}” not among the recognised words"
             runs, heard = [place[0]], f" {place[1]}"
-        scored = [entries[i]["prominence"] for run in runs for i in run if entries[i].get("prominence") is not None]
+        scored = {i: entries[i]["prominence"] for run in runs for i in run if entries[i].get("prominence") is not None}
         if not scored:
             reasons = sorted({str(entries[i].get("reason") or "no reason recorded") for run in runs for i in run})
-            return None, f"“{target}”{heard} prominence unmeasured ({'; '.join(reasons)})"
-        value = max(scored)
-        ranked = sorted((e["prominence"] for e in entries if e.get("prominence") is not None), reverse=True)
-        rank = f"rank {ranked.index(value) + 1} of {len(ranked)} words"
-        return float(value), f"“{target}”{heard} prominence {value:.2f} ({rank})"
+            return None, None, f"“{target}”{heard} prominence unmeasured ({'; '.join(reasons)})"
+        best = max(scored, key=lambda i: scored[i])
+        value = float(scored[best])
+        others = [e["prominence"] for i, e in enumerate(entries) if i != best and e.get("prominence") is not None]
+        behind = max(others) - value if others else None
+        rank = f"rank {1 + sum(p > value for p in others)} of {len(others) + 1} words"
+        if behind is not None and behind > 0:
+            rank += f", {behind:.2f} below the most prominent"
+        return value, behind, f"“{target}”{heard} prominence {value:.2f} ({rank})"
 
     return read
 
 
 def _emphasis(target: str, quoted: str, t: ProsodyThresholds, words: Words, same: SameWord) -> ProsodyCue:
+    """Met where the asked word's prominence is at least `emphasis_min_prominence` and no more than
+    `emphasis_max_behind` below the answer's most prominent other word; its margin is the nearer limit's distance
+    when met, the further one's when not."""
     read = _stressed(target, quoted, words, same, t)
 
+    def reading(bp: dict | None) -> Stress:
+        section, why = shown_section(bp)
+        return (None, None, why or "prosody unmeasured") if section is None else read(section)
+
+    def distances(bp: dict | None) -> tuple[str, list[tuple[bool, float]]] | None:
+        value, behind, text = reading(bp)
+        if value is None:
+            return None
+        limits = [(value >= t.emphasis_min_prominence, _distance(value, "emphasis_min_prominence", t))]
+        if behind is not None and math.isfinite(t.emphasis_max_behind):
+            limits.append((behind <= t.emphasis_max_behind, _distance(behind, "emphasis_max_behind", t)))
+        return text, limits
+
+    def check(bp: dict | None) -> tuple[bool | None, str]:
+        read_ = distances(bp)
+        if read_ is None:
+            return None, reading(bp)[2]
+        text, limits = read_
+        return all(met for met, _ in limits), text
+
+    def margin(bp: dict | None) -> float | None:
+        read_ = distances(bp)
+        if read_ is None:
+            return None
+        _, limits = read_
+        if all(met for met, _ in limits):
+            return min(distance for _, distance in limits)
+        return max(distance for met, distance in limits if not met)
+
     def better(bp1: dict | None, bp2: dict | None) -> tuple[str | None, str, float | None]:
-        (v1, _), (v2, _) = (read(shown_section(bp)[0] or {}) for bp in (bp1, bp2))
+        (v1, _, _), (v2, _, _) = (read(shown_section(bp)[0] or {}) for bp in (bp1, bp2))
         if v1 is None or v2 is None:
             return None, f"“{target}”: no lead measured", None
         lead = abs(v1 - v2)
@@ -334,9 +376,7 @@ def _emphasis(target: str, quoted: str, t: ProsodyThresholds, words: Words, same
             return winner, f"“{target}” stands out {lead:.2f} more in response {winner}", distance
         return None, f"“{target}” stands out alike ({lead:.2f} apart)", distance
 
-    return _rule(
-        f"stress on “{target}”", read, "emphasis_min_prominence", t, better=better, covers=frozenset({"emphasis"})
-    )
+    return ProsodyCue(f"stress on “{target}”", check, margin, better, covers=frozenset({"emphasis"}))
 
 
 # -- how the answer ends ----------------------------------------------------------------------------
