@@ -81,6 +81,30 @@ SENTENCES = [
     ("I would like a cup of green tea please.", "green", "cup"),
     ("The river flooded the village after the storm.", "village", "river"),
     ("Can you bring the blue folder to my office?", "blue", "office"),
+    ("The bakery on the corner sells fresh bread every morning.", "fresh", "corner"),
+    ("My grandmother grew tomatoes behind her little house.", "tomatoes", "grandmother"),
+    ("We missed the last bus because the concert ran late.", "concert", "missed"),
+    ("Please close the window before you leave the room.", "window", "leave"),
+    ("The students finished their project two days early.", "project", "students"),
+    ("A strong wind knocked over the fence last night.", "fence", "wind"),
+    ("He bought a new guitar with the money he saved.", "guitar", "saved"),
+    ("The hotel room had a beautiful view of the ocean.", "beautiful", "hotel"),
+    ("Could you pass me the salt and the pepper?", "salt", "pepper"),
+    ("The pilot announced a short delay before takeoff.", "delay", "pilot"),
+    ("Our neighbours are painting their fence bright green.", "neighbours", "painting"),
+    ("She found her keys under the sofa cushion.", "keys", "sofa"),
+    ("The library closes at nine on weekdays.", "nine", "library"),
+    ("I need to buy milk and eggs on the way home.", "milk", "home"),
+    ("The baby finally fell asleep after midnight.", "finally", "baby"),
+    ("They travelled by train across the whole country.", "train", "country"),
+    ("The teacher wrote the answer on the board.", "board", "teacher"),
+    ("We ordered two large pizzas for the party.", "large", "party"),
+    ("His phone battery died in the middle of the call.", "battery", "middle"),
+    ("The garden looks lovely after the spring rain.", "lovely", "garden"),
+    ("You should always wear a helmet on your bike.", "helmet", "always"),
+    ("The shop around the corner sells cheap shoes.", "cheap", "shop"),
+    ("My cousin is moving to Canada next summer.", "Canada", "cousin"),
+    ("The dog barked loudly at the mail carrier.", "loudly", "carrier"),
 ]
 MANNERS = {
     "emphasis": "<emphasis>{}</emphasis>",
@@ -233,7 +257,9 @@ class Hearing:
         if "error" in values:
             return blueprint
         section = self.prosody.extract_one(Clip(clip.sha256, clip.audio, blueprint))
-        return {**blueprint, **section.values}
+        # the record a stored blueprint keeps, so that a null section reads with its reason
+        record = {"status": "ok", "null_reasons": section.null_reasons}
+        return {**blueprint, **section.values, "provenance": {"extractors": {"prosody": record}}}
 
 
 def stressed_index(c: StressClip, blueprint: dict) -> int | None:

@@ -103,8 +103,8 @@ def test_neither_stressing_it_is_both_bad():
 
 
 def test_the_asked_word_must_stand_out_and_be_the_answers_focus():
-    # Above the answer's typical word: a prominence of 0.3 or more.
-    assert both_orders(SAY_FOX, stressed(fox=0.3), stressed(fox=0.29))["paralinguistics"] == "1"
+    # Above the answer's typical word: a prominence of 0.4 or more.
+    assert both_orders(SAY_FOX, stressed(fox=0.4), stressed(fox=0.39))["paralinguistics"] == "1"
     # And no more than 0.4 below its most prominent word: "dog" said stronger still makes "fox" no focus.
     near = both_orders(SAY_FOX, stressed(fox=1.0, dog=1.4), stressed(fox=1.0, dog=1.41))
     assert near["paralinguistics"] == "1"

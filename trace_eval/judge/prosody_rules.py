@@ -68,7 +68,7 @@ class ProsodyThresholds:
     # The asked word stands out above the answer's typical word and is its focus, within a little of its most
     # prominent word (prominence is a weighted mean of z-scores; its standard deviation over an answer's words
     # is 0.5-0.8 on recorded speech). The three numbers are set on scripts/bench_stress.py's tuning half.
-    emphasis_min_prominence: float = 0.3
+    emphasis_min_prominence: float = 0.4
     emphasis_max_behind: float = 0.4  # prominence below the answer's most prominent other word, at most
     emphasis_clear_lead: float = 0.5  # of two responses that stress it, one whose word stands out this much more
     # A word the recogniser wrote otherwise is found at its place in the quoted sentence where the answer says
