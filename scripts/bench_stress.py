@@ -296,10 +296,17 @@ def judge_pair(
     """(the label the judge gives, the right one, its reasoning) for the pair in its hashed order."""
     first = int(hashlib.sha256(asked.group.encode() + asked.voice.encode()).hexdigest()[8:16], 16) % 2 == 0
     pair = (asked, other) if first else (other, asked)
-    label, reasoning, _ = cues.judge_paralinguistics(
+    label, reasoning = paralinguistics(
         _instruction(asked), blueprints[pair[0].path], blueprints[pair[1].path], thresholds
     )
     return label, "1" if first else "2", reasoning
+
+
+def paralinguistics(instruction: str, bp1: dict, bp2: dict, thresholds: cues.Thresholds) -> tuple[str | None, str]:
+    """The `cues` judge's Paralinguistics label and reasoning, each transcript doubted where the judge doubts it."""
+    doubts = (cues.transcript_doubt(bp1), cues.transcript_doubt(bp2))
+    label, reasoning, _ = cues.judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts)
+    return label, reasoning
 
 
 def _share(k: int, n: int) -> str:
@@ -331,10 +338,7 @@ def alike_pairs(clips: list[StressClip], asked_word: bool = True) -> list[tuple[
 def judge_alike(
     first: StressClip, second: StressClip, blueprints: dict[Path, dict], thresholds: cues.Thresholds
 ) -> str:
-    label, _, _ = cues.judge_paralinguistics(
-        _instruction(first), blueprints[first.path], blueprints[second.path], thresholds
-    )
-    return label
+    return paralinguistics(_instruction(first), blueprints[first.path], blueprints[second.path], thresholds)[0]
 
 
 def found_and_judged(clips: list[StressClip], blueprints: dict[Path, dict]) -> tuple[int, int, int, int]:
