@@ -53,6 +53,7 @@ from extractors import REGISTRY, Clip  # noqa: E402
 from extractors.prosody import ProsodyConfig, prominences  # noqa: E402
 from trace_eval.audio import load_audio  # noqa: E402
 from trace_eval.judge import cues  # noqa: E402
+from trace_eval.stage1.store import apply_section, new_blueprint  # noqa: E402
 from trace_eval.synth import Voice, speak  # noqa: E402
 
 # Sentence, the word asked to be stressed, another word of it stressed by the other answer.
@@ -253,13 +254,17 @@ class Hearing:
     def __call__(self, path: Path) -> dict:
         """The clip's blueprint: its asr values and agent_prosody (None where prosody has nothing)."""
         clip, values = self.asr_values(path)
-        blueprint = {"duration_s": clip.audio.duration_s, **values}
+        blueprint = {**new_blueprint(clip.sha256, clip.audio.duration_s, None, None), **values}
         if "error" in values:
             return blueprint
         section = self.prosody.extract_one(Clip(clip.sha256, clip.audio, blueprint))
-        # the record a stored blueprint keeps, so that a null section reads with its reason
-        record = {"status": "ok", "null_reasons": section.null_reasons}
-        return {**blueprint, **section.values, "provenance": {"extractors": {"prosody": record}}}
+        entry = {
+            "name": "prosody",
+            "status": "ok",
+            "null_reasons": section.null_reasons,
+        }  # a null reads with its reason
+        apply_section(blueprint, self.prosody.outputs, entry, section.values)
+        return blueprint
 
 
 def stressed_index(c: StressClip, blueprint: dict) -> int | None:

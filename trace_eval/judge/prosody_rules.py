@@ -38,7 +38,6 @@ one unit sure (confidence 0.82).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -336,34 +335,30 @@ def _emphasis(target: str, quoted: str, t: ProsodyThresholds, words: Words, same
     when met, the further one's when not."""
     read = _stressed(target, quoted, words, same, t)
 
-    def reading(bp: dict | None) -> Stress:
+    def limits(bp: dict | None) -> tuple[list[tuple[bool, float]] | None, str]:
+        """Each limit's (met, distance in margin units), None where unmeasured; and what was read."""
         section, why = shown_section(bp)
-        return (None, None, why or "prosody unmeasured") if section is None else read(section)
-
-    def distances(bp: dict | None) -> tuple[str, list[tuple[bool, float]]] | None:
-        value, behind, text = reading(bp)
+        if section is None:
+            return None, why or "prosody unmeasured"
+        value, behind, text = read(section)
         if value is None:
-            return None
-        limits = [(value >= t.emphasis_min_prominence, _distance(value, "emphasis_min_prominence", t))]
-        if behind is not None and math.isfinite(t.emphasis_max_behind):
-            limits.append((behind <= t.emphasis_max_behind, _distance(behind, "emphasis_max_behind", t)))
-        return text, limits
+            return None, text
+        met = [(value >= t.emphasis_min_prominence, _distance(value, "emphasis_min_prominence", t))]
+        if behind is not None:
+            met.append((behind <= t.emphasis_max_behind, _distance(behind, "emphasis_max_behind", t)))
+        return met, text
 
     def check(bp: dict | None) -> tuple[bool | None, str]:
-        read_ = distances(bp)
-        if read_ is None:
-            return None, reading(bp)[2]
-        text, limits = read_
-        return all(met for met, _ in limits), text
+        met, text = limits(bp)
+        return (None if met is None else all(ok for ok, _ in met)), text
 
     def margin(bp: dict | None) -> float | None:
-        read_ = distances(bp)
-        if read_ is None:
+        met, _ = limits(bp)
+        if met is None:
             return None
-        _, limits = read_
-        if all(met for met, _ in limits):
-            return min(distance for _, distance in limits)
-        return max(distance for met, distance in limits if not met)
+        if all(ok for ok, _ in met):
+            return min(distance for _, distance in met)
+        return max(distance for ok, distance in met if not ok)
 
     def better(bp1: dict | None, bp2: dict | None) -> tuple[str | None, str, float | None]:
         (v1, _, _), (v2, _, _) = (read(shown_section(bp)[0] or {}) for bp in (bp1, bp2))
