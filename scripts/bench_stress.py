@@ -5,7 +5,7 @@
     python scripts/bench_stress.py --half tune    # the tuning half's
     python scripts/bench_stress.py --fit          # the tuning half's grid of prominence weightings, then report
     python scripts/bench_stress.py --fit-judge    # the judge's thresholds set on the tuning half, then report
-    python scripts/bench_stress.py --weights 1,1,1,1   # prominence as the equal mean of its parts (prosody 2)
+    python scripts/bench_stress.py --prosody 2 --judge-alone 0.75   # prosody 2, the judge before its focus rule
 
 The sets (`--cache`, default ~/.cache/trace-eval/stress, holds the clips made and each clip's transcript):
 
@@ -14,9 +14,11 @@ The sets (`--cache`, default ~/.cache/trace-eval/stress, holds the clips made an
   stressed, in two manners: espeak-ng's own `<emphasis>`, and the word higher, louder and slower together
   (`<prosody pitch="+30%" volume="+60%" rate="-20%">`, the cues a speaker moves at once);
 - recorded: LibriVox's read sentences and 60 of Asterisk's English prompts of 6 words or more (Debian:
-  pocketsphinx-testdata, asterisk-core-sounds-en-wav), one word made prominent by sox on its span as the
-  plain clip's transcript places it: 4 dB louder, 2 semitones higher and 15 % longer together; the asked word is
-  the longest of the middle half of the transcript, the other the longest at least two words away from it.
+  pocketsphinx-testdata, asterisk-core-sounds-en-wav), one word made prominent by sox on its span as an
+  independent aligner places it (CMU PocketSphinx given the known transcript, scripts/reference_words.py; a
+  recording it cannot place is left out): 4 dB louder, 2 semitones higher and 15 % longer together; the asked
+  word is the longest of the middle half of the transcript, the other the longest at least two words away from
+  it; the recognised word over the span is the stressed one.
 
 A clip is heard as Stage 1 hears it, English declared (the recogniser of the `cpu` profile, tiny.en; the
 language is measured by bench_perception.py), then `prosody`. A stressed word is found when it is among the two
@@ -48,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_perception import ESPEAK_VOICES as VOICES  # noqa: E402  (the perception sets' speakers; pins the class)
 from bench_perception import asterisk_prompts  # noqa: E402
 from bench_prosody import alter_span, normalise, overlapping, stressable_word  # noqa: E402
+from reference_words import reference_words  # noqa: E402
 
 from extractors import REGISTRY, Clip  # noqa: E402
 from extractors.prosody import ProsodyConfig, prominences  # noqa: E402
@@ -165,18 +168,31 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-def recordings() -> list[Path]:
+def librivox_transcripts() -> dict[str, str]:
+    """LibriVox clip name -> its transcript (pocketsphinx-testdata's `transcription`)."""
+    transcripts = {}
+    for line in (LIBRIVOX / "transcription").read_text().splitlines():
+        text, _, name = line.rpartition("(")
+        transcripts[name.rstrip(") ")] = text.replace("<s>", "").replace("</s>", "").strip()
+    return transcripts
+
+
+def recordings() -> list[tuple[Path, str]]:
+    """(recording, its transcript): LibriVox's sentences and RECORDED_PROMPTS of Asterisk's English prompts."""
     missing = [p for p in (LIBRIVOX, ASTERISK) if not p.exists()]
     if missing:
         raise SystemExit(f"{missing[0]} is missing: apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav "
                          "asterisk-core-sounds-en")  # fmt: skip
-    names = [  # whole prompts, not the letters and digits of the subfolders
-        name
+    prompts = {  # whole prompts, not the letters and digits of the subfolders
+        name: text
         for name, text in asterisk_prompts("en").items()
         if "/" not in name and len(_words(text)) >= RECORDED_MIN_WORDS and (ASTERISK / f"{name}.wav").is_file()
+    }
+    names = sorted(prompts, key=lambda name: hashlib.sha256(name.encode()).hexdigest())[:RECORDED_PROMPTS]
+    librivox = librivox_transcripts()
+    return [(p, librivox[p.stem]) for p in sorted(LIBRIVOX.glob("*.wav")) if p.stem in librivox] + [
+        (ASTERISK / f"{name}.wav", prompts[name]) for name in names
     ]
-    names.sort(key=lambda name: hashlib.sha256(name.encode()).hexdigest())
-    return sorted(LIBRIVOX.glob("*.wav")) + [ASTERISK / f"{name}.wav" for name in names[:RECORDED_PROMPTS]]
 
 
 def _pick(words: list[dict]) -> tuple[int, int] | None:
@@ -190,26 +206,29 @@ def _pick(words: list[dict]) -> tuple[int, int] | None:
     return asked, max(others, key=lambda k: (letters[k], -k))
 
 
-def recorded(folder: Path, hear) -> list[StressClip]:
+def recorded(folder: Path) -> list[StressClip]:
+    """Each recording twice, its asked word and its other word made prominent on the span an independent aligner
+    gives them (scripts/reference_words.py), not the span Stage 1 would: the reference must not be the measured
+    system's own. A recording the aligner cannot place is left out."""
     clips = []
-    for source in recordings():
-        plain = hear(source)
-        words = plain.get("words") or []
+    for source, text in recordings():
+        reference = reference_words(source, text)
+        if isinstance(reference, str):
+            print(f"  {source.name} left out: {reference}", file=sys.stderr)
+            continue
+        words = [{"word": w.word, "start": w.start, "end": w.end} for w in reference]
         picked = _pick(words)
         if picked is None:
             continue
-        sentence = " ".join(w["word"].strip() for w in words)
-        asked = re.sub(r"[^\w']", "", words[picked[0]]["word"])
         for k in picked:
             start, end = words[k]["start"], words[k]["end"]
-            path = folder / "recorded" / f"{source.stem}-{k}.wav"
+            path = folder / "recorded" / f"{source.stem}-{start:.2f}-{end:.2f}.wav"
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 alter_span(source, path, start, end, RECORDED_STRESS)
-            word = re.sub(r"[^\w']", "", words[k]["word"])
             group = f"{source.parent.name}/{source.stem}"
-            clips.append(StressClip("recorded", "sox", group, source.parent.name, sentence, word, asked,
-                                    k == picked[0], path, (start, end)))  # fmt: skip
+            clips.append(StressClip("recorded", "sox", group, source.parent.name, text, words[k]["word"],
+                                    words[picked[0]]["word"], k == picked[0], path, (start, end)))  # fmt: skip
     return clips
 
 
@@ -392,6 +411,12 @@ def report(
         print(f"| {f'{set_}, {manner}' if manner else set_} | " + " | ".join(cells) + " |")
 
 
+PROSODY_VERSIONS = {  # how each version of prosody aligned and weighed, for the tables beside the one shipped
+    "2": ProsodyConfig(prominence_weights=(1.0, 1.0, 1.0, 1.0), align_start_shift_s=0.0, align_max_shift_s=math.inf),
+    "3": ProsodyConfig(align_start_shift_s=0.0, align_max_shift_s=math.inf),
+    "4": ProsodyConfig(align_max_shift_s=math.inf),
+    "5": ProsodyConfig(),
+}
 WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0)
 JUDGE_BEHIND = (0.0, 0.2, 0.4, 0.6, 0.8, math.inf)  # inf: prominence alone
 
@@ -466,18 +491,23 @@ def main() -> None:
     parser.add_argument("--fit-judge", action="store_true", help="choose the judge's thresholds on the tuning half")
     parser.add_argument("--show", action="store_true", help="print each pair the judge gets wrong")
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--prosody", choices=sorted(PROSODY_VERSIONS), help="prosody as that version measured it")
+    parser.add_argument("--weights", help="prominence's weights instead of the extractor's, e.g. 1,1,1,1")
     parser.add_argument(
-        "--weights", help="prominence's weights instead of the extractor's (1,1,1,1: the equal mean of prosody 2)"
+        "--judge-alone", type=float, metavar="PROMINENCE", help="the judge before its focus rule: this prominence alone"
     )
     args = parser.parse_args()
-    config = None
+    config = PROSODY_VERSIONS[args.prosody] if args.prosody else ProsodyConfig()
     if args.weights:
-        config = ProsodyConfig(prominence_weights=tuple(float(w) for w in args.weights.split(",")))
+        config = replace(config, prominence_weights=tuple(float(w) for w in args.weights.split(",")))
     hearing = Hearing(args.cache, config)
-    clips = synthetic(args.cache) + recorded(args.cache, hearing)
+    clips = synthetic(args.cache) + recorded(args.cache)
     blueprints = {c.path: hearing(c.path) for c in clips}
     print(f"{len(clips)} clips, transcripts in {hearing.path}", file=sys.stderr)
     thresholds = cues.DEFAULT_THRESHOLDS
+    if args.judge_alone is not None:
+        alone = replace(thresholds.prosody, emphasis_min_prominence=args.judge_alone, emphasis_max_behind=math.inf)
+        thresholds = replace(thresholds, prosody=alone)
     if args.fit:
         config = fit(clips, blueprints)
         hearing = Hearing(args.cache, config)
