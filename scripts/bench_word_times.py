@@ -9,7 +9,9 @@ words or more (Debian: pocketsphinx-testdata, asterisk-core-sounds-en-wav, aster
 as Stage 1 hears it with English declared (the `cpu` profile's recogniser, tiny.en) and then `prosody`. A word is
 compared where the recogniser wrote the transcript's word at that place (the two word sequences matched in
 order); its start and end are compared, in ms, for the times Whisper gives (`words`) and the times prosody
-measures each word on (`agent_prosody.words`, its alignment to syllable nuclei). Each recording is in one half,
+measures each word on (`agent_prosody.words`, its alignment to syllable nuclei); and at each boundary between two
+words heard in a row, whether prosody's `pauses` and the reference's silences of PAUSE_S or more agree. Each
+recording is in one half,
 by a hash of its name. On the tuning half, two grids: where the alignment starts (`align_start_shift_s`, with its
 rounds free) and the latest shift its rounds may settle on (`align_max_shift_s`, started at -0.1 s).
 """
@@ -22,6 +24,7 @@ import hashlib
 import math
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +43,8 @@ VERSIONS = {  # prosody's alignment as each version made it
     "prosody 4, started 0.1 s early": ProsodyConfig(align_max_shift_s=FREE),
     "prosody 5, settled no later than -0.1 s (as shipped)": ProsodyConfig(),
 }
+SHIPPED = "prosody 5, settled no later than -0.1 s (as shipped)"
+PAUSE_CELLS = ("both", "reference only", "prosody only, the reference's silence shorter", "prosody only", "neither")
 GRIDS = {
     **{f"start {s:+.2f} s, rounds free": ProsodyConfig(align_start_shift_s=s, align_max_shift_s=FREE)
        for s in (0.0, -0.05, -0.1, -0.15, -0.2)},
@@ -47,6 +52,7 @@ GRIDS = {
        for m in (0.05, 0.0, -0.05, -0.08, -0.1, -0.15)},
 }  # fmt: skip
 NEAR_S = 0.05
+PAUSE_S = 0.25  # prosody's own shortest pause
 
 
 @dataclass(frozen=True)
@@ -69,14 +75,37 @@ def recordings() -> list[Recording]:
     return found
 
 
-def matched(reference: list[Word], heard: list[dict]) -> list[tuple[Word, dict]]:
-    """The reference's words paired with the heard words the recogniser wrote as them, in order."""
+def matched_indices(reference: list[Word], heard: list[dict]) -> list[tuple[int, int]]:
+    """(reference word, heard word) index pairs where the recogniser wrote the reference's word, in order."""
     spoken = [w.word for w in reference]
     written = [" ".join(spoken_words(w["word"])[0]) for w in heard]
-    pairs = []
-    for block in difflib.SequenceMatcher(a=spoken, b=written, autojunk=False).get_matching_blocks():
-        pairs += [(reference[block.a + k], heard[block.b + k]) for k in range(block.size)]
-    return pairs
+    blocks = difflib.SequenceMatcher(a=spoken, b=written, autojunk=False).get_matching_blocks()
+    return [(block.a + k, block.b + k) for block in blocks for k in range(block.size)]
+
+
+def matched(reference: list[Word], heard: list[dict]) -> list[tuple[Word, dict]]:
+    """The reference's words paired with the heard words the recogniser wrote as them, in order."""
+    return [(reference[k], heard[j]) for k, j in matched_indices(reference, heard)]
+
+
+def pause_agreement(reference: list[Word], section: dict) -> Counter:
+    """At each boundary between two words matched in a row, whether the reference holds a silence of PAUSE_S or
+    more and whether prosody placed a pause there; a pause prosody alone places is told apart by the reference's
+    silence there (at least PAUSE_S / 2, or less)."""
+    placed = {p["after_word"] for p in section.get("pauses") or []}
+    pairs = matched_indices(reference, section.get("words") or [])
+    counts: Counter = Counter()
+    for (k, j), (k_next, j_next) in zip(pairs, pairs[1:]):
+        if (k_next, j_next) != (k + 1, j + 1):
+            continue
+        silence = reference[k_next].start - reference[k].end
+        if silence >= PAUSE_S:
+            counts["both" if j in placed else "reference only"] += 1
+        elif j in placed:
+            counts["prosody only, the reference's silence shorter" if silence >= PAUSE_S / 2 else "prosody only"] += 1
+        else:
+            counts["neither"] += 1
+    return counts
 
 
 def errors(pairs: list[tuple[Word, dict]]) -> tuple[list[float], list[float]]:
@@ -106,7 +135,7 @@ def main() -> None:
     hearings = {name: Hearing(args.cache, config) for name, config in configs.items()}
     rows: dict[str, list[tuple[Word, dict]]] = {"Whisper's times (`words`)": []}
     rows.update({name: [] for name in configs})
-    unaligned, compared = [], 0
+    unaligned, compared, pauses = [], 0, Counter()
     for recording in tqdm(chosen, desc="recordings", file=sys.stderr):
         reference = reference_words(recording.path, recording.text)
         if isinstance(reference, str):
@@ -118,6 +147,7 @@ def main() -> None:
             if name == next(iter(hearings)):
                 rows["Whisper's times (`words`)"] += matched(reference, blueprint.get("words") or [])
             rows[name] += matched(reference, (blueprint.get("agent_prosody") or {}).get("words") or [])
+        pauses += pause_agreement(reference, hearings[SHIPPED](recording.path).get("agent_prosody") or {})
     words = len(rows["Whisper's times (`words`)"])
     print(f"\n{args.half} half: {compared} recordings aligned ({words} words heard as written), "
           f"{len(unaligned)} left out (below)")  # fmt: skip
@@ -128,6 +158,9 @@ def main() -> None:
     for name, pairs in rows.items():
         starts, ends = errors(pairs)
         print(f"| {name} | {cells(starts)} | {cells(ends)} |")
+    print(f"\npauses of {PAUSE_S} s or more between two words heard in a row, prosody as shipped, and the reference:")
+    print("| boundaries | " + " | ".join(PAUSE_CELLS) + " |\n" + "|---" * (len(PAUSE_CELLS) + 1) + "|")
+    print(f"| {sum(pauses.values())} | " + " | ".join(str(pauses[cell]) for cell in PAUSE_CELLS) + " |")
     for line in unaligned:
         print(f"  left out: {line}")
 

@@ -75,3 +75,16 @@ def test_prosodys_aligned_times_lie_nearer_the_reference_than_whispers(tmp_path)
         return sum(abs(e) <= seconds for e in starts) / len(starts)
 
     assert within(aligned) >= 0.5 and within(aligned) >= within(heard) + 0.25, (within(aligned), within(heard))
+
+
+def test_a_pause_is_compared_at_the_boundary_where_both_place_it():
+    Word = reference.Word
+    words = [Word("one", 0.0, 0.3), Word("two", 0.6, 0.9), Word("three", 1.05, 1.4), Word("four", 1.42, 1.8)]
+    section = {
+        "words": [{"word": "One,"}, {"word": "two"}, {"word": "three"}, {"word": "four."}],
+        "pauses": [{"after_word": 0}, {"after_word": 1}],
+    }
+    counts = bench.pause_agreement(words, section)
+    assert counts == {"both": 1, "prosody only, the reference's silence shorter": 1, "neither": 1}
+    section["words"][2] = {"word": "tree"}  # a boundary beside a word heard otherwise is not compared
+    assert sum(bench.pause_agreement(words, section).values()) == 1
