@@ -146,8 +146,10 @@ def main() -> None:
             blueprint = hearing(recording.path)
             if name == next(iter(hearings)):
                 rows["Whisper's times (`words`)"] += matched(reference, blueprint.get("words") or [])
-            rows[name] += matched(reference, (blueprint.get("agent_prosody") or {}).get("words") or [])
-        pauses += pause_agreement(reference, hearings[SHIPPED](recording.path).get("agent_prosody") or {})
+            section = blueprint.get("agent_prosody") or {}
+            rows[name] += matched(reference, section.get("words") or [])
+            if name == SHIPPED:
+                pauses += pause_agreement(reference, section)
     words = len(rows["Whisper's times (`words`)"])
     print(f"\n{args.half} half: {compared} recordings aligned ({words} words heard as written), "
           f"{len(unaligned)} left out (below)")  # fmt: skip
