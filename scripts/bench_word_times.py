@@ -30,23 +30,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perception import asterisk_prompts  # noqa: E402  (first: pins the numeric class)
-from bench_stress import ASTERISK, CACHE, LIBRIVOX, Hearing, librivox_transcripts  # noqa: E402
+from bench_stress import ASTERISK, CACHE, LIBRIVOX, PROSODY_VERSIONS, Hearing, librivox_transcripts  # noqa: E402
 from reference_words import Word, reference_words, spoken_words  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from extractors.prosody import ProsodyConfig  # noqa: E402
 
 MIN_WORDS = 3
-FREE = math.inf
-VERSIONS = {  # prosody's alignment as each version made it
-    "prosody 3, from the recogniser's times": ProsodyConfig(align_start_shift_s=0.0, align_max_shift_s=FREE),
-    "prosody 4, started 0.1 s early": ProsodyConfig(align_max_shift_s=FREE),
-    "prosody 5, settled no later than -0.1 s (as shipped)": ProsodyConfig(),
-}
 SHIPPED = "prosody 5, settled no later than -0.1 s (as shipped)"
+VERSIONS = {  # prosody's alignment as each version made it
+    "prosody 3, from the recogniser's times": PROSODY_VERSIONS["3"],
+    "prosody 4, started 0.1 s early": PROSODY_VERSIONS["4"],
+    SHIPPED: PROSODY_VERSIONS["5"],
+}
 PAUSE_CELLS = ("both", "reference only", "prosody only, the reference's silence shorter", "prosody only", "neither")
 GRIDS = {
-    **{f"start {s:+.2f} s, rounds free": ProsodyConfig(align_start_shift_s=s, align_max_shift_s=FREE)
+    **{f"start {s:+.2f} s, rounds free": ProsodyConfig(align_start_shift_s=s, align_max_shift_s=math.inf)
        for s in (0.0, -0.05, -0.1, -0.15, -0.2)},
     **{f"start -0.10 s, settled no later than {m:+.2f} s": ProsodyConfig(align_max_shift_s=m)
        for m in (0.05, 0.0, -0.05, -0.08, -0.1, -0.15)},
@@ -133,8 +132,8 @@ def main() -> None:
     chosen = [r for r in recordings() if r.half == args.half]
     configs = {**VERSIONS, **(GRIDS if args.half == "tune" else {})}
     hearings = {name: Hearing(args.cache, config) for name, config in configs.items()}
-    rows: dict[str, list[tuple[Word, dict]]] = {"Whisper's times (`words`)": []}
-    rows.update({name: [] for name in configs})
+    whisper = "Whisper's times (`words`)"
+    rows: dict[str, list[tuple[Word, dict]]] = {whisper: [], **{name: [] for name in configs}}
     unaligned, compared, pauses = [], 0, Counter()
     for recording in tqdm(chosen, desc="recordings", file=sys.stderr):
         reference = reference_words(recording.path, recording.text)
@@ -144,13 +143,12 @@ def main() -> None:
         compared += 1
         for name, hearing in hearings.items():
             blueprint = hearing(recording.path)
-            if name == next(iter(hearings)):
-                rows["Whisper's times (`words`)"] += matched(reference, blueprint.get("words") or [])
             section = blueprint.get("agent_prosody") or {}
             rows[name] += matched(reference, section.get("words") or [])
-            if name == SHIPPED:
+            if name == SHIPPED:  # the recogniser's own times and the pauses, once
+                rows[whisper] += matched(reference, blueprint.get("words") or [])
                 pauses += pause_agreement(reference, section)
-    words = len(rows["Whisper's times (`words`)"])
+    words = len(rows[whisper])
     print(f"\n{args.half} half: {compared} recordings aligned ({words} words heard as written), "
           f"{len(unaligned)} left out (below)")  # fmt: skip
     print(

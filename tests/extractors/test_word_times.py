@@ -58,8 +58,9 @@ def test_a_word_the_dictionary_lacks_is_built_from_words_it_holds_or_names_why_n
 def test_prosodys_aligned_times_lie_nearer_the_reference_than_whispers(tmp_path):
     """Whisper's times run about 0.1 s late; prosody's alignment to syllable nuclei brings most word starts within
     50 ms of the reference (bench_word_times.py: 64 % of the test half against 21 %)."""
-    recordings = [r for r in bench.recordings() if r.path.parent == LIBRIVOX][:3]
-    recordings += [r for r in bench.recordings() if r.path.stem in ("agent-alreadyon", "vm-options")]
+    every = bench.recordings()
+    recordings = [r for r in every if r.path.parent == LIBRIVOX][:3]
+    recordings += [r for r in every if r.path.stem in ("agent-alreadyon", "vm-options")]
     hearing = bench.Hearing(tmp_path)
     heard, aligned = [], []
     for recording in recordings:
