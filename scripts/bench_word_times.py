@@ -11,9 +11,9 @@ compared where the recogniser wrote the transcript's word at that place (the two
 order); its start and end are compared, in ms, for the times Whisper gives (`words`) and the times prosody
 measures each word on (`agent_prosody.words`, its alignment to syllable nuclei); and at each boundary between two
 words heard in a row, whether prosody's `pauses` and the reference's silences of PAUSE_S or more agree. Each
-recording is in one half,
-by a hash of its name. On the tuning half, two grids: where the alignment starts (`align_start_shift_s`, with its
-rounds free) and the latest shift its rounds may settle on (`align_max_shift_s`, started at -0.1 s).
+recording is in one half, by a hash of its name. On the tuning half, two grids: where the alignment starts
+(`align_start_shift_s`, with its rounds free) and the latest shift its rounds may settle on (`align_max_shift_s`,
+started at -0.1 s).
 """
 
 from __future__ import annotations
