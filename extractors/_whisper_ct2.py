@@ -215,7 +215,12 @@ class FasterWhisper:
         if encoding.device != "cpu":  # numpy reads host memory; generate moves the batch to the model's device
             encoding = encoding.to_device(ctranslate2.Device.cpu)
         batch = ctranslate2.StorageView.from_array(np.repeat(np.asarray(encoding), len(languages), axis=0))
-        tokenizers = [Tokenizer(self.model.hf_tokenizer, True, task="transcribe", language=c) for c in languages]
+        # An English-only model (tiny.en) takes no language or task token.
+        multilingual = self.multilingual
+        tokenizers = [
+            Tokenizer(self.model.hf_tokenizer, multilingual, *(("transcribe", c) if multilingual else ()))
+            for c in languages
+        ]
         prompts = [[*t.sot_sequence, t.no_timestamps] for t in tokenizers]
         results = self.model.model.generate(
             batch,

@@ -17,7 +17,9 @@ frames and `encoder_padding_s`: a fifth of the cost of Whisper's 30 s on a 4 s a
 split, and where the clip's context expects a language that is not its surest (`Clip.expects`: an answer to
 a Spanish instruction), the window is also decoded, by beam search and in one batch, in those languages
 (`LanguageRule.guesses_to_decode`): Whisper base took noisy English for Vietnamese at 0.61, and telephone
-Spanish for Spanish at only 0.36. The language is then the one rule of trace_eval/language_rule.py over the
+Spanish for Spanish at only 0.36. Where guesses are decoded and an `english_model` is set, it decodes the window
+too: how English the speech sounds to a model that knows no other language (base hears many a short Spanish
+clip as English). The language is then the one rule of trace_eval/language_rule.py over the
 token, the transcripts' log-probabilities and what their words read as (English decoded under the Tagalog
 token comes out as English words, evidence for English); the evidence is kept in `language.evidence`, and
 `asr.language_detection` says it in words.
@@ -439,7 +441,7 @@ class AsrExtractor(Extractor):
         own = super().fingerprint(declared_language, expects)
         if declared_language or self.config.language:
             return own
-        rule = json.dumps(LanguageRule.load().record(), sort_keys=True)
+        rule = json.dumps(LanguageRule.load().stage1_record(), sort_keys=True)
         return hashlib.sha256(f"{own}:{rule}".encode()).hexdigest()[:16]
 
     def _cards(self) -> list[ModelCard]:
@@ -694,6 +696,13 @@ class AsrExtractor(Extractor):
                 c: self._guess(t, c, limit)
                 for c, t in zip(guessed, self._loaded.decode_in_languages(samples, guessed, limit))
             }
+            if self._english is not None:  # how English the speech sounds to a model that knows nothing else
+                heard = self._english.decode_in_languages(samples, ["en"], limit)[0]
+                evidence["english"] = {
+                    "text": heard.text,
+                    "logprob_per_token": round(heard.avg_logprob, 3),
+                    "tokens": heard.tokens,
+                }
         return evidence
 
     def _guess(self, t: WindowTranscript, language: str, limit: int) -> dict:

@@ -66,6 +66,28 @@ def test_the_transcripts_settle_a_token_that_leans_the_wrong_way():
     assert decision.code == "es", decision
 
 
+def test_speech_an_english_only_model_hears_poorly_is_not_english():
+    """A recorded Spanish "Transferencia" whose token and guesses lean English: tiny.en, asked for English words,
+    writes "Transplantia." at -1.28 per token (the perception sets' test half), and the clip is Spanish; where it
+    finds its English words surely, English stands."""
+    leaning = {
+        "speech_s": 1.1,
+        "token": {"en": 0.55, "es": 0.25, "pt": 0.1},
+        "guesses": {
+            "en": guess("Transfer Ensure.", -4.0, 5, None),
+            "es": guess("Transferencia.", -4.5, 5, [["es", 0.6]]),
+            "pt": guess("Transferência.", -5.0, 5, [["pt", 0.5]]),
+        },
+    }
+    assert RULE.decide(leaning).code == "en"  # base's evidence alone
+    poorly = {"text": "Transplantia.", "logprob_per_token": -1.28, "tokens": 5}
+    decision = RULE.decide(leaning | {"english": poorly})
+    assert decision.code == "es", decision
+    assert "English-only model -1.28 per token" in decision.reason
+    surely = {"text": "Transfer Ensure.", "logprob_per_token": -0.2, "tokens": 4}
+    assert RULE.decide(leaning | {"english": surely}).code == "en"
+
+
 def test_the_expected_language_is_a_prior_that_tips_an_ambiguous_answer_but_not_a_sure_one():
     ambiguous = {"speech_s": 1.0, "token": {"en": 0.45, "es": 0.4, "pt": 0.1}}
     assert RULE.decide(ambiguous).code == "en"
@@ -112,3 +134,18 @@ def test_a_text_no_table_knows_and_an_empty_text_are_read_as_no_evidence():
     for text in ("", "ᚠᚢᚦᚨᚱᚲ ᚷᚹᚺᚾ", "???"):
         told = instruction_language({}, blueprint(audio, "de", 0.9), text)
         assert told is not None and told.code == "de", (text, told)
+
+
+def test_refitting_the_judges_weights_leaves_every_blueprint_current(monkeypatch):
+    """The text's and the prior's weights are the judge's alone: Stage 1 decides without them, so they stay out
+    of asr's fingerprint, while a constant Stage 1 decides with moves it."""
+    from dataclasses import replace
+
+    from extractors.asr import AsrConfig, AsrExtractor
+
+    asr = AsrExtractor(AsrConfig())
+    shipped = asr.fingerprint()
+    for changed, moves in ((dict(text_weight=1.0, prior_weight=0.1), False), (dict(english_weight=0.1), True)):
+        rule = replace(RULE, **changed)
+        monkeypatch.setattr(LanguageRule, "load", classmethod(lambda cls, rule=rule: rule))
+        assert (asr.fingerprint() != shipped) is moves, changed

@@ -7,6 +7,9 @@ The evidence of a clip (`language.evidence` in its blueprint, written by `asr`):
 - `guesses`: where the token is split (its surest language below `split_below`), that window decoded by beam
   search in each of the token's first guesses: the transcript's log-probability summed over its tokens, whether
   it loops, and what its words read as (py3langid, over Whisper's languages);
+- `english`: where guesses were decoded and the recogniser has an English-only model (the `cpu` profile's tiny.en),
+  the window decoded by it: its log-probability per token says how much the speech sounds like English to a model
+  that knows nothing else (Whisper base hears many a short Spanish or Dutch clip as English);
 - and, given by the judge: a written text's reading (an instruction's text) and a prior from the pair's context
   (an answer is expected in its instruction's language; an instruction in its benchmark's).
 
@@ -17,6 +20,7 @@ their words read as) is scored as a log-linear model, and the scores are turned 
   + transcript_weight * (log-probability of c's transcript - the best transcript's)
   + words_weight      * log(floor + how surely a transcript's words read as c)
   - loop_penalty      * (c's transcript loops)
+  + english_weight    * (the English-only model's log-probability per token - english_par)   (c English only)
   + text_weight       * log(floor + P_text(c))       (a written text, where there is one)
   + log prior(c)                                        (context, where there is some)
 
@@ -60,6 +64,8 @@ class LanguageRule:
     transcript_weight: float = 0.5
     words_weight: float = 1.0
     loop_penalty: float = 2.0
+    english_weight: float = 1.0  # the English-only model's log-probability per token, for English ...
+    english_par: float = -0.5  # ... above or below this
     text_weight: float = 1.0
     floor: float = 0.01  # a reading's smallest weight: a language no text reads as is unlikely, not impossible
     unread: float = 0.1  # the reading of a transcript too short to read: neither for nor against its language
@@ -124,6 +130,9 @@ class LanguageRule:
                 score += self.transcript_weight * (logprob - best_logprob)
                 score += self.words_weight * math.log(self.floor + _reading(guesses, c, self.unread))
                 score -= self.loop_penalty * loops
+                english = evidence.get("english")
+                if c == "en" and english:
+                    score += self.english_weight * (english["logprob_per_token"] - self.english_par)
             if text:
                 score += self.text_weight * math.log(self.floor + text.get(c, 0.0))
             if prior:
@@ -167,6 +176,12 @@ class LanguageRule:
     def record(self) -> dict[str, Any]:
         return asdict(self)
 
+    def stage1_record(self) -> dict[str, Any]:
+        """The constants a blueprint's language depends on: Stage 1 decides without a text or a context, so the
+        text's and the prior's weights (and where the constants come from) are the judge's alone, and refitting
+        them leaves every blueprint current."""
+        return {k: v for k, v in self.record().items() if k not in ("text_weight", "prior_weight", "fitted_on")}
+
 
 def _candidates(token: Mapping[str, float], guesses: Mapping[str, Mapping[str, Any]]) -> set[str]:
     if not guesses:
@@ -209,6 +224,9 @@ def describe(evidence: Mapping[str, Any]) -> str:
             how = f"reads {reads[0][0]} {reads[0][1]:.2f}" if reads else "too short to read"
             parts.append(f"{c} {g['logprob']:.1f} ({g['tokens']} tokens, {how}{', loops' if g['loops'] else ''})")
         said += "; transcripts: " + ", ".join(parts)
+    english = evidence.get("english")
+    if english:
+        said += f"; English-only model {english['logprob_per_token']:.2f} per token"
     return said
 
 
@@ -216,7 +234,7 @@ def describe(evidence: Mapping[str, Any]) -> str:
 
 # The token's weight stays 1: its probabilities are Whisper's own, calibrated where nothing else is heard; the
 # other weights say how much a transcript's likelihood and its reading add to them.
-FITTED = ("transcript_weight", "words_weight", "loop_penalty")
+FITTED = ("transcript_weight", "words_weight", "loop_penalty", "english_weight", "english_par")
 
 
 def fit(examples: list[tuple[Mapping[str, Any], str]]) -> LanguageRule:
@@ -250,5 +268,9 @@ MAX_WEIGHT = 10.0  # a weight past this says "never" where the tuning half had n
 
 
 def _with(rule: LanguageRule, weights) -> LanguageRule:
-    values = asdict(rule) | {name: round(min(max(0.0, float(w)), MAX_WEIGHT), 3) for name, w in zip(FITTED, weights)}
+    """`rule` with the FITTED values: weights within [0, MAX_WEIGHT], a par (a log-probability) within ±MAX_WEIGHT."""
+    values = asdict(rule) | {
+        name: round(min(max(-MAX_WEIGHT if name.endswith("_par") else 0.0, float(w)), MAX_WEIGHT), 3)
+        for name, w in zip(FITTED, weights)
+    }
     return LanguageRule(**values)
