@@ -118,6 +118,7 @@ class LanguageRule:
             candidates |= set(prior)
         scores = {}
         best_logprob = max((g["logprob"] for g in guesses.values()), default=0.0)
+        english = evidence.get("english")
         for c in candidates:
             score = self.token_weight * math.log(max(token.get(c, 0.0), self.token_floor))
             if guesses:
@@ -130,7 +131,6 @@ class LanguageRule:
                 score += self.transcript_weight * (logprob - best_logprob)
                 score += self.words_weight * math.log(self.floor + _reading(guesses, c, self.unread))
                 score -= self.loop_penalty * loops
-                english = evidence.get("english")
                 if c == "en" and english:
                     score += self.english_weight * (english["logprob_per_token"] - self.english_par)
             if text:
