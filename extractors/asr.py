@@ -702,6 +702,7 @@ class AsrExtractor(Extractor):
                     "text": heard.text,
                     "logprob_per_token": round(heard.avg_logprob, 3),
                     "tokens": heard.tokens,
+                    "loops": self.loops(heard.text, heard.tokens, "en", limit),
                 }
         return evidence
 
@@ -713,7 +714,7 @@ class AsrExtractor(Extractor):
             "text": t.text,
             "logprob": round(t.avg_logprob * t.tokens, 2),
             "tokens": t.tokens,
-            "loops": not self._sound(t, language) or t.tokens >= limit,
+            "loops": self.loops(t.text, t.tokens, language, limit),
             "reads": [[c, p] for c, p in read[:3] if p >= 0.05] if read else None,
         }
 
@@ -732,11 +733,14 @@ class AsrExtractor(Extractor):
         probabilities = self._loaded.detect_languages([window])[0]
         return self._evidence(probabilities, window, clip.expects, everyone)
 
-    def _sound(self, t: WindowTranscript, language: str) -> bool:
-        """Whether a beam-search transcript holds words that do not loop."""
+    def loops(self, text: str, tokens: int, language: str, limit: int) -> bool:
+        """Whether a beam-search transcript of `tokens` tokens, decoded up to `limit`, holds no words that do not
+        loop: empty, compressing like a loop, a phrase said too often in a row, or cut at the limit. Its
+        log-probability is then the loop's, not that of the language's words."""
         cfg = self.config
-        repeats = longest_repeat(t.text, language=language)[1]
-        return bool(t.text) and t.compression_ratio <= cfg.compression_ratio_threshold and repeats <= cfg.max_repeats
+        repeats = longest_repeat(text, language=language)[1]
+        sound = bool(text) and compression_ratio(text) <= cfg.compression_ratio_threshold and repeats <= cfg.max_repeats
+        return not sound or tokens >= limit
 
     def _decode(
         self,

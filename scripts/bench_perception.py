@@ -193,7 +193,7 @@ def collect(items: list[Item], cache: Path, cached_only: bool = False) -> dict[s
     if path.exists():
         for line in path.read_text().splitlines():
             record = json.loads(line)
-            known[record["sha256"]] = record["evidence"]
+            known[record["sha256"]] = _with_english_loops(record["evidence"], asr)
     todo = [item for item in items if item.clip.sha256 not in known or _untested(known[item.clip.sha256], item)]
     if cached_only:
         todo = []
@@ -212,6 +212,16 @@ def collect(items: list[Item], cache: Path, cached_only: bool = False) -> dict[s
                 if n % 25 == 0 or n == len(todo):
                     print(f"  evidence {n}/{len(todo)} ({time.process_time() - start:.0f} CPU s)", file=sys.stderr)
     return {item.clip.sha256: e for item in items if (e := known.get(item.clip.sha256)) is not None}
+
+
+def _with_english_loops(evidence: dict | None, asr) -> dict | None:
+    """Evidence cached before asr recorded whether the English-only decode loops, with asr's own check: the
+    transcript and its token count are cached, and the token limit follows from the window's seconds."""
+    english = (evidence or {}).get("english")
+    if english is not None and "loops" not in english:
+        limit = math.ceil(evidence["speech_s"] * asr.config.check_tokens_per_s) + 10
+        english["loops"] = asr.loops(english["text"], english["tokens"], "en", limit)
+    return evidence
 
 
 # The language a wrong-language answer is tested against: an answer in Spanish to an English instruction ...

@@ -80,12 +80,53 @@ def test_speech_an_english_only_model_hears_poorly_is_not_english():
         },
     }
     assert RULE.decide(leaning).code == "en"  # base's evidence alone
-    poorly = {"text": "Transplantia.", "logprob_per_token": -1.28, "tokens": 5}
+    poorly = {"text": "Transplantia.", "logprob_per_token": -1.28, "tokens": 5, "loops": False}
     decision = RULE.decide(leaning | {"english": poorly})
     assert decision.code == "es", decision
     assert "English-only model -1.28 per token" in decision.reason
-    surely = {"text": "Transfer Ensure.", "logprob_per_token": -0.2, "tokens": 4}
+    surely = {"text": "Transfer Ensure.", "logprob_per_token": -0.2, "tokens": 4, "loops": False}
     assert RULE.decide(leaning | {"english": surely}).code == "en"
+
+
+def test_a_looping_english_only_decode_is_left_out():
+    """espeak-ng's Spanish "Mañana vamos a la playa con mis amigos.": tiny.en writes "I'm here, I'm here, ..." at
+    -0.54 per token, a loop's probability, not that of English words; the rule decides as if it had not been asked."""
+    spanish = {
+        "speech_s": 2.6,
+        "token": {"es": 0.5, "en": 0.3, "it": 0.1},
+        "guesses": {
+            "es": guess("Mañana vamos a la playa con mis amigos.", -9.0, 12, [["es", 0.9]]),
+            "en": guess("Manana, vamos a la playa con mis amigos.", -9.5, 12, [["es", 0.6]]),
+            "it": guess("Mañana vamos a la playa con mis amigos.", -10.0, 12, [["es", 0.9]]),
+        },
+    }
+    looping = {"text": "I'm here, " * 7 + "I'm here.", "logprob_per_token": -0.54, "tokens": 32, "loops": True}
+    alone, with_loop = RULE.decide(spanish), RULE.decide(spanish | {"english": looping})
+    assert with_loop.code == alone.code == "es"
+    assert with_loop.posterior == alone.posterior
+    assert "English-only model -0.54 loops, left out" in with_loop.reason
+    assert RULE.decide(spanish | {"english": looping | {"loops": False}}).posterior["en"] > alone.posterior["en"]
+
+
+def test_an_english_only_decode_that_loops_where_the_speech_repeats_counts():
+    """The golden files' whispered "tick, tock, tock, ...": every guess but one loops, because the speech repeats;
+    tiny.en's "Tick, tick, ..." at -0.30 per token is then English words, and the clip is English."""
+    repeating = {
+        "speech_s": 4.88,
+        "token": {"en": 0.386, "ja": 0.183, "ko": 0.103, "nn": 0.055, "pl": 0.031, "ru": 0.029, "km": 0.028},
+        "guesses": {
+            "en": guess("Check, " * 10 + "check", -7.57, 21, [["it", 0.22], ["sn", 0.119]], loops=True),
+            "ja": guess("チック" * 18, -4.26, 36, [["ja", 1.0]], loops=True),
+            "ko": guess("찍" * 9, -9.15, 18, [["ko", 0.679]]),
+            "nn": guess("Chick-Chuck " * 5, -7.89, 20, [["sn", 0.102], ["en", 0.099]], loops=True),
+            "pl": guess("Ci" * 27, -10.42, 28, [["la", 0.059], ["ro", 0.05]], loops=True),
+        },
+    }
+    ticks = {"text": "Tick, " * 11 + "tick", "logprob_per_token": -0.3, "tokens": 23, "loops": True}
+    assert RULE.decide(repeating).code == "ja"
+    decision = RULE.decide(repeating | {"english": ticks})
+    assert decision.code == "en", decision
+    assert "English-only model -0.30 per token" in decision.reason
 
 
 def test_the_expected_language_is_a_prior_that_tips_an_ambiguous_answer_but_not_a_sure_one():

@@ -9,7 +9,8 @@ The evidence of a clip (`language.evidence` in its blueprint, written by `asr`):
   it loops, and what its words read as (py3langid, over Whisper's languages);
 - `english`: where guesses were decoded and the recogniser has an English-only model (the `cpu` profile's tiny.en),
   the window decoded by it: its log-probability per token says how much the speech sounds like English to a model
-  that knows nothing else (Whisper base hears many a short Spanish or Dutch clip as English);
+  that knows nothing else (Whisper base hears many a short Spanish or Dutch clip as English); where that decode
+  loops and the English guess does not, its log-probability is the loop's and says nothing: the term is left out;
 - and, given by the judge: a written text's reading (an instruction's text) and a prior from the pair's context
   (an answer is expected in its instruction's language; an instruction in its benchmark's).
 
@@ -20,11 +21,13 @@ their words read as) is scored as a log-linear model, and the scores are turned 
   + transcript_weight * (log-probability of c's transcript - the best transcript's)
   + words_weight      * log(floor + how surely a transcript's words read as c)
   - loop_penalty      * (c's transcript loops)
-  + english_weight    * (the English-only model's log-probability per token - english_par)   (c English only)
+  + english_weight    * (the English-only model's log-probability per token - english_par)   (c English *)
   + text_weight       * log(floor + P_text(c))       (a written text, where there is one)
   + log prior(c)                                        (context, where there is some)
 
     P(c | evidence) = exp(score(c)) / sum over candidates of exp(score)
+
+(* unless the English-only decode loops on its own: above.)
 
 The decision is the most probable candidate, with its probability. The constants are data
 (trace_eval/language_rule.json), fitted on the tuning half of the perception sets by maximum likelihood
@@ -118,7 +121,7 @@ class LanguageRule:
             candidates |= set(prior)
         scores = {}
         best_logprob = max((g["logprob"] for g in guesses.values()), default=0.0)
-        english = evidence.get("english")
+        english = _english_heard(evidence)
         for c in candidates:
             score = self.token_weight * math.log(max(token.get(c, 0.0), self.token_floor))
             if guesses:
@@ -211,6 +214,18 @@ def _reading(guesses: Mapping[str, Mapping[str, Any]], code: str, unread: float)
     return max(readings, default=unread)
 
 
+def _english_heard(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The English-only model's decode, where it tells how English the speech sounds: not where it loops on its
+    own (a loop's probability is high whatever was said), only where the multilingual model's English words loop
+    too (the speech itself repeats: "tick, tock, tock, ...")."""
+    english = evidence.get("english")
+    if english and english.get("loops"):
+        base = (evidence.get("guesses") or {}).get("en")
+        if base is None or not base["loops"]:
+            return None
+    return english
+
+
 def describe(evidence: Mapping[str, Any]) -> str:
     """The evidence in words: "token en 0.46, es 0.31; transcripts: es -12.3 (9 tokens, reads es 0.92), ..."."""
     token = evidence.get("token") or {}
@@ -226,7 +241,8 @@ def describe(evidence: Mapping[str, Any]) -> str:
         said += "; transcripts: " + ", ".join(parts)
     english = evidence.get("english")
     if english:
-        said += f"; English-only model {english['logprob_per_token']:.2f} per token"
+        how = "per token" if _english_heard(evidence) else "loops, left out"
+        said += f"; English-only model {english['logprob_per_token']:.2f} {how}"
     return said
 
 

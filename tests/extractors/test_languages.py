@@ -140,13 +140,7 @@ def test_a_short_spanish_answer_heard_as_english_is_spanish_when_spanish_is_expe
     assert heard.in_language is True, (heard, section.values["language"])
 
 
-# tiny.en loops on espeak-ng's Spanish voice ("I'm here, I'm here, ...") at -0.54 per token, and the rule reads that
-# as English (0.47 against Spanish 0.38): a looping English-only decode should say nothing of how English the speech
-# sounds, as a looping guess says nothing (docs/languages.md, the English-only evidence).
-LOOPING_ENGLISH_DECODE = pytest.mark.xfail(strict=True, reason="a looping English-only decode counts as English")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=LOOPING_ENGLISH_DECODE) if n == "es" else n for n in SPOKEN])
+@pytest.mark.parametrize("name", SPOKEN)
 def test_espeak_speech_is_detected_in_its_language(synthetic, blueprints, name):
     blueprint = blueprints[synthetic[name].sha256]
     assert blueprint["language"]["code"] == SPOKEN[name][1], (blueprint["language"], blueprint["agent_response"])

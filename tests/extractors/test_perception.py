@@ -17,9 +17,9 @@ bench = load_script("bench_perception")
 PER_CORPUS = 4  # clips of each corpus (five recorded languages, six espeak-ng voices), test half, by hash
 # Rates on this subset when the rule's constants were fitted (22 recorded clips, 24 synthetic; at least these).
 # With the English-only model's evidence, one recorded clip more is right and one wrong-language answer fewer is
-# found, as on the whole test half (90.5 % found, 91.3 % before; 95.2 % held, 92.9 % before: docs/languages.md).
+# found, as on the whole test half (docs/languages.md); leaving its loops out finds one synthetic answer more.
 RECORDED = {"language": 20 / 22, "held in its own": 21 / 22, "heard in its own, another expected": 19 / 22}
-SYNTHETIC = {"language": 9 / 24, "held in its own": 15 / 24, "heard in its own, another expected": 9 / 24}
+SYNTHETIC = {"language": 9 / 24, "held in its own": 15 / 24, "heard in its own, another expected": 10 / 24}
 
 
 @pytest.fixture(scope="module")
