@@ -25,7 +25,9 @@ language is measured by bench_perception.py), then `prosody`. A stressed word is
 most prominent words of its clip; a clip whose stressed word the recogniser did not write is counted apart.
 A pair is one sentence and voice: the instruction "Say “SENTENCE”, stressing “WORD”." with the two clips, in an
 order fixed by the hash; the `cues` judge's Paralinguistics is right when it names the one that stresses the
-asked word.
+asked word. The same is asked of two voices (m1 and m3, f2 and f4, croak and klatt2), one stressing the asked word
+and the other another word, as two systems would answer, and of two voices that both stress it (`both_good`) or
+both stress another (`both_bad`).
 
 Every sentence or recording is in one half, fixed by a hash of its text or its file name: a pair and each voice of
 a sentence are in the same half, so the test half's sentences are heard nowhere in the tuning half. `--fit` sets
@@ -359,6 +361,18 @@ def alike_pairs(clips: list[StressClip], asked_word: bool = True) -> list[tuple[
     ]
 
 
+def two_voice_pairs(clips: list[StressClip]) -> list[tuple[StressClip, StressClip]]:
+    """(asked, other) said by the two voices of `alike_pairs`, one each: the asked word stressed by one voice,
+    another word by the other, as two systems would answer (the pairs of `pairs_of` share a voice)."""
+    other = {(c.manner, c.group, c.voice): c for c in clips if c.set == "synthetic" and not c.asked}
+    found = []
+    for first, second in alike_pairs(clips):
+        for asked, by in ((first, second.voice), (second, first.voice)):
+            if (asked.manner, asked.group, by) in other:
+                found.append((asked, other[(asked.manner, asked.group, by)]))
+    return found
+
+
 def judge_alike(
     first: StressClip, second: StressClip, blueprints: dict[Path, dict], thresholds: cues.Thresholds
 ) -> str:
@@ -389,9 +403,10 @@ def report(
     print(f"\n{half} half: {len(chosen)} clips, {len({c.group for c in chosen})} sentences or recordings")
     print(
         "| clips | stressed | word not recognised, or no prominence | top 1 | top 2 | top 3 | judge: the asked word "
-        "against another (pairs) | judge: both stress it, `both_good` | judge: both stress another, `both_bad` |"
+        "against another (pairs) | judge: both stress it, `both_good` | judge: both stress another, `both_bad` | "
+        "judge: the asked word against another, two voices |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for set_, manner in sorted({(c.set, c.manner) for c in chosen}) + [("all", "")]:
         mine = [c for c in chosen if set_ == "all" or (c.set, c.manner) == (set_, manner)]
         places = [place(c, blueprints[c.path]) for c in mine]
@@ -408,6 +423,8 @@ def report(
         for asked_word, label in ((True, "both_good"), (False, "both_bad")):
             alike = alike_pairs(mine, asked_word)
             cells.append(_share(sum(judge_alike(*p, blueprints, thresholds) == label for p in alike), len(alike)))
+        two = [judge_pair(*p, blueprints, thresholds) for p in two_voice_pairs(mine)]
+        cells.append(_share(sum(label == truth for label, truth, _ in two), len(two)))
         print(f"| {f'{set_}, {manner}' if manner else set_} | " + " | ".join(cells) + " |")
 
 
