@@ -734,9 +734,9 @@ class AsrExtractor(Extractor):
         return self._evidence(probabilities, window, clip.expects, everyone)
 
     def loops(self, text: str, tokens: int, language: str, limit: int) -> bool:
-        """Whether a beam-search transcript of `tokens` tokens, decoded up to `limit`, holds no words that do not
-        loop: empty, compressing like a loop, a phrase said too often in a row, or cut at the limit. Its
-        log-probability is then the loop's, not that of the language's words."""
+        """Whether a beam-search transcript of `tokens` tokens, decoded up to `limit`, loops: empty, compressing
+        like a loop, a phrase said too often in a row, or cut at the limit. Its log-probability is then the loop's,
+        not that of the language's words."""
         cfg = self.config
         repeats = longest_repeat(text, language=language)[1]
         sound = bool(text) and compression_ratio(text) <= cfg.compression_ratio_threshold and repeats <= cfg.max_repeats
