@@ -691,7 +691,7 @@ class AsrExtractor(Extractor):
         if any(c != ranked[0][0] for c in expects):
             evidence["expects"] = list(expects)
         if guessed:
-            limit = math.ceil(len(samples) / SAMPLE_RATE * self.config.check_tokens_per_s) + 10
+            limit = self.token_limit(len(samples) / SAMPLE_RATE)
             evidence["guesses"] = {
                 c: self._guess(t, c, limit)
                 for c, t in zip(guessed, self._loaded.decode_in_languages(samples, guessed, limit))
@@ -732,6 +732,10 @@ class AsrExtractor(Extractor):
         window = heard[int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))]
         probabilities = self._loaded.detect_languages([window])[0]
         return self._evidence(probabilities, window, clip.expects, everyone)
+
+    def token_limit(self, seconds: float) -> int:
+        """The most tokens a check decodes for a window of `seconds`: more than its speech can hold is a loop."""
+        return math.ceil(seconds * self.config.check_tokens_per_s) + 10
 
     def loops(self, text: str, tokens: int, language: str, limit: int) -> bool:
         """Whether a beam-search transcript of `tokens` tokens, decoded up to `limit`, loops: empty, compressing

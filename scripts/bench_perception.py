@@ -219,8 +219,7 @@ def _with_english_loops(evidence: dict | None, asr) -> dict | None:
     transcript and its token count are cached, and the token limit follows from the window's seconds."""
     english = (evidence or {}).get("english")
     if english is not None and "loops" not in english:
-        limit = math.ceil(evidence["speech_s"] * asr.config.check_tokens_per_s) + 10
-        english["loops"] = asr.loops(english["text"], english["tokens"], "en", limit)
+        english["loops"] = asr.loops(english["text"], english["tokens"], "en", asr.token_limit(evidence["speech_s"]))
     return evidence
 
 
