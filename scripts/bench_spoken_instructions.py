@@ -155,13 +155,15 @@ def items(folder: Path) -> list[Item]:
 # -- transcripts, cached -----------------------------------------------------------------------------------------
 
 
-def transcribe(clips: list[tuple[Clip, str | None]], cache: Path) -> dict[tuple[str, str | None], dict]:
+def transcribe(
+    clips: list[tuple[Clip, str | None]], cache: Path, threads: int = 1
+) -> dict[tuple[str, str | None], dict]:
     """(sha256, declared language) -> {agent_response, language, duration_s} as Stage 1's asr section writes them,
     for each clip heard with its language declared, or detected (None)."""
     from extractors.asr import AsrConfig, AsrExtractor
     from extractors.base import Extractor
 
-    asr = AsrExtractor(AsrConfig(num_threads=1))
+    asr = AsrExtractor(AsrConfig(num_threads=threads))
     path = cache / f"transcripts-{Extractor.fingerprint(asr)}.jsonl"
     known: dict[tuple[str, str | None], dict] = {}
     if path.exists():

@@ -114,13 +114,68 @@ def test_a_language_never_recorded_prefers_english():
 
 
 def test_the_judge_says_which_words_it_compared_where_the_split_is_not_sure():
-    read, said = spoken_words("D, la conferencia ha sido extendida.", "es")
+    read, how = spoken_words("D, la conferencia ha sido extendida.", "es")
     assert read == 'd "la conferencia ha sido extendida"'
-    assert said == "d”, read as Spanish “di” (1 edit), so the words compared are “la conferencia ha sido extendida"
+    assert how == (
+        "after “d”, read as Spanish “di” (1 edit), so the words compared are “la conferencia ha sido extendida”"
+    )
     assert spoken_words("Di, la conferencia ha sido extendida.", "es") == (
         'di "la conferencia ha sido extendida"',
-        "di",
+        "after “di”",
     )
+
+
+# Whisper base's transcripts of espeak-ng's "Di, ..." and of Asterisk's recorded answers
+# (scripts/bench_bilingual.py): the lead-in misheard beyond what the transcript alone can tell.
+ENTERING = "clave incorrecta, por favor ingreses un número de agentes seguidos por la tecla de número."
+LOGIN = "login incorrect. Please enter your agent number followed by the pound key."
+
+
+@pytest.mark.parametrize(
+    "transcript, answers, quoted, heard, echo",
+    [
+        # "Di," heard as "Y": 2 edits, no pause; the first answer says the rest.
+        ("Y clave intomeca, por favor, ingrese su número de agentes seguimos por la clave número.", (ENTERING, LOGIN),
+         "clave intomeca, por favor, ingrese su numero de agentes seguimos por la clave numero", "y", 1),
+        # The lead-in lost: the second answer says the whole transcript.
+        ("para expulsar el participante impresado más recientemente en la conferencia.",
+         ("to remove the participant who most recently joined the conference.",
+          "puede expulsar al participante ingresado, más recientemente en la conferencia."),
+         "para expulsar el participante impresado mas recientemente en la conferencia", "", 2),
+    ],
+)  # fmt: skip
+def test_an_answer_that_says_the_transcript_s_end_tells_where_the_words_to_say_begin(
+    transcript, answers, quoted, heard, echo
+):
+    assert find_lead_in(transcript, "es") is None  # the transcript alone: no lead-in near enough
+    lead = find_lead_in(transcript, "es", answers)
+    assert lead is not None and (lead.quoted, lead.heard, lead.echo) == (quoted, heard, echo)
+    assert lead.language == "es" and not lead.sure
+    read, how = spoken_words(transcript, "es", answers=answers)
+    assert read == (f'{heard} "{quoted}"' if heard else f'"{quoted}"')
+    assert f"response {echo} saying" in how
+
+
+@pytest.mark.parametrize(
+    "transcript, answers",
+    [
+        # An echo of an instruction that asks for something else: its first words are no lead-in.
+        ("Cuéntame sobre la conferencia de mañana.", ("la conferencia de mañana", LOGIN)),
+        ("Traduce al inglés: clave incorrecta, por favor ingrese su número.", ("clave incorrecta, por favor ingrese "
+                                                                                "su número", LOGIN)),
+        # Answers that say something else, or too little to tell.
+        ("Y clave intomeca, por favor, ingrese su número de agentes.", (LOGIN, "Hasta luego.")),
+        ("Y adiós.", ("adiós", "")),
+    ],
+)  # fmt: skip
+def test_an_answer_that_does_not_echo_a_lead_in_s_words_tells_nothing(transcript, answers):
+    assert find_lead_in(transcript, "es", answers) is None
+    assert spoken_words(transcript, "es", answers=answers) is None
+
+
+def test_a_lead_in_heard_closely_is_not_moved_by_the_answers():
+    transcript = "Di, la conferencia ha sido extendida."
+    assert find_lead_in(transcript, "es", ("ha sido extendida", "")) == find_lead_in(transcript, "es")
 
 
 @pytest.mark.parametrize(
@@ -145,5 +200,6 @@ def test_words_outside_quotes_are_only_a_lead_in_or_more():
 
 
 def test_the_thresholds_are_those_set_on_the_tuning_half():
-    # scripts/bench_spoken_instructions.py --fit; docs/languages.md
+    # scripts/bench_spoken_instructions.py --fit and scripts/bench_spoken_pairs.py --half tune --fit; docs/languages.md
     assert (leadins.MAX_EDIT_RATIO, leadins.MAX_EDIT_RATIO_PAUSED, leadins.GLUED_COST) == (0.34, 0.6, 1.0)
+    assert (leadins.ECHO.edit_ratio, leadins.ECHO.lead_in_edits) == (0.2, 2)

@@ -1178,24 +1178,27 @@ def cue_confidence(
 # -- the backbone ----------------------------------------------------------------------
 
 
-def spoken_words(transcript: str, language: str | None, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[str, str] | None:
-    """A spoken instruction's transcript with its words to say in quotation marks, and what the reasoning says of
-    the lead-in that told them ("Di, la conferencia ha sido extendida." -> 'di "la conferencia ha sido extendida"',
-    "di"; where the lead-in was misheard, how it was read and the words compared); None where it quotes them
-    already, does not begin as an instruction that gives them, or asks for more than saying them (a manner or a
-    language around them: "say potato in a British accent" is left as it is)."""
+def spoken_words(
+    transcript: str, language: str | None, t: Thresholds = DEFAULT_THRESHOLDS, answers: tuple[str, ...] = ()
+) -> tuple[str, str] | None:
+    """A spoken instruction's transcript with its words to say in quotation marks, and how the reasoning says they
+    were found ("Di, la conferencia ha sido extendida." -> 'di "la conferencia ha sido extendida"', 'after “di”';
+    where the lead-in was misheard, how it was read and the words compared; where one of the pair's `answers`
+    told where they begin, which one); None where it quotes them already, does not begin as an instruction that
+    gives them, or asks for more than saying them (a manner or a language around them: "say potato in a British
+    accent" is left as it is)."""
     if not transcript or read_instruction(transcript).quoted:
         return None
-    lead = languages.spoken_quote(transcript, language)
+    lead = languages.spoken_quote(transcript, language, answers)
     if lead is None:
         return None
     for words in (lead.quoted, lead.heard):
         if paralinguistic_cues(words, t, lead.language) or languages.asked_language(words, lead.language):
             return None
-    said = lead.heard
-    if not lead.sure:  # the reasoning names the words compared (it closes the quotation it is put in)
-        said += f"”, {lead.describe()}, so the words compared are “{lead.quoted}"
-    return f'{lead.heard} "{lead.quoted}"', said
+    how = f"after “{lead.heard}”" if lead.heard else "with no lead-in heard"
+    if not lead.sure:
+        how += f", {lead.describe()}, so the words compared are “{lead.quoted}”"
+    return f'{lead.heard} "{lead.quoted}"'.lstrip(), how
 
 
 def no_answer_loses(judgement: Judgement, failed: tuple[bool, bool]) -> Judgement:
@@ -1233,12 +1236,14 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     )
     doubts = (transcript_doubt(case.stored[0]), transcript_doubt(case.stored[1]))
     language = languages.reading_language(case.instruction_language, thresholds.language_min_probability)
-    spoken = None if (case.instruction_text or "").strip() else spoken_words(instruction, language, thresholds)
+    # A spoken instruction's words to say, from its transcript; the pair's answers may tell where they begin.
+    answers = tuple((stored or {}).get("agent_response") or "" for stored in case.stored)
+    spoken = None if (case.instruction_text or "").strip() else spoken_words(instruction, language, thresholds, answers)
     if spoken is not None:
-        instruction, lead = spoken
+        instruction, how = spoken
     content, why_c, missing_c = judge_content(instruction, bp1, bp2, thresholds, doubts, language)
     if spoken is not None:
-        why_c = f"words to say read from the instruction's transcript, after “{lead}”; {why_c}"
+        why_c = f"words to say read from the instruction's transcript, {how}; {why_c}"
     quality, why_vq, missing_vq = judge_voice_quality(bp1, bp2, thresholds, doubts, instruction, language)
     para, why_p, missing_p = judge_paralinguistics(instruction, bp1, bp2, thresholds, doubts, language)
     failed = (bool((bp1 or {}).get("answer_failed")), bool((bp2 or {}).get("answer_failed")))

@@ -674,12 +674,13 @@ def asks_beyond_saying(manner: str) -> bool:
     return not is_lead_in(manner)
 
 
-def spoken_quote(transcript: str, language: str | None) -> LeadIn | None:
+def spoken_quote(transcript: str, language: str | None, answers: tuple[str, ...] = ()) -> LeadIn | None:
     """The words to say in a spoken instruction's transcript that begins as one that gives them ("Say the
     conference has been extended", "Di: la conferencia ...", "Dila conferencia ..." misheard), after its lead-in
     and without the lead-in's remains, with the lead-in as heard and its language; None when it does not. The
-    instruction language's lead-ins are preferred; a language never recorded is read as English."""
-    return find_lead_in(transcript, "en" if language is None else language)
+    instruction language's lead-ins are preferred; a language never recorded is read as English. The pair's
+    `answers` (transcripts) may tell where the words begin after a lead-in misheard or lost."""
+    return find_lead_in(transcript, "en" if language is None else language, answers)
 
 
 # -- the language an answer is asked in ------------------------------------------------------------

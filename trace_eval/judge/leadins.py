@@ -10,7 +10,15 @@ after a colon that follows it closely) are the words to say. A lead-in glued to 
 `GLUED_COST`, the space it lost. The language whose lead-in it is, is evidence of the
 instruction's language (`LeadIn.language`, with `LeadIn.ratio` for how close it was).
 
-The thresholds were set on the tuning half of scripts/bench_spoken_instructions.py (docs/languages.md).
+Where no lead-in is heard that closely, the pair's answers are evidence (`ECHO`): an answer that says what the
+transcript ends with, within `Echo.edit_ratio` edits per letter, tells where the words to say begin, and the
+words before them are a lead-in misheard ("Y clave incorrecta ..." for "Di, clave incorrecta ...") or lost,
+where they are within `Echo.lead_in_edits` edits of one (a lost one costs its letters). An answer
+that echoes an instruction asking for something else ("Traduce al inglés: ...") is not one: its first words are
+no lead-in.
+
+The thresholds were set on the tuning halves of scripts/bench_spoken_instructions.py and (the echo's)
+scripts/bench_spoken_pairs.py (docs/languages.md).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from trace_eval.languages import language_name, separates_words
 from trace_eval.text import fold
 
 __all__ = [
+    "ECHO",
     "EDIT_WEIGHT",
     "GLUED_COST",
     "LEADINS",
@@ -33,6 +42,7 @@ __all__ = [
     "Phrases",
     "find_lead_in",
     "is_lead_in",
+    "Echo",
 ]
 
 # Edits per letter of the phrase within which a transcript's first words are its lead-in, and where the
@@ -51,6 +61,20 @@ EDIT_WEIGHT = 3.0
 PAUSES = frozenset(",:;.!?-")
 # Words between a lead-in and a colon that still belong to it ("sag bitte: guten morgen").
 COLON_WITHIN_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Echo:
+    """When an answer that says the end of an instruction's transcript tells where its words to say begin."""
+
+    edit_ratio: float = 0.2  # edits per letter of the answer from the transcript's tail, at most
+    # Edits from the nearest lead-in to the words before that tail, at most: a count, not a share, since any short
+    # phrase is within a share of a long lead-in ("cuentame sobre" of "repita esta frase").
+    lead_in_edits: int = 2
+    min_letters: int = 8  # an answer shorter matches some tail by chance
+
+
+ECHO = Echo()
 
 
 @dataclass(frozen=True)
@@ -104,6 +128,7 @@ class LeadIn:
     phrase: str  # the table's lead-in it was read as
     language: str  # the language whose lead-in it is: evidence of the instruction's language
     edits: float  # edits from `phrase` to what was heard (a lost space costs GLUED_COST)
+    echo: int = 0  # the answer (1 or 2) that says the words after it, where that told where they begin; 0: none
 
     @property
     def ratio(self) -> float:
@@ -113,12 +138,16 @@ class LeadIn:
     @property
     def sure(self) -> bool:
         """Heard as written, so the words to say surely begin where it ends."""
-        return self.edits == 0
+        return self.edits == 0 and not self.echo
 
     def describe(self) -> str:
-        """How it was read, where it was not heard as written: 'read as Spanish “lee” (1 edit)'."""
+        """How it was read, where it was not heard as written: 'read as Spanish “lee” (1 edit)'; where an answer
+        told where the words to say begin, which one ('response 1 saying them', where none was heard)."""
         edits = f"{self.edits:g} edit" + ("" if self.edits == 1 else "s")
-        return f"read as {language_name(self.language)} “{self.phrase}” ({edits})"
+        if not self.heard:
+            return f"response {self.echo} saying them"
+        read = f"read as {language_name(self.language)} “{self.phrase}” ({edits})"
+        return read + (f", response {self.echo} saying the words after it" if self.echo else "")
 
 
 @cache
@@ -201,11 +230,19 @@ def _ends(text: str, code: str, limit: float) -> list[tuple[float, int, str, boo
 
 
 @lru_cache(maxsize=4096)  # an instruction is read once for each of its pairs
-def find_lead_in(transcript: str, language: str | None = None) -> LeadIn | None:
+def find_lead_in(transcript: str, language: str | None = None, answers: tuple[str, ...] = ()) -> LeadIn | None:
     """The lead-in `transcript` begins with and the words to say after it; None where it begins with none.
     `language` (the instruction's, where known) is preferred: another language's lead-in must then be heard as
     written. A language with no lead-ins here (not known, `und`, or heard as one: Spanish as Galician) reads every
-    language's alike."""
+    language's alike. Where none is heard closely enough, the `answers`' transcripts may tell where the words to
+    say begin (`ECHO`)."""
+    heard = _heard_lead_in(transcript, language)
+    if heard is not None or not answers:
+        return heard
+    return _echoed_lead_in(transcript, language, answers)
+
+
+def _heard_lead_in(transcript: str, language: str | None) -> LeadIn | None:
     found: list[tuple[float, bool, int, bool, str, LeadIn]] = []
     for code in LEADINS:
         folded = fold(transcript, code).strip()
@@ -225,6 +262,67 @@ def find_lead_in(transcript: str, language: str | None = None) -> LeadIn | None:
     if not found:
         return None
     return min(found, key=lambda f: f[:5])[5]
+
+
+def _tail_edits(answer: str, text: str) -> list[int]:
+    """For each start s in `text`, the edits from `answer` to `text[s:]` (aligned back from both ends)."""
+    row = list(range(len(answer) + 1))  # the empty tail against each of the answer's last letters
+    edits = [row[-1]]
+    for j, char in enumerate(reversed(text), 1):
+        new = [j]
+        for i, letter in enumerate(reversed(answer), 1):
+            new.append(min(row[i] + 1, new[i - 1] + 1, row[i - 1] + (char != letter)))
+        row = new
+        edits.append(row[-1])
+    return edits[::-1]
+
+
+def _nearest_lead_in(before: str, language: str | None) -> tuple[float, str, str] | None:
+    """(edits, phrase, language) of the lead-in nearest to `before` (the words before an echoed tail, letters and
+    single spaces) within `ECHO.lead_in_edits`; an empty `before` is a lead-in lost (the instruction language's
+    shortest, every letter an edit)."""
+    codes = [language] if language in LEADINS else list(LEADINS)
+    if not before:
+        phrase = min(_phrases(codes[0]), key=len)
+        return (float(len(phrase)), phrase, codes[0]) if len(phrase) <= ECHO.lead_in_edits else None
+    found = []
+    for code in LEADINS:
+        most = ECHO.lead_in_edits if code in codes else 0  # another language's, heard as written
+        # Its phrases aligned to the whole of `before`: to a text where one more word follows it.
+        for edits, end, phrase, glued in _ends(f"{before} x", code, most / 2):  # a share of the shortest phrase
+            if end == len(before) + 1 and not glued and edits <= most:
+                found.append((edits, -len(phrase), phrase, code))
+    if not found:
+        return None
+    edits, _, phrase, code = min(found)
+    return edits, phrase, code
+
+
+def _echoed_lead_in(transcript: str, language: str | None, answers: tuple[str, ...]) -> LeadIn | None:
+    """The words to say where an answer says what `transcript` ends with (the closest of `answers` within
+    `ECHO.edit_ratio` edits per letter, from a word's start) and the words before them are a lead-in."""
+    folded = fold(transcript, language).strip()
+    text, where = _letters(folded)
+    text = text.strip()
+    starts = [s for s in range(len(text)) if s == 0 or text[s - 1] == " "]
+    best: tuple[float, int, int, tuple[float, str, str]] | None = None  # (edits per letter, start, answer, lead-in)
+    for n, answer in enumerate(answers, 1):
+        said = _letters(fold(answer, language).strip())[0].strip()
+        if sum(ch.isalnum() for ch in said) < ECHO.min_letters:
+            continue
+        tail = _tail_edits(said, text)
+        for start in starts:
+            ratio = tail[start] / len(said)
+            if ratio <= ECHO.edit_ratio and (best is None or ratio < best[0]):
+                lead = _nearest_lead_in(text[:start].strip(), language)
+                if lead is not None:
+                    best = (ratio, start, n, lead)
+    if best is None:
+        return None
+    _, start, n, (edits, phrase, code) = best
+    cut = where[start] if start else 0
+    quoted = re.sub(r"[\"“”«»]", " ", folded[cut:]).strip(" ,.;:!?")
+    return LeadIn(quoted, folded[:cut].strip(" ,.;:"), phrase, code, edits, echo=n)
 
 
 def _read(heard: str, rest: str, phrase: str, code: str, edits: float) -> LeadIn | None:
