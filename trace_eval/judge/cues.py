@@ -155,7 +155,9 @@ __all__ = [
 # ("Di la conferencia ..."); an answer longer than `content_max_s` fails Content; a response whose audio is
 # empty or broken (`answer_failed`) fails every dimension.
 # 11: a word to stress that the recogniser wrote otherwise is found by its place in the quoted sentence.
-CUES_VERSION = "11"
+# 12: a spoken instruction's words to say begin where an answer says the rest of its transcript, after a lead-in
+# misheard or lost (leadins.ECHO).
+CUES_VERSION = "12"
 
 
 @dataclass(frozen=True)
