@@ -178,6 +178,15 @@ def test_a_lead_in_heard_closely_is_not_moved_by_the_answers():
     assert find_lead_in(transcript, "es", ("ha sido extendida", "")) == find_lead_in(transcript, "es")
 
 
+def test_a_lead_in_misheard_as_a_manner_word_asks_for_no_manner():
+    # "Dites, ..." heard as "Vite, ..." (fast): the lead-in's letters, not a pace asked for.
+    read, how = spoken_words("vite, la conférence et moteur enregistrée.", "fr")
+    assert read == 'vite "la conference et moteur enregistree"'
+    assert "read as French “dites” (2 edits)" in how
+    # A manner word between the lead-in and a colon is the instruction's own.
+    assert spoken_words("Dis vite : la conférence est terminée.", "fr") is None
+
+
 @pytest.mark.parametrize(
     "transcript, language",
     [

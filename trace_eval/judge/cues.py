@@ -1194,7 +1194,7 @@ def spoken_words(
     lead = languages.spoken_quote(transcript, language, answers)
     if lead is None:
         return None
-    for words in (lead.quoted, lead.heard):
+    for words in (lead.quoted, lead.beyond):  # not the lead-in, whatever it was misheard as ("vite", fast)
         if paralinguistic_cues(words, t, lead.language) or languages.asked_language(words, lead.language):
             return None
     how = f"after “{lead.heard}”" if lead.heard else "with no lead-in heard"

@@ -129,6 +129,9 @@ class LeadIn:
     language: str  # the language whose lead-in it is: evidence of the instruction's language
     edits: float  # edits from `phrase` to what was heard (a lost space costs GLUED_COST)
     echo: int = 0  # the answer (1 or 2) that says the words after it, where that told where they begin; 0: none
+    # Words heard between the lead-in and a colon after it ("slowly" of "say slowly: ..."): the instruction's own,
+    # unlike the lead-in's letters, which say nothing whatever they were misheard as ("vite" for "dites").
+    beyond: str = ""
 
     @property
     def ratio(self) -> float:
@@ -327,12 +330,13 @@ def _echoed_lead_in(transcript: str, language: str | None, answers: tuple[str, .
 
 def _read(heard: str, rest: str, phrase: str, code: str, edits: float) -> LeadIn | None:
     before, colon, after = rest.partition(":")
+    beyond = ""
     if colon and len(before.split()) <= COLON_WITHIN_WORDS:
-        heard, rest = heard + before, after
+        heard, rest, beyond = heard + before, after, before
     quoted = re.sub(r"[\"“”«»]", " ", rest).strip(" ,.;:!?")
     if sum(ch.isalnum() for ch in quoted) < 2:
         return None
-    return LeadIn(quoted, heard.strip(" ,.;:"), phrase, code, edits)
+    return LeadIn(quoted, heard.strip(" ,.;:"), phrase, code, edits, beyond=beyond.strip(" ,.;:"))
 
 
 def is_lead_in(text: str) -> bool:
