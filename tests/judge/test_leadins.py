@@ -178,6 +178,20 @@ def test_a_lead_in_heard_closely_is_not_moved_by_the_answers():
     assert find_lead_in(transcript, "es", ("ha sido extendida", "")) == find_lead_in(transcript, "es")
 
 
+@pytest.mark.parametrize(
+    "transcript, language",
+    [
+        # Whisper base's transcripts of espeak-ng's translate instructions (scripts/bench_spoken_pairs.py): "how do
+        # you say" is 4 edits from "now can you say", but the instruction asks how something is said.
+        ("How do you say this in Spanish? Please try again.", "en"),
+        ("Como se dice en inglés, todos los representantes se encuentran ocupados.", "es"),
+        ("Comment dit-on en anglais : la conférence est terminée.", "fr"),
+    ],
+)
+def test_a_question_about_how_words_are_said_gives_no_words_to_say(transcript, language):
+    assert spoken_words(transcript, language) is None
+
+
 def test_a_lead_in_misheard_as_a_manner_word_asks_for_no_manner():
     # "Dites, ..." heard as "Vite, ..." (fast): the lead-in's letters, not a pace asked for.
     read, how = spoken_words("vite, la conférence et moteur enregistrée.", "fr")

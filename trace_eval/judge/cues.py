@@ -1197,6 +1197,8 @@ def spoken_words(
     for words in (lead.quoted, lead.beyond):  # not the lead-in, whatever it was misheard as ("vite", fast)
         if paralinguistic_cues(words, t, lead.language) or languages.asked_language(words, lead.language):
             return None
+    if languages.asks_how_said(transcript, lead.language):  # "how do you say this in Spanish" read as "now can you say"
+        return None
     how = f"after “{lead.heard}”" if lead.heard else "with no lead-in heard"
     if not lead.sure:
         how += f", {lead.describe()}, so the words compared are “{lead.quoted}”"

@@ -40,6 +40,7 @@ __all__ = [
     "Heard",
     "Table",
     "asked_language",
+    "asks_how_said",
     "benchmark_language",
     "describe_clip",
     "expected",
@@ -699,6 +700,13 @@ def asked_language(text: str, language: str | None) -> str | None:
             if match:
                 return table.names[match.group("name")]
     return None
+
+
+def asks_how_said(text: str, language: str | None) -> bool:
+    """Whether `text` asks how something is said, or what it means ("how do you say this in Spanish?", "¿cómo se
+    dice ...?"): a question about words, not words to say. Read as `asked_language` reads."""
+    tables = [TABLES[language]] if language in TABLES else list(TABLES.values())
+    return any(table.questions and re.search(table.questions, fold(text, table.code)) for table in tables)
 
 
 @dataclass(frozen=True)
