@@ -13,6 +13,7 @@ no digits, none of scripts/bench_bilingual.py's), 30 per language chosen by a ha
     Spanish for an English instruction);
   - `content`: the prompt (right) against another prompt of the same language;
   - `both`: the prompt (right) against the prompt said by espeak-ng in another voice (right too: both good);
+  - `neither`: the prompt translated against another prompt translated (both in the wrong language: both bad);
 - an instruction to translate the prompt ("Traduce al inglés: ...", "Translate into Spanish: ..."), and the pair
   `translate`: the translation (right) against the prompt said back in the instruction's language, an echo that
   looks like an answer to a repeat instruction and is not one.
@@ -20,7 +21,7 @@ no digits, none of scripts/bench_bilingual.py's), 30 per language chosen by a ha
 Content is judged (`trace_eval.judge.cues.judge_content`) on each pair, in an order fixed by a hash, with the
 instruction read as the judge reads it (`cues.spoken_words`, with the pair's answers) and, beside it, without the
 answers (the lead-in alone). A pair is right where Content prefers the right answer (`both`: where it finds both
-good); a `translate` pair is also right where Content is undetermined (it must not prefer the echo).
+good, `neither`: both bad); a `translate` pair is also right where Content is undetermined (it must not prefer the echo).
 
 Each instruction is split once, by a hash of its audio bytes, into a tuning half and a test half; the echo's
 constants (trace_eval/judge/leadins.py) were set on the tuning half. Every clip is heard by Stage 1's recogniser
@@ -65,7 +66,7 @@ TRANSLATE = {
     "es": ("Traduce al inglés:", "¿Cómo se dice en inglés?"),
     "fr": ("Traduis en anglais :", "Comment dit-on en anglais :"),
 }
-KINDS = ("language", "content", "both", "translate")
+KINDS = ("language", "content", "both", "neither", "translate")
 PER_LANGUAGE = 30
 
 
@@ -136,19 +137,22 @@ def pairs(folder: Path) -> list[Pair]:
             translate = _spoken(f"{TRANSLATE[code][n % len(TRANSLATE[code])]} {texts[code][name]}", voice, wpm, folder)
             right, another = _recorded(code, name), _recorded(code, names[(n + 1) % len(names)])
             translated = _recorded(other, name)
+            another_translated = _recorded(other, names[(n + 1) % len(names)])
             variant, wpm = ESPEAK_VOICES[(n + 3) % len(ESPEAK_VOICES)]
             synthetic = _spoken(texts[code][name], f"{code}+{variant}", wpm, folder)
             out += [
                 Pair("language", code, name, say, right, translated),
                 Pair("content", code, name, say, right, another),
                 Pair("both", code, name, say, right, synthetic),
+                Pair("neither", code, name, say, translated, another_translated),
                 Pair("translate", code, name, translate, translated, right),
             ]
     return out
 
 
-def _language(blueprint: dict) -> str | None:
-    clip = languages.ClipLanguage.of(blueprint)
+def _language(instruction: dict) -> str | None:
+    """The language the judge reads the instruction in: its blueprint's, where sure."""
+    clip = languages.ClipLanguage.of(instruction)
     return languages.reading_language(clip, cues.DEFAULT_THRESHOLDS.language_min_probability)
 
 
@@ -167,7 +171,7 @@ def judged(pair: Pair, heard: dict, with_answers: bool) -> str | None:
 
 
 def right(pair: Pair, label: str | None) -> bool:
-    wanted = "both_good" if pair.kind == "both" else "1" if pair.right_first else "2"
+    wanted = {"both": "both_good", "neither": "both_bad"}.get(pair.kind, "1" if pair.right_first else "2")
     return label == wanted or (pair.kind == "translate" and label is None)
 
 
