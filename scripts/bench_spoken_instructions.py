@@ -129,7 +129,8 @@ class Item:
         return "tune" if int(self.clip.sha256[:8], 16) % 2 == 0 else "test"
 
 
-def _clip(text: str, voice: str, wpm: int, folder: Path) -> Clip:
+def spoken_clip(text: str, voice: str, wpm: int, folder: Path) -> Clip:
+    """`text` said by espeak-ng's `voice` at `wpm`, written once into `folder` (named by a hash of all three)."""
     from trace_eval.synth import Voice, speak
 
     path = folder / f"{hashlib.sha256(f'{voice} {wpm} {text}'.encode()).hexdigest()[:16]}.wav"
@@ -142,13 +143,13 @@ def items(folder: Path) -> list[Item]:
     out = []
     for language, sentences in SENTENCES.items():
         voices, leads = VOICES[language], LEADS[language]
-        said = [_clip(s, *voices[(n + 1) % len(voices)], folder) for n, s in enumerate(sentences)]
+        said = [spoken_clip(s, *voices[(n + 1) % len(voices)], folder) for n, s in enumerate(sentences)]
         for n, sentence in enumerate(sentences):
             lead = leads[n % len(leads)]
-            clip = _clip(f"{lead} {sentence}", *voices[n % len(voices)], folder)
+            clip = spoken_clip(f"{lead} {sentence}", *voices[n % len(voices)], folder)
             out.append(Item(language, lead, sentence, clip, (said[n], said[(n + 1) % len(said)])))
         for n, text in enumerate(OTHERS[language]):
-            out.append(Item(language, "", None, _clip(text, *voices[n % len(voices)], folder)))
+            out.append(Item(language, "", None, spoken_clip(text, *voices[n % len(voices)], folder)))
     return out
 
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_perception import ESPEAK_VOICES  # noqa: E402  (pins the numeric class before any library loads)
-from bench_spoken_instructions import transcribe  # noqa: E402
+from bench_spoken_instructions import spoken_clip, transcribe  # noqa: E402
 from recorded_speech import asterisk_transcripts  # noqa: E402
 
 from extractors import Clip  # noqa: E402
@@ -116,15 +116,6 @@ def _recorded(code: str, name: str) -> Clip:
     return Clip(hashlib.sha256(path.read_bytes()).hexdigest(), load_audio(path))
 
 
-def _spoken(text: str, voice: str, wpm: int, folder: Path) -> Clip:
-    from trace_eval.synth import Voice, speak
-
-    path = folder / f"{hashlib.sha256(f'{voice} {wpm} {text}'.encode()).hexdigest()[:16]}.wav"
-    if not path.exists():
-        speak(text, path, Voice(voice=voice, wpm=wpm))
-    return Clip(hashlib.sha256(path.read_bytes()).hexdigest(), load_audio(path))
-
-
 def pairs(folder: Path) -> list[Pair]:
     folder.mkdir(parents=True, exist_ok=True)
     texts = {code: asterisk_transcripts(code) for code in LANGUAGES}
@@ -134,13 +125,15 @@ def pairs(folder: Path) -> list[Pair]:
         for n, name in enumerate(names):
             variant, wpm = ESPEAK_VOICES[n % len(ESPEAK_VOICES)]
             voice = f"{code}+{variant}"
-            say = _spoken(f"{LEADS[code][n % len(LEADS[code])]} {texts[code][name]}", voice, wpm, folder)
-            translate = _spoken(f"{TRANSLATE[code][n % len(TRANSLATE[code])]} {texts[code][name]}", voice, wpm, folder)
+            say = spoken_clip(f"{LEADS[code][n % len(LEADS[code])]} {texts[code][name]}", voice, wpm, folder)
+            translate = spoken_clip(
+                f"{TRANSLATE[code][n % len(TRANSLATE[code])]} {texts[code][name]}", voice, wpm, folder
+            )
             right, another = _recorded(code, name), _recorded(code, names[(n + 1) % len(names)])
             translated = _recorded(other, name)
             another_translated = _recorded(other, names[(n + 1) % len(names)])
             variant, wpm = ESPEAK_VOICES[(n + 3) % len(ESPEAK_VOICES)]
-            synthetic = _spoken(texts[code][name], f"{code}+{variant}", wpm, folder)
+            synthetic = spoken_clip(texts[code][name], f"{code}+{variant}", wpm, folder)
             out += [
                 Pair("language", code, name, say, right, translated),
                 Pair("content", code, name, say, right, another),

@@ -156,7 +156,8 @@ __all__ = [
 # empty or broken (`answer_failed`) fails every dimension.
 # 11: a word to stress that the recogniser wrote otherwise is found by its place in the quoted sentence.
 # 12: a spoken instruction's words to say begin where an answer says the rest of its transcript, after a lead-in
-# misheard or lost (leadins.ECHO).
+# misheard or lost (leadins.ECHO); a lead-in misheard as a manner word asks for no manner ("vite" for "dites"); a
+# question about how words are said ("how do you say this in Spanish") gives no words to say.
 CUES_VERSION = "12"
 
 

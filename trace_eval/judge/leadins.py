@@ -34,6 +34,7 @@ from trace_eval.text import fold
 __all__ = [
     "ECHO",
     "EDIT_WEIGHT",
+    "Echo",
     "GLUED_COST",
     "LEADINS",
     "MAX_EDIT_RATIO",
@@ -42,7 +43,6 @@ __all__ = [
     "Phrases",
     "find_lead_in",
     "is_lead_in",
-    "Echo",
 ]
 
 # Edits per letter of the phrase within which a transcript's first words are its lead-in, and where the
