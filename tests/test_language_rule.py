@@ -137,6 +137,22 @@ def test_the_expected_language_is_a_prior_that_tips_an_ambiguous_answer_but_not_
     assert RULE.decide(sure, expected="es").code == "en"
 
 
+def test_the_prior_does_not_weigh_for_a_language_the_evidence_never_tested():
+    # A recorded Spanish answer (Asterisk's "vm-marked-urgent", Whisper base's token): sure enough that nothing was
+    # decoded. Held to an English instruction whose Stage 1 could not know it (spoken only), it stays Spanish ...
+    sure = {"speech_s": 2.4, "token": {"es": 0.802, "en": 0.077, "pt": 0.041, "it": 0.032}}
+    assert RULE.untested(sure, "en") and not RULE.untested(sure, "es")
+    assert RULE.decide(sure, expected="en").code == "es"
+    # ... where the prior alone made it English at 0.935. Decoded in English as well (Stage 1's test where the
+    # context is known), the prior weighs again, beside the transcripts.
+    assert RULE.decide(sure, prior=RULE.expecting("en", sure)).code == "en"
+    decoded = {**sure, "guesses": {"es": {"text": "esa mensaje", "logprob": -3.0, "tokens": 6, "loops": False,
+                                          "reads": [["es", 0.9]]},
+                                   "en": {"text": "is a message", "logprob": -9.0, "tokens": 6, "loops": False,
+                                          "reads": [["en", 0.9]]}}}  # fmt: skip
+    assert not RULE.untested(decoded, "en")
+
+
 def test_an_answer_is_held_to_the_instructions_language_through_the_prior():
     asked = Asked("es", False, "es")
     ambiguous = {"speech_s": 1.0, "token": {"en": 0.45, "es": 0.4, "pt": 0.1}}

@@ -151,10 +151,11 @@ class LanguageRule:
         prior: Mapping[str, float] | None = None,
     ) -> LanguageDecision:
         """The most probable language given the evidence, a text's reading and a prior; `expected`: a language
-        the context expects (the prior gives it `prior_weight` and shares the rest among the others)."""
+        the context expects (the prior gives it `prior_weight` and shares the rest among the others), unless the
+        evidence never put it to the test (`untested`)."""
         if not evidence or not evidence.get("token"):
             return LanguageDecision(None, None, {}, "no language evidence")
-        if expected is not None and prior is None:
+        if expected is not None and prior is None and not self.untested(evidence, expected):
             prior = self.expecting(expected, evidence, text)
         scores = self.scores(evidence, text, prior)
         top = max(scores.values())
@@ -163,6 +164,17 @@ class LanguageRule:
         posterior = {c: round(w / total, 3) for c, w in sorted(weights.items(), key=lambda item: (-item[1], item[0]))}
         code = next(iter(posterior))
         return LanguageDecision(code, posterior[code], dict(list(posterior.items())[:5]), describe(evidence))
+
+    def untested(self, evidence: Mapping[str, Any], code: str) -> bool:
+        """Whether `code` was never put to the test: the token was sure of another language (`split_below` or
+        more), so nothing was decoded. A context's prior does not weigh there: alone it would outweigh a token sure
+        of another language (a recorded Spanish answer, token es 0.93, heard as English because English was
+        expected). Stage 1 decodes an expected language as a guess where the context is known when it runs."""
+        token: Mapping[str, float] = evidence.get("token") or {}
+        if evidence.get("guesses") or not token:
+            return False
+        surest = max(token, key=lambda c: token[c])
+        return surest != code and token[surest] >= self.split_below
 
     def expecting(
         self, expected: str, evidence: Mapping[str, Any], text: Mapping[str, float] | None = None

@@ -157,7 +157,8 @@ __all__ = [
 # 11: a word to stress that the recogniser wrote otherwise is found by its place in the quoted sentence.
 # 12: a spoken instruction's words to say begin where an answer says the rest of its transcript, after a lead-in
 # misheard or lost (leadins.ECHO); a lead-in misheard as a manner word asks for no manner ("vite" for "dites"); a
-# question about how words are said ("how do you say this in Spanish") gives no words to say.
+# question about how words are said ("how do you say this in Spanish") gives no words to say; the instruction's
+# language weighs as a prior only on an answer whose evidence tested it (LanguageRule.untested).
 CUES_VERSION = "12"
 
 
