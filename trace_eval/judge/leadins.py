@@ -239,10 +239,9 @@ def find_lead_in(transcript: str, language: str | None = None, answers: tuple[st
     written. A language with no lead-ins here (not known, `und`, or heard as one: Spanish as Galician) reads every
     language's alike. Where none is heard closely enough, the `answers`' transcripts may tell where the words to
     say begin (`ECHO`)."""
-    heard = _heard_lead_in(transcript, language)
-    if heard is not None or not answers:
-        return heard
-    return _echoed_lead_in(transcript, language, answers)
+    if answers:  # the lead-in as heard is read once per instruction (cached), whatever its pairs' answers
+        return find_lead_in(transcript, language) or _echoed_lead_in(transcript, language, answers)
+    return _heard_lead_in(transcript, language)
 
 
 def _heard_lead_in(transcript: str, language: str | None) -> LeadIn | None:
