@@ -3,6 +3,7 @@
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -103,10 +104,16 @@ class Expecting(Extractor):
     version = "1"
     depends_on = ("test_peak",)  # runs in the driver, as asr does
     reads_expected_languages = True
-    outputs = ("test.expects",)
+    outputs = ("test.expects", "language")
+
+    made: ClassVar[list[tuple[str, tuple[str, ...]]]] = []  # (sha256, expects) of each clip made, in order
+    heard_as: ClassVar[dict[float, str]] = {}  # a clip's length (s) -> the language it is heard in, surely
 
     def extract_one(self, clip):
-        return Section({"test": {"expects": list(clip.expects)}})
+        Expecting.made.append((clip.sha256, clip.expects))
+        heard = Expecting.heard_as.get(round(clip.duration_s, 2))
+        language = {"code": heard, "probability": 0.9, "source": "detected"} if heard else None
+        return Section({"test": {"expects": list(clip.expects)}, **({"language": language} if heard else {})})
 
 
 ONLY = ["test_peak", "test_peak_db"]
@@ -121,6 +128,8 @@ def test_extractors():
     for name in ONLY + LANGUAGE + ["test_broken", "test_unloadable", "test_expecting"]:
         REGISTRY.pop(name, None)
     Peak.fail = False
+    Expecting.made.clear()
+    Expecting.heard_as.clear()
 
 
 def bench(tmp_path, files: dict[str, object], pairs=None):
@@ -623,3 +632,30 @@ def test_answers_are_made_in_a_variant_that_tests_the_language_their_instruction
     assert store.key_for_path("audio/a.wav") == f"{store.hash_of('audio/a.wav')}.expects-es"
     assert store.key_for_path("audio/b.wav") == f"{store.hash_of('audio/b.wav')}.expects-es+fr"
     assert run_blueprints(root, opts(only=only)).computed == 0
+
+
+def test_a_spoken_instruction_is_heard_first_and_its_answers_tested_in_its_language(tmp_path):
+    """An instruction with neither text nor a declared language tells its answers' expected language only once
+    it is heard: the run hears it first, then makes each answer once, tested in that language; an instruction
+    heard unsurely, or in no language, expects nothing. A second run makes nothing."""
+    files = {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9), "r.wav": tone(0.6), "c.wav": tone(1.1)}
+    root = bench(tmp_path, files, pairs=[("q.wav", "a.wav", "b.wav"), ("r.wav", "c.wav", "b.wav")])
+    Expecting.heard_as.update({0.5: "es"})  # q is surely Spanish; r is heard in no language
+    only = ["test_peak", "test_expecting"]
+    summary = run_blueprints(root, opts(only=only))
+    assert (summary.computed, summary.unique_audio, summary.clips, summary.sections["test_expecting"]["ok"]) == (
+        5,
+        5,
+        6,
+        5,
+    )
+    store = BlueprintStore(root)
+    sha = {name: store.hash_of(f"audio/{name}") for name in files}
+    instructions = {sha["q.wav"], sha["r.wav"]}
+    assert {s for s, _ in Expecting.made[:2]} == instructions  # heard first
+    assert sorted(Expecting.made[2:]) == sorted([(sha["a.wav"], ("es",)), (sha["b.wav"], ("es",)), (sha["c.wav"], ())])
+    assert store.key_for_path("audio/a.wav") == f"{sha['a.wav']}.expects-es"
+    assert store.get_by_path("audio/b.wav")["test"]["expects"] == ["es"]
+    assert store.get_by_path("audio/q.wav")["test"]["expects"] == []
+    assert run_blueprints(root, opts(only=only)).computed == 0
+    assert len(Expecting.made) == 5

@@ -371,6 +371,7 @@ class Judge:
 
     def _stage1(self, given: _Given, strict: bool) -> _Stage1:
         """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
+        from trace_eval.judge.languages import heard_instruction_languages
         from trace_eval.judge.runner import Blueprints, MissingBlueprintsError, with_failed_answers
 
         if not self.prompt.needs_blueprints:
@@ -379,31 +380,41 @@ class Judge:
         # Each clip with the language it is declared in ("": detected): a declared instruction has a blueprint
         # of its own, decoded in that language.
         declared = {clip: code for pair in readable for clip, code in pair.declared_languages().items() if code}
-        # Each answer with the languages its pairs expect it in: the variant that tests them.
+        # Each answer with the languages its pairs expect it in: the variant that tests them. An answer whose
+        # expected language only its spoken instruction's audio tells waits until that is heard (stage1.plan.passes).
         expected: dict[str, set[str]] = {}
-        for pair in readable:
-            for clip, code in pair.expected_languages().items():
-                expected.setdefault(clip, set()).add(code)
+        heard: dict[str, str] = {}
+        failures: dict[str, str] = {}
 
         def variant(clip: str) -> tuple[str, tuple[str, ...]]:
             return declared.get(clip, ""), tuple(sorted(expected.get(clip, ())))
 
-        clips = list(dict.fromkeys(c for pair in readable for c in pair.audio_paths()))
-        failures: dict[str, str] = {}
-        wanted = [c for c in clips if (c, *variant(c)) not in self._blueprints]
-        for language, expects in dict.fromkeys(variant(c) for c in wanted):
-            from trace_eval.stage1.pipeline import BlueprintOptions
+        def make(clips: list[str]) -> None:
+            expected.clear()
+            for pair in readable:
+                for clip, code in pair.expected_languages(heard.get(pair.instruction_path or "")).items():
+                    expected.setdefault(clip, set()).add(code)
+            wanted = [c for c in clips if (c, *variant(c)) not in self._blueprints]
+            for language, expects in dict.fromkeys(variant(c) for c in wanted):
+                from trace_eval.stage1.pipeline import BlueprintOptions
 
-            found, failed, summary = self.clips.blueprints(
-                [c for c in wanted if variant(c) == (language, expects)],
-                BlueprintOptions(device=self.device, profile=self.profile, progress=False),
-                language or None,
-                expects,
-            )
-            failures |= failed
-            self.stage1_runs += 1
-            self.blueprints_made += summary.computed
-            self._blueprints.update({(clip, language, expects): bp for clip, bp in found.items() if bp is not None})
+                found, failed, summary = self.clips.blueprints(
+                    [c for c in wanted if variant(c) == (language, expects)],
+                    BlueprintOptions(device=self.device, profile=self.profile, progress=False),
+                    language or None,
+                    expects,
+                )
+                failures.update(failed)
+                self.stage1_runs += 1
+                self.blueprints_made += summary.computed
+                self._blueprints.update({(clip, language, expects): bp for clip, bp in found.items() if bp is not None})
+
+        clips = list(dict.fromkeys(c for pair in readable for c in pair.audio_paths()))
+        waiting = [p.instruction_path for p in readable if p.instruction_path and p.waits_on_instruction()]
+        if waiting:
+            make(list(dict.fromkeys(waiting)))
+            heard = heard_instruction_languages(readable, lambda c: self._blueprints.get((c, *variant(c))))
+        make(clips)
         found = {c: self._blueprints.get((c, *variant(c))) for c in clips}
         # Clips named as the caller gave them (a path, bytes, samples), not by their copies in the clip folder.
         names = {clip: name for pair in readable for clip, name in given.names[pair.id].items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,12 +92,14 @@ class Benchmark:
         declared in two languages); clips not listed have their language detected."""
         return {path: code for pair in self.pairs for path, code in pair.declared_languages().items()}
 
-    def expected_languages(self) -> dict[str, tuple[str, ...]]:
+    def expected_languages(self, heard: Mapping[str, str] | None = None) -> dict[str, tuple[str, ...]]:
         """Relative audio path -> the languages its items' contexts expect it in (Pair.expected_languages), for
-        answers whose language is not declared."""
+        answers whose language is not declared; `heard`: instruction path -> the language it was surely heard
+        in, for instructions whose language neither the manifest nor their text tells."""
+        heard = heard or {}
         found: dict[str, set[str]] = {}
         for pair in self.pairs:
-            for path, code in pair.expected_languages().items():
+            for path, code in pair.expected_languages(heard.get(pair.instruction_path or "")).items():
                 found.setdefault(path, set()).add(code)
         return {path: tuple(sorted(codes)) for path, codes in found.items()}
 

@@ -60,15 +60,30 @@ class Pair:
                 declared[path] = self.languages[language_field]
         return declared
 
-    def expected_languages(self) -> dict[str, str]:
+    def told_language(self) -> str | None:
+        """The instruction's language as the manifest tells it: declared, else what its written text reads as
+        surely; None where only its audio can tell."""
+        declared = self.languages.get("instruction_language")
+        if declared or not self.instruction_text:
+            return declared or None
+        read = text_language(self.instruction_text)
+        return read.code if read is not None and read.probability >= TEXT_SURE else None
+
+    def expected_languages(self, heard: str | None = None) -> dict[str, str]:
         """Relative path -> the language this item's context expects an answer in, for each answer whose own
-        language is not declared: the instruction's declared language, else the one its written text reads as
-        surely. Stage 1 decodes an answer in it where the answer's own evidence does not already make it the
-        surest (the hypothesis test of trace_eval/language_rule.py); the judge weighs it as a prior."""
-        expected = self.languages.get("instruction_language")
-        if not expected and self.instruction_text:
-            read = text_language(self.instruction_text)
-            expected = read.code if read is not None and read.probability >= TEXT_SURE else None
+        language is not declared: the instruction's as the manifest tells it (`told_language`), else `heard`,
+        the language its spoken instruction was surely heard in, its text weighed with its audio (known once
+        Stage 1 has heard it: trace_eval/judge/languages.py `heard_instruction_languages`). Stage 1 decodes an
+        answer in it where the answer's own evidence does not already make it the surest (the hypothesis test of
+        trace_eval/language_rule.py); the judge weighs it as a prior."""
+        expected = self.told_language() or heard
         declared = self.declared_languages()
         answers = (self.audio1_path, self.audio2_path, self.audio_path)
         return {path: expected for path in answers if expected and path and path not in declared}
+
+    def waits_on_instruction(self) -> bool:
+        """Whether an answer's expected language can come only from hearing the spoken instruction first."""
+        declared = self.declared_languages()
+        answers = (self.audio1_path, self.audio2_path, self.audio_path)
+        undeclared = any(path and path not in declared for path in answers)
+        return bool(self.instruction_path) and undeclared and self.told_language() is None

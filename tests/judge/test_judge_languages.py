@@ -12,7 +12,13 @@ from llm_server import blueprint
 
 from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction, spoken_words
 from trace_eval.judge.evidence import language_summary, rows
-from trace_eval.judge.languages import ClipLanguage, asked_language, instruction_language, manner_requests
+from trace_eval.judge.languages import (
+    ClipLanguage,
+    asked_language,
+    heard_instruction_languages,
+    instruction_language,
+    manner_requests,
+)
 from trace_eval.judge.prompts import Case, blueprint_view, load_prompt
 
 
@@ -393,3 +399,35 @@ def test_an_instruction_of_unknown_language_that_asks_for_nothing_but_its_words_
     # Words beyond the lead-in may ask for a manner that cannot be read without the language.
     asked = verdict("Dilo suavecito «Hola.»", right, other, unknown)
     assert "manner asked: not understood" in asked["undetermined"]["paralinguistics"]
+
+
+def test_the_instructions_heard_are_those_only_their_audio_tells_and_surely():
+    """Stage 1 tests an item's answers in its spoken instruction's language where neither the manifest nor the
+    instruction's text tells it: only for instructions heard at least 0.5 surely, in no language otherwise."""
+    from trace_eval.items import Pair
+
+    def item(n: int, **fields) -> Pair:
+        return Pair(f"p{n}", f"q{n}.wav", fields.pop("text", None), f"a{n}.wav", f"b{n}.wav", **fields)
+
+    stored = {
+        "q0.wav": said("Di, hola.", "es", 0.9),
+        "q1.wav": said("Dis, bonjour.", "fr", 0.3),  # unsure
+        "q2.wav": said("Di, hola.", "it", 0.9),  # declared Spanish
+        "q3.wav": said("Say hello.", "en", 0.9),  # its text tells it
+        "q4.wav": None,  # not heard
+        "q5.wav": said("", None),  # no language heard
+    }
+    pairs = [
+        item(0),
+        item(1),
+        item(2, languages={"instruction_language": "es"}),
+        item(3, text="Please say the following sentence out loud: good morning to everyone here."),
+        item(4),
+        item(5),
+    ]
+    assert [p.waits_on_instruction() for p in pairs] == [True, True, False, False, True, True]
+    assert heard_instruction_languages(pairs, stored.get) == {"q0.wav": "es"}
+    assert pairs[0].expected_languages("es") == {"a0.wav": "es", "b0.wav": "es"}
+    # An answer declared in its own language waits on nothing: no answer of the item is tested.
+    both_declared = item(6, languages={"audio1_language": "es", "audio2_language": "en"})
+    assert not both_declared.waits_on_instruction() and both_declared.expected_languages("fr") == {}

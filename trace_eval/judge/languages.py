@@ -23,14 +23,17 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trace_eval.judge.leadins import LeadIn, find_lead_in, is_lead_in
 from trace_eval.language_rule import LanguageRule
 from trace_eval.languages import language_name, text_language, text_languages
 from trace_eval.text import fold
+
+if TYPE_CHECKING:
+    from trace_eval.items import Pair
 
 __all__ = [
     "ASKED_UNKNOWN",
@@ -40,6 +43,7 @@ __all__ = [
     "Heard",
     "Table",
     "asked_language",
+    "heard_instruction_languages",
     "asks_how_said",
     "benchmark_language",
     "describe_clip",
@@ -317,6 +321,26 @@ def benchmark_language(instructions: Iterable[tuple[dict[str, Any], dict | None,
         return None
     code, count = told.most_common(1)[0]
     return code if count > total / 2 else None
+
+
+def heard_instruction_languages(
+    pairs: Iterable[Pair], blueprint_of: Callable[[str], dict | None], min_probability: float = MIN_PROBABILITY
+) -> dict[str, str]:
+    """Instruction path -> the language the judge holds its answers to, for the items whose answers wait on
+    their spoken instruction (`Pair.waits_on_instruction`: neither a declaration nor a sure text tells it):
+    `instruction_language` over its blueprint and written text, with the benchmark's usual language as the
+    prior, where at least `min_probability` sure. Stage 1 tests their answers against it once it has heard the
+    instructions (`Pair.expected_languages`'s `heard`)."""
+    spoken = [(p, p.instruction_path) for p in pairs if p.instruction_path]
+    stored = {path: blueprint_of(path) for _, path in spoken}
+    usual = benchmark_language((p.languages, stored[path], p.instruction_text) for p, path in spoken)
+    heard: dict[str, str] = {}
+    for pair, path in spoken:
+        if pair.waits_on_instruction():
+            told = instruction_language(pair.languages, stored[path], pair.instruction_text, benchmark=usual)
+            if told is not None and told.code and told.trusted(min_probability):
+                heard[path] = told.code
+    return heard
 
 
 def reading_language(language: ClipLanguage | None, min_probability: float) -> str | None:

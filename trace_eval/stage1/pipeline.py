@@ -31,7 +31,7 @@ from typing import Any
 from extractors import REGISTRY, Extractor, numerics
 from trace_eval.bench import load_benchmark
 from trace_eval.stage1.local import runs_in_workers
-from trace_eval.stage1.plan import fingerprints, make_plan
+from trace_eval.stage1.plan import fingerprints, make_plan, passes
 from trace_eval.stage1.record import ClipFailure, Recorder, RunSummary, save_summary
 from trace_eval.stage1.settings import make_config
 from trace_eval.stage1.shelf import is_url
@@ -196,20 +196,32 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
         device = resolve_device(options.device)
     try:
         extractors, profile = build_extractors(options, device)
-        plan = make_plan(
-            bench, store, extractors, fingerprints(extractors), options.force, options.retry_unavailable, profile
-        )
-        recorder = Recorder(plan, options.engine)
+        summaries: list[RunSummary] = []
         progress = _progress(options.progress)
-        try:
-            if options.engine == "ray" and plan.active():
-                started_ray = ray_engine.connect(options.ray_address) or started_ray
-                ray_engine.resolve_device(device)
-                ray_engine.execute(plan, recorder, options.settings, device, progress)
-            elif options.engine == "local":
-                from trace_eval.stage1 import local
+        try:  # spoken instructions whose language their answers are tested against first (plan.passes)
+            for paths in passes(bench, extractors):
+                pass_started = time.perf_counter() if summaries else started  # the first pass's wall: the run's so far
+                plan = make_plan(
+                    bench,
+                    store,
+                    extractors,
+                    fingerprints(extractors),
+                    options.force,
+                    options.retry_unavailable,
+                    profile,
+                    paths=paths,
+                )
+                recorder = Recorder(plan, options.engine)
+                if options.engine == "ray" and plan.active():
+                    started_ray = ray_engine.connect(options.ray_address) or started_ray
+                    ray_engine.resolve_device(device)
+                    ray_engine.execute(plan, recorder, options.settings, device, progress)
+                elif options.engine == "local":
+                    from trace_eval.stage1 import local
 
-                local.execute(plan, recorder, options.workers, progress)
+                    local.execute(plan, recorder, options.workers, progress)
+                # Saved once for the run: a pass's own would drop the failures recorded of the other's clips.
+                summaries.append(recorder.summary(device, profile, time.perf_counter() - pass_started, save=False))
         finally:
             progress.close()
     finally:
@@ -217,10 +229,11 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
             import ray
 
             ray.shutdown()
-    summary = recorder.summary(device, profile, time.perf_counter() - started)
+    summary = summaries[0] if len(summaries) == 1 else _add_up(summaries)
     if remote is not None:
         summary.bench = remote.location
-        save_summary(store, summary)
+    save_summary(store, summary)
+    if remote is not None:
         remote.upload_records()
     return summary
 
@@ -311,6 +324,32 @@ def _combine(summaries: list[RunSummary], passes: list[list[str]], store: str | 
     )
     save_summary(BlueprintStore(last.bench, store), combined)
     return combined
+
+
+def _add_up(summaries: list[RunSummary]) -> RunSummary:
+    """One summary of passes over different clips (`passes`): the counts added up."""
+    first, last = summaries[0], summaries[-1]
+    sections: dict[str, dict[str, int]] = {}
+    for s in summaries:
+        for name, counts in s.sections.items():
+            for key, n in counts.items():
+                sections.setdefault(name, {})[key] = sections.get(name, {}).get(key, 0) + n
+    seconds: dict[str, float] = defaultdict(float)
+    for s in summaries:
+        for name, secs in s.seconds_per_extractor.items():
+            seconds[name] += secs
+    failures = {(f.path, f.stage): f for s in reversed(summaries) for f in s.failures}  # the first pass's own
+    return dataclasses.replace(
+        last,
+        **{n: sum(getattr(s, n) for s in summaries) for n in ("clips", "unique_audio", "cached", "computed", "failed")},
+        seconds_per_extractor={k: round(v, 3) for k, v in sorted(seconds.items())},
+        sections=sections,
+        failures=list(failures.values()),
+        unavailable={k: v for s in summaries for k, v in s.unavailable.items()},
+        kept_unavailable={k: v for s in summaries for k, v in s.kept_unavailable.items()},
+        standin={**first.standin, **last.standin},
+        wall_seconds=round(sum(s.wall_seconds for s in summaries), 3),
+    )
 
 
 def _free_gpu() -> None:

@@ -16,11 +16,13 @@ import hashlib
 import json
 import os
 import sysconfig
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractors import Extractor
 from trace_eval.bench import Benchmark
+from trace_eval.judge.languages import heard_instruction_languages
 from trace_eval.stage1.store import BlueprintStore, blueprint_key
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "fingerprints",
     "installed_packages",
     "make_plan",
+    "passes",
     "resolved_from",
     "variant_of",
 ]
@@ -193,11 +196,13 @@ def make_plan(
     retry_unavailable: bool = False,
     profile: str = DEFAULT_PROFILE,
     record: bool = True,
+    paths: Collection[str] | None = None,
 ) -> Plan:
     """Hash every audio file (reusing the index) and list each one's stale sections, in the variant of the
-    settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run).
-    With `record`, the benchmark's index keeps the hashes and the variant each path now reads; without, a look
-    at what a run would do writes nothing."""
+    settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run, the
+    languages an answer's context expects it in). With `record`, the benchmark's index keeps the hashes and the
+    variant each path now reads; without, a look at what a run would do writes nothing. `paths`: these audio
+    files only (`passes`)."""
     sources = {e.name: resolved_from(e) for e in extractors}
     plan = Plan(
         bench,
@@ -206,19 +211,25 @@ def make_plan(
         fingerprints,
         {},
         [],
-        sum(len(p.audio_paths()) for p in bench.pairs),
+        sum(1 for p in bench.pairs for a in p.audio_paths() if paths is None or a in paths),
         sources,
         packages=installed_packages(),
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
     # An answer's expected languages make a variant only where an extractor of the run tests them (asr).
-    expected = bench.expected_languages() if any(e.reads_expected_languages for e in extractors) else {}
+    # The spoken instructions already heard tell what their answers are expected in (`passes`).
+    expected = (
+        bench.expected_languages(heard_instruction_languages(bench.pairs, store.get_by_path))
+        if any(e.reads_expected_languages for e in extractors)
+        else {}
+    )
     asr = next((e for e in extractors if e.name == "asr"), None)
     run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []
     undecodable: set[str] = set()
-    for rel in bench.audio_files():
+    files = [r for r in bench.audio_files() if paths is None or r in paths]
+    for rel in files:
         path = bench.resolve(rel)
         if not path.is_file():
             plan.missing.append(Missing(rel, f"{path}: file not found"))
@@ -250,7 +261,7 @@ def make_plan(
         job.needed = _stale(plan, job, force, retry_unavailable)
         plan.jobs[sha] = job
     if record:
-        for rel in bench.audio_files():  # every path of an audio reads the one variant made of it
+        for rel in files:  # every path of an audio reads the one variant made of it
             made = plan.jobs.get(store.index().get(rel, {}).get("sha256", ""))
             if made is not None:
                 store.set_variant(rel, made.variant)
@@ -261,6 +272,20 @@ def make_plan(
             "One blueprint serves both paths: declare one language for them, or none"
         )
     return plan
+
+
+def passes(bench: Benchmark, extractors: list[Extractor]) -> list[Collection[str] | None]:
+    """The audio files a run makes in turn (`make_plan`'s `paths`; None: every file): the spoken instructions
+    whose answers wait on their language (`Pair.waits_on_instruction`) first, then the rest, each answer tested
+    against the language its instruction was heard in as it is made (one decoding, not one before and one
+    after). One pass where nothing waits, or where no extractor of the run tests an expected language."""
+    if not any(e.reads_expected_languages for e in extractors):
+        return [None]
+    first = {p.instruction_path for p in bench.pairs if p.instruction_path and p.waits_on_instruction()}
+    if not first:
+        return [None]
+    answers = {a for p in bench.pairs for a in (p.audio1_path, p.audio2_path, p.audio_path) if a}
+    return [first, [r for r in bench.audio_files() if r not in first or r in answers]]
 
 
 def _stored_or_started(store: BlueprintStore, sha: str, variant: str) -> dict | None:

@@ -154,7 +154,8 @@ class Recorder:
             store.put(job.key, bp)
         self.computed += 1
 
-    def summary(self, device: str, profile: str, wall_seconds: float) -> RunSummary:
+    def summary(self, device: str, profile: str, wall_seconds: float, save: bool = True) -> RunSummary:
+        """What the run did; with `save`, recorded in the store (summary.json, failures.jsonl)."""
         for job in self.plan.jobs.values():
             for name in self.sections:
                 if name not in job.needed:
@@ -183,7 +184,8 @@ class Recorder:
                 if self.sections[e.name].get("ok") and (note := e.model().standin)
             },
         )
-        save_summary(self.plan.store, summary)
+        if save:
+            save_summary(self.plan.store, summary)
         return summary
 
     def _entry(
