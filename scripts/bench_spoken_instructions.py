@@ -156,11 +156,18 @@ def items(folder: Path) -> list[Item]:
 # -- transcripts, cached -----------------------------------------------------------------------------------------
 
 
+def transcript_key(clip: Clip, declared: str | None = None) -> tuple[str, str | None]:
+    """A clip's key among `transcribe`'s transcripts: (sha256, the language declared), or (sha256, "expects-es")
+    for an answer tested in the language its instruction expects."""
+    return clip.sha256, "expects-" + "+".join(clip.expects) if clip.expects else declared
+
+
 def transcribe(
     clips: list[tuple[Clip, str | None]], cache: Path, threads: int = 1
 ) -> dict[tuple[str, str | None], dict]:
     """(sha256, declared language) -> {agent_response, language, duration_s} as Stage 1's asr section writes them,
-    for each clip heard with its language declared, or detected (None)."""
+    for each clip heard with its language declared, or detected (None); a clip that expects languages
+    (`Clip.expects`, an answer tested in its instruction's) is keyed (sha256, "expects-es")."""
     from extractors.asr import AsrConfig, AsrExtractor
     from extractors.base import Extractor
 
@@ -171,8 +178,8 @@ def transcribe(
         for line in path.read_text().splitlines():
             record = json.loads(line)
             known[record["sha256"], record.get("declared")] = record["blueprint"]
-    todo = list({(c.sha256, code): Clip(c.sha256, c.audio, language=code) for c, code in clips}.items())
-    todo = [(key, clip) for key, clip in todo if key not in known]
+    wanted = {transcript_key(c, code): Clip(c.sha256, c.audio, language=code, expects=c.expects) for c, code in clips}
+    todo = [(key, clip) for key, clip in wanted.items() if key not in known]
     if todo:
         start = time.process_time()
         cache.mkdir(parents=True, exist_ok=True)

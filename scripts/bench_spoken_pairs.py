@@ -20,7 +20,8 @@ no digits, none of scripts/bench_bilingual.py's), 30 per language chosen by a ha
 
 Content is judged (`trace_eval.judge.cues.judge_content`) on each pair, in an order fixed by a hash, with the
 instruction read as the judge reads it (`cues.spoken_words`, with the pair's answers) and, beside it, without the
-answers (the lead-in alone). A pair is right where Content prefers the right answer (`both`: where it finds both
+answers (the lead-in alone); the answers as Stage 1 makes them, tested in the language the instruction was surely
+heard in (`heard_instruction_languages`), and beside it heard with nothing expected (answers untested). A pair is right where Content prefers the right answer (`both`: where it finds both
 good, `neither`: both bad); a `translate` pair is also right where Content is undetermined (it must not prefer the
 echo).
 
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_perception import ESPEAK_VOICES  # noqa: E402  (pins the numeric class before any library loads)
-from bench_spoken_instructions import spoken_clip, transcribe  # noqa: E402
+from bench_spoken_instructions import spoken_clip, transcribe, transcript_key  # noqa: E402
 from recorded_speech import asterisk_transcripts  # noqa: E402
 
 from extractors import Clip  # noqa: E402
@@ -150,13 +151,28 @@ def _language(instruction: dict) -> str | None:
     return languages.reading_language(clip, cues.DEFAULT_THRESHOLDS.language_min_probability)
 
 
-def judged(pair: Pair, heard: dict, with_answers: bool) -> str | None:
-    """Content's label for `pair`, right answer first where `right_first`."""
+def heard_language(instruction: dict) -> str | None:
+    """The language Stage 1 tests the instruction's answers in (`heard_instruction_languages`: the judge's reading,
+    at least 0.5 sure; no benchmark prior, as no language is most of the set's)."""
+    told = languages.instruction_language({}, instruction, None)
+    return told.code if told is not None and told.code and told.trusted(languages.MIN_PROBABILITY) else None
+
+
+def answer_clips(pair: Pair, heard: dict) -> list[Clip]:
+    """The pair's answers as Stage 1 makes them: tested in the language its instruction was heard in."""
+    code = heard_language(heard[pair.instruction.sha256, None])
+    return [replace(c, expects=(code,) if code else ()) for c in (pair.right, pair.wrong)]
+
+
+def judged(pair: Pair, heard: dict, with_answers: bool, tested: bool = True) -> str | None:
+    """Content's label for `pair`, right answer first where `right_first`; `tested`: its answers as Stage 1 makes
+    them (`answer_clips`), else heard with nothing expected."""
     t = cues.DEFAULT_THRESHOLDS
     instruction = heard[pair.instruction.sha256, None]
     transcript = instruction["agent_response"] or ""
-    ordered = (pair.right, pair.wrong) if pair.right_first else (pair.wrong, pair.right)
-    answers = tuple(heard[c.sha256, None] for c in ordered)
+    right_answer, wrong_answer = answer_clips(pair, heard) if tested else (pair.right, pair.wrong)
+    ordered = (right_answer, wrong_answer) if pair.right_first else (wrong_answer, right_answer)
+    answers = tuple(heard[transcript_key(c)] for c in ordered)
     language = _language(instruction)
     said = tuple(a["agent_response"] or "" for a in answers) if with_answers else ()
     spoken = cues.spoken_words(transcript, language, t, said)
@@ -169,15 +185,20 @@ def right(pair: Pair, label: str | None) -> bool:
     return label == wanted or (pair.kind == "translate" and label is None)
 
 
-READINGS = {"lead-in alone": False, "with the answers": True}
+# reading -> (the answers tell where the words begin, the answers tested in the instruction's language)
+READINGS = {
+    "lead-in alone": (False, True),
+    "answers untested": (True, False),
+    "with the answers": (True, True),
+}
 
 
 def table(chosen: list[Pair], heard: dict, readings=READINGS) -> dict[tuple[str, str], tuple[int, int]]:
     """(reading, kind or language) -> (right, of)."""
     counts: dict[tuple[str, str], list[int]] = {}
     for pair in chosen:
-        for reading, with_answers in readings.items():
-            ok = right(pair, judged(pair, heard, with_answers))
+        for reading, (with_answers, tested) in readings.items():
+            ok = right(pair, judged(pair, heard, with_answers, tested))
             for key in (pair.kind, pair.language, "all"):
                 cell = counts.setdefault((reading, key), [0, 0])
                 cell[0] += ok
@@ -188,7 +209,7 @@ def table(chosen: list[Pair], heard: dict, readings=READINGS) -> dict[tuple[str,
 def print_table(counts: dict) -> None:
     columns = (*KINDS, *LANGUAGES, "all")
     print(f"{'Content right':<18}" + "".join(f"{c:>14}" for c in columns))
-    for reading in ("lead-in alone", "with the answers"):
+    for reading in READINGS:
         cells = [counts.get((reading, c), (0, 0)) for c in columns]
         print(f"{reading:<18}" + "".join(f"{f'{a}/{b} {100 * a / max(1, b):.0f}%':>14}" for a, b in cells))
 
@@ -200,7 +221,7 @@ def fit(chosen: list[Pair], heard: dict) -> None:
     for echo, prefix in grid:
         leadins.ECHO = replace(leadins.ECHO, edit_ratio=echo, lead_in_edits=prefix)
         leadins.find_lead_in.cache_clear()
-        counts = table(chosen, heard, {"with the answers": True})
+        counts = table(chosen, heard, {"with the answers": READINGS["with the answers"]})
         rates = [counts[("with the answers", k)][0] / counts[("with the answers", k)][1] for k in KINDS]
         scores.append((sum(rates) / len(rates), echo, prefix, rates))
     # Of equal scores, the strictest constants first: an echo is believed only as far as it earns it.
@@ -221,6 +242,8 @@ def main() -> None:
     every = pairs(args.cache / "clips")
     clips = {c.sha256: c for p in every for c in (p.instruction, p.right, p.wrong)}
     heard = transcribe([(c, None) for c in clips.values()], args.cache, threads=os.cpu_count() or 1)
+    tested = {(c.sha256, c.expects): c for p in every for c in answer_clips(p, heard) if c.expects}
+    heard |= transcribe([(c, None) for c in tested.values()], args.cache, threads=os.cpu_count() or 1)
     chosen = [p for p in every if args.half in ("all", p.half)]
     kinds = ", ".join(f"{kind} {n}" for kind, n in Counter(p.kind for p in chosen).items())
     print(
