@@ -164,6 +164,16 @@ def test_spoken_only_instructions_are_judged_from_their_transcripts(given, tmp_p
         if right_answer(item) != "both_good":
             wrong = "in English, not Spanish expected" if item["instruction_id"] != "en-say" else "in Spanish, not"
             assert wrong in record["reasoning"]
+    # Stage 1 heard the instructions first and made each answer once, tested in the language its instruction was
+    # surely heard in (the English prompt answers a Spanish instruction and an English one: tested in both).
+    store = BlueprintStore(bench)
+    for item in manifest:
+        told = records[item["id"]]["instruction_language"]
+        assert told["probability"] >= 0.5, told
+        for answer in (item["audio1_path"], item["audio2_path"]):
+            key = store.key_for_path(answer)
+            assert key.startswith(store.hash_of(answer) + ".expects-"), key
+            assert told["code"] in key.rpartition(".expects-")[2].split("+")
 
 
 def test_compare_declares_the_instruction_s_language(given, tmp_path):

@@ -179,6 +179,9 @@ def _bench(root: Path, names: list[str], audio: Path, order: list[int]) -> Path:
         {
             "index": f"p{k}",
             "instruction_path": f"audio/{names[order[k]]}",
+            # Read surely as English: every clip is made once, an answer tested in English, in any order (where
+            # only the audio told the language, a clip that is an instruction too would be made twice).
+            "instruction_text": "Please repeat the following sentence exactly as you hear it.",
             "audio1_path": f"audio/{names[order[(k + 1) % len(order)]]}",
             "audio2_path": f"audio/{names[order[(k + 2) % len(order)]]}",
         }

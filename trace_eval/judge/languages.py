@@ -332,14 +332,16 @@ def heard_instruction_languages(
     prior, where at least `min_probability` sure. Stage 1 tests their answers against it once it has heard the
     instructions (`Pair.expected_languages`'s `heard`)."""
     spoken = [(p, p.instruction_path) for p in pairs if p.instruction_path]
+    waiting = [(p, path) for p, path in spoken if p.waits_on_instruction()]
+    if not waiting:  # nothing to read: a benchmark whose instructions are all declared or written
+        return {}
     stored = {path: blueprint_of(path) for _, path in spoken}
     usual = benchmark_language((p.languages, stored[path], p.instruction_text) for p, path in spoken)
     heard: dict[str, str] = {}
-    for pair, path in spoken:
-        if pair.waits_on_instruction():
-            told = instruction_language(pair.languages, stored[path], pair.instruction_text, benchmark=usual)
-            if told is not None and told.code and told.trusted(min_probability):
-                heard[path] = told.code
+    for pair, path in waiting:
+        told = instruction_language(pair.languages, stored[path], pair.instruction_text, benchmark=usual)
+        if told is not None and told.code and told.trusted(min_probability):
+            heard[path] = told.code
     return heard
 
 
