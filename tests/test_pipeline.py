@@ -659,3 +659,29 @@ def test_a_spoken_instruction_is_heard_first_and_its_answers_tested_in_its_langu
     assert store.get_by_path("audio/q.wav")["test"]["expects"] == []
     assert run_blueprints(root, opts(only=only)).computed == 0
     assert len(Expecting.made) == 5
+
+
+def test_an_audio_that_answers_two_instructions_is_tested_in_both_and_an_instruction_that_answers_too_as_each(
+    tmp_path,
+):
+    """The same recording under two paths answers a Spanish and a French instruction: made once, tested in both.
+    An instruction that is also an answer is made twice: as an instruction first, then tested as an answer."""
+    files = {"q.wav": tone(0.5), "s.wav": tone(0.6), "a.wav": tone(0.7), "a-copy.wav": tone(0.7), "b.wav": tone(0.9)}
+    root = bench(tmp_path, files, pairs=[("q.wav", "a.wav", "b.wav"), ("s.wav", "a-copy.wav", "q.wav")])
+    Expecting.heard_as.update({0.5: "es", 0.6: "fr"})
+    only = ["test_peak", "test_expecting"]
+    run_blueprints(root, opts(only=only))
+    store = BlueprintStore(root)
+    sha = {name: store.hash_of(f"audio/{name}") for name in files}
+    assert sorted(Expecting.made) == sorted(
+        [
+            (sha["q.wav"], ()),
+            (sha["s.wav"], ()),
+            (sha["a.wav"], ("es", "fr")),
+            (sha["b.wav"], ("es",)),
+            (sha["q.wav"], ("fr",)),
+        ]
+    )
+    assert store.key_for_path("audio/a-copy.wav") == f"{sha['a.wav']}.expects-es+fr"
+    assert store.key_for_path("audio/q.wav") == f"{sha['q.wav']}.expects-fr"
+    assert run_blueprints(root, opts(only=only)).computed == 0

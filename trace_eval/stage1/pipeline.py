@@ -199,7 +199,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
         summaries: list[RunSummary] = []
         progress = _progress(options.progress)
         try:  # spoken instructions whose language their answers are tested against first (plan.passes)
-            for paths in passes(bench, extractors):
+            for paths in passes(bench, store, extractors):
                 pass_started = time.perf_counter() if summaries else started  # the first pass's wall: the run's so far
                 plan = make_plan(
                     bench,

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import sysconfig
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ __all__ = [
     "Stale",
     "fingerprints",
     "installed_packages",
+    "expected_languages",
     "make_plan",
     "passes",
     "resolved_from",
@@ -217,13 +218,7 @@ def make_plan(
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
-    # An answer's expected languages make a variant only where an extractor of the run tests them (asr).
-    # The spoken instructions already heard tell what their answers are expected in (`passes`).
-    expected = (
-        bench.expected_languages(heard_instruction_languages(bench.pairs, store.get_by_path))
-        if any(e.reads_expected_languages for e in extractors)
-        else {}
-    )
+    expected = expected_languages(bench, store, extractors)
     asr = next((e for e in extractors if e.name == "asr"), None)
     run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []
@@ -235,7 +230,7 @@ def make_plan(
             plan.missing.append(Missing(rel, f"{path}: file not found"))
             continue
         sha = store.hash_of(rel)
-        expects = () if run_language else expected.get(rel, ())
+        expects = () if run_language else expected.get(sha, ())
         variant = variant_of(profile, declared.get(rel) or run_language, expects)
         if sha in plan.jobs:  # identical audio under several paths is processed once, in the language declared
             job = plan.jobs[sha]
@@ -274,18 +269,38 @@ def make_plan(
     return plan
 
 
-def passes(bench: Benchmark, extractors: list[Extractor]) -> list[Collection[str] | None]:
-    """The audio files a run makes in turn (`make_plan`'s `paths`; None: every file): the spoken instructions
-    whose answers wait on their language (`Pair.waits_on_instruction`) first, then the rest, each answer tested
-    against the language its instruction was heard in as it is made (one decoding, not one before and one
-    after). One pass where nothing waits, or where no extractor of the run tests an expected language."""
+def expected_languages(bench: Benchmark, store: BlueprintStore, extractors: list[Extractor]) -> dict[str, tuple]:
+    """sha256 -> the languages the items of every path with that audio expect it in, as an answer (an audio that
+    answers a Spanish and an English instruction is tested in both), the spoken instructions already heard
+    included (`passes`). Empty where no extractor of the run tests an expected language (asr): then they make no
+    variant."""
     if not any(e.reads_expected_languages for e in extractors):
-        return [None]
+        return {}
+    found: dict[str, set[str]] = {}
+    for rel, codes in bench.expected_languages(heard_instruction_languages(bench.pairs, store.get_by_path)).items():
+        if bench.resolve(rel).is_file():
+            found.setdefault(store.hash_of(rel), set()).update(codes)
+    return {sha: tuple(sorted(codes)) for sha, codes in found.items()}
+
+
+def passes(bench: Benchmark, store: BlueprintStore, extractors: list[Extractor]) -> Iterator[Collection[str] | None]:
+    """The audio files a run makes in turn (`make_plan`'s `paths`; None: every file), each asked for once the
+    pass before it is done: the spoken instructions whose answers wait on their language first
+    (`Pair.waits_on_instruction`), then the other files and those of the first whose expected languages the
+    instructions heard changed, so that each answer is tested against its instruction's language as it is made
+    (one decoding, not one before and one after). One pass where nothing waits, or where no extractor of the run
+    tests an expected language."""
     first = {p.instruction_path for p in bench.pairs if p.instruction_path and p.waits_on_instruction()}
-    if not first:
-        return [None]
-    answers = {a for p in bench.pairs for a in (p.audio1_path, p.audio2_path, p.audio_path) if a}
-    return [first, [r for r in bench.audio_files() if r not in first or r in answers]]
+    if not first or not any(e.reads_expected_languages for e in extractors):
+        yield None
+        return
+    before = expected_languages(bench, store, extractors)
+    yield first
+    after = expected_languages(bench, store, extractors)
+    changed = {sha for sha in before.keys() | after.keys() if before.get(sha) != after.get(sha)}
+    yield [
+        r for r in bench.audio_files() if r not in first or (bench.resolve(r).is_file() and store.hash_of(r) in changed)
+    ]
 
 
 def _stored_or_started(store: BlueprintStore, sha: str, variant: str) -> dict | None:
