@@ -338,7 +338,8 @@ def _add_up(summaries: list[RunSummary]) -> RunSummary:
     for s in summaries:
         for name, secs in s.seconds_per_extractor.items():
             seconds[name] += secs
-    failures = {(f.path, f.stage): f for s in reversed(summaries) for f in s.failures}  # the first pass's own
+    # A clip made in both passes (an instruction that is an answer too) keeps the first pass's failure.
+    failures = {(f.path, f.stage): f for s in reversed(summaries) for f in s.failures}
     return dataclasses.replace(
         last,
         **{n: sum(getattr(s, n) for s in summaries) for n in ("clips", "unique_audio", "cached", "computed", "failed")},
