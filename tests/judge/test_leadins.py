@@ -213,6 +213,31 @@ def test_an_instruction_that_asks_more_than_saying_is_left_as_it_is(transcript, 
     assert spoken_words(transcript, language) is None
 
 
+def test_a_manner_word_among_the_words_to_say_is_one_of_them_where_an_answer_says_them_all():
+    # Asterisk's "I am afraid I was unable to ..." and "... el tono grave": words, not a fearful or low
+    # voice asked for, where an answer says every one of them.
+    transcript = "For repeat the phrase, I am afraid I was unable to create a connection to the server."
+    answers = ("Lo siento, no fue posible.", "I'm afraid I was unable to create a connection to the server.")
+    read, how = spoken_words(transcript, "en", answers=answers)
+    assert read.endswith('"i am afraid i was unable to create a connection to the server"')
+    assert "its manner words read as words to say, response 2 saying them all" in how
+    assert spoken_words(transcript, "en") is None  # with no answer to tell, a manner may be asked for
+    read, _ = spoken_words(
+        "Di, deje su mensaje al oír el tono grave.", "es", answers=("Deje su mensaje al oír el tono grave.",)
+    )
+    assert read == 'di "deje su mensaje al oir el tono grave"'
+    # An answer that says the other words only leaves the manner asked for.
+    assert spoken_words("Say hello there slowly.", "en", answers=("Hello there.", "Hola.")) is None
+    # Never words to say: a manner between a lead-in and a colon, a language asked for.
+    assert (
+        spoken_words("Dis vite : la conférence est terminée.", "fr", answers=("La conférence est terminée.",)) is None
+    )
+    assert (
+        spoken_words("Say in Spanish: good morning everyone.", "en", answers=("in spanish good morning everyone",))
+        is None
+    )
+
+
 def test_words_outside_quotes_are_only_a_lead_in_or_more():
     assert not asks_beyond_saying("Di")
     assert not asks_beyond_saying("Por favor, repite:")

@@ -114,7 +114,7 @@ from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 
 import fusion
-from trace_eval.judge import languages
+from trace_eval.judge import languages, leadins
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
 from trace_eval.judge.prompts import Case
 from trace_eval.judge.prosody_rules import (
@@ -1196,14 +1196,23 @@ def spoken_words(
     lead = languages.spoken_quote(transcript, language, answers)
     if lead is None:
         return None
+    # A manner word among the words to say is one of them where an answer says them all ("I am afraid I was unable
+    # to ...", "después del tono grave"); else it may be asked for ("say hello slowly"), and nothing is quoted.
+    said_all = None
     for words in (lead.quoted, lead.beyond):  # not the lead-in, whatever it was misheard as ("vite", fast)
-        if paralinguistic_cues(words, t, lead.language) or languages.asked_language(words, lead.language):
+        if languages.asked_language(words, lead.language):
             return None
+        if paralinguistic_cues(words, t, lead.language):
+            said_all = leadins.said_by(words, lead.language, answers) if words == lead.quoted else None
+            if said_all is None:
+                return None
     if languages.asks_how_said(transcript, lead.language):  # "how do you say this in Spanish" read as "now can you say"
         return None
     how = f"after “{lead.heard}”" if lead.heard else "with no lead-in heard"
     if not lead.sure:
         how += f", {lead.describe()}, so the words compared are “{lead.quoted}”"
+    if said_all is not None:
+        how += f", its manner words read as words to say, response {said_all} saying them all"
     return f'{lead.heard} "{lead.quoted}"'.lstrip(), how
 
 

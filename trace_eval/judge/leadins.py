@@ -43,6 +43,7 @@ __all__ = [
     "Phrases",
     "find_lead_in",
     "is_lead_in",
+    "said_by",
 ]
 
 # Edits per letter of the phrase within which a transcript's first words are its lead-in, and where the
@@ -325,6 +326,19 @@ def _echoed_lead_in(transcript: str, language: str | None, answers: tuple[str, .
     cut = where[start] if start else 0
     quoted = re.sub(r"[\"“”«»]", " ", folded[cut:]).strip(" ,.;:!?")
     return LeadIn(quoted, folded[:cut].strip(" ,.;:"), phrase, code, edits, echo=n)
+
+
+def said_by(words: str, language: str | None, answers: tuple[str, ...]) -> int | None:
+    """The first of `answers` (1, 2, ...) that says all of `words`, within `ECHO.edit_ratio` edits per letter;
+    None where none does (or the words are too short to tell)."""
+    text = _letters(fold(words, language).strip())[0].strip()
+    if sum(ch.isalnum() for ch in text) < ECHO.min_letters:
+        return None
+    for n, answer in enumerate(answers, 1):
+        said = _letters(fold(answer, language).strip())[0].strip()
+        if said and _tail_edits(said, text)[0] <= ECHO.edit_ratio * len(said):
+            return n
+    return None
 
 
 def _read(heard: str, rest: str, phrase: str, code: str, edits: float) -> LeadIn | None:
