@@ -21,9 +21,9 @@ no digits, none of scripts/bench_bilingual.py's), 30 per language chosen by a ha
 Content is judged (`trace_eval.judge.cues.judge_content`) on each pair, in an order fixed by a hash, with the
 instruction read as the judge reads it (`cues.spoken_words`, with the pair's answers) and, beside it, without the
 answers (the lead-in alone); the answers as Stage 1 makes them, tested in the language the instruction was surely
-heard in (`heard_instruction_languages`), and beside it heard with nothing expected (answers untested). A pair is right where Content prefers the right answer (`both`: where it finds both
-good, `neither`: both bad); a `translate` pair is also right where Content is undetermined (it must not prefer the
-echo).
+heard in (`heard_instruction_languages`), and beside it heard with nothing expected (answers untested). A pair is
+right where Content prefers the right answer (`both`: where it finds both good, `neither`: both bad); a
+`translate` pair is also right where Content is undetermined (it must not prefer the echo).
 
 Each instruction is split once, by a hash of its audio bytes, into a tuning half and a test half; the echo's
 constants (trace_eval/judge/leadins.py) were set on the tuning half. Every clip is heard by Stage 1's recogniser
