@@ -77,13 +77,13 @@ class Pair:
         answer in it where the answer's own evidence does not already make it the surest (the hypothesis test of
         trace_eval/language_rule.py); the judge weighs it as a prior."""
         expected = self.told_language() or heard
+        return {path: expected for path in self.undeclared_answers()} if expected else {}
+
+    def undeclared_answers(self) -> list[str]:
+        """The answers' paths whose language the manifest does not declare."""
         declared = self.declared_languages()
-        answers = (self.audio1_path, self.audio2_path, self.audio_path)
-        return {path: expected for path in answers if expected and path and path not in declared}
+        return [p for p in (self.audio1_path, self.audio2_path, self.audio_path) if p and p not in declared]
 
     def waits_on_instruction(self) -> bool:
         """Whether an answer's expected language can come only from hearing the spoken instruction first."""
-        declared = self.declared_languages()
-        answers = (self.audio1_path, self.audio2_path, self.audio_path)
-        undeclared = any(path and path not in declared for path in answers)
-        return bool(self.instruction_path) and undeclared and self.told_language() is None
+        return bool(self.instruction_path) and bool(self.undeclared_answers()) and self.told_language() is None

@@ -199,7 +199,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
         summaries: list[RunSummary] = []
         progress = _progress(options.progress)
         try:  # spoken instructions whose language their answers are tested against first (plan.passes)
-            for paths in passes(bench, store, extractors):
+            for paths, expected in passes(bench, store, extractors):
                 pass_started = time.perf_counter() if summaries else started  # the first pass's wall: the run's so far
                 plan = make_plan(
                     bench,
@@ -210,6 +210,7 @@ def run_blueprints(bench_dir: str | Path, options: BlueprintOptions | None = Non
                     options.retry_unavailable,
                     profile,
                     paths=paths,
+                    expected=expected,
                 )
                 recorder = Recorder(plan, options.engine)
                 if options.engine == "ray" and plan.active():

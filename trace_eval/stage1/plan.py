@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import sysconfig
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,12 +198,13 @@ def make_plan(
     profile: str = DEFAULT_PROFILE,
     record: bool = True,
     paths: Collection[str] | None = None,
+    expected: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Plan:
     """Hash every audio file (reusing the index) and list each one's stale sections, in the variant of the
     settings the run makes it with (`variant_of`: the profile, a language declared for it or for the run, the
     languages an answer's context expects it in). With `record`, the benchmark's index keeps the hashes and the
     variant each path now reads; without, a look at what a run would do writes nothing. `paths`: these audio
-    files only (`passes`)."""
+    files only, and `expected`: their `expected_languages`, as `passes` gives them."""
     sources = {e.name: resolved_from(e) for e in extractors}
     plan = Plan(
         bench,
@@ -218,7 +219,7 @@ def make_plan(
     )
     recorded_undecodable = {} if force else store.recorded_decode_failures()
     declared = bench.declared_languages()
-    expected = expected_languages(bench, store, extractors)
+    expected = expected_languages(bench, store, extractors) if expected is None else expected
     asr = next((e for e in extractors if e.name == "asr"), None)
     run_language = getattr(asr.config, "language", None) if asr is not None else None  # --set asr.language=xx
     conflicts: list[str] = []
@@ -283,24 +284,27 @@ def expected_languages(bench: Benchmark, store: BlueprintStore, extractors: list
     return {sha: tuple(sorted(codes)) for sha, codes in found.items()}
 
 
-def passes(bench: Benchmark, store: BlueprintStore, extractors: list[Extractor]) -> Iterator[Collection[str] | None]:
-    """The audio files a run makes in turn (`make_plan`'s `paths`; None: every file), each asked for once the
-    pass before it is done: the spoken instructions whose answers wait on their language first
-    (`Pair.waits_on_instruction`), then the other files and those of the first whose expected languages the
-    instructions heard changed, so that each answer is tested against its instruction's language as it is made
-    (one decoding, not one before and one after). One pass where nothing waits, or where no extractor of the run
-    tests an expected language."""
+def passes(
+    bench: Benchmark, store: BlueprintStore, extractors: list[Extractor]
+) -> Iterator[tuple[Collection[str] | None, dict[str, tuple[str, ...]] | None]]:
+    """The audio files a run makes in turn, with their expected languages (`make_plan`'s `paths` and `expected`;
+    None: every file, and computed by the plan), each asked for once the pass before it is done: the spoken
+    instructions whose answers wait on their language first (`Pair.waits_on_instruction`), then the other files
+    and those of the first whose expected languages the instructions heard changed, so that each answer is tested
+    against its instruction's language as it is made (one decoding, not one before and one after). One pass where
+    nothing waits, or where no extractor of the run tests an expected language."""
     first = {p.instruction_path for p in bench.pairs if p.instruction_path and p.waits_on_instruction()}
     if not first or not any(e.reads_expected_languages for e in extractors):
-        yield None
+        yield None, None
         return
     before = expected_languages(bench, store, extractors)
-    yield first
-    after = expected_languages(bench, store, extractors)
+    yield first, before
+    after = expected_languages(bench, store, extractors)  # with the instructions the first pass heard
     changed = {sha for sha in before.keys() | after.keys() if before.get(sha) != after.get(sha)}
-    yield [
+    rest = [
         r for r in bench.audio_files() if r not in first or (bench.resolve(r).is_file() and store.hash_of(r) in changed)
     ]
+    yield rest, after
 
 
 def _stored_or_started(store: BlueprintStore, sha: str, variant: str) -> dict | None:
