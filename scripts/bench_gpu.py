@@ -53,8 +53,8 @@ seconds inside `generate`, rows (windows) per call, and seconds in the VAD.
 
 Carrying it to a GPU machine (no network, Python 3.12, torch 2.11, transformers 5.17,
 onnxruntime 1.30 already there): scripts/gpu_carry.py builds .carry/site.tar.xz,
-the smallest set of wheels the paper profile and this bench import there (20
-packages and two import stubs, 13.6 MiB; that script says which and why), and
+the smallest set of wheels the paper profile and this bench import there (21
+packages and two import stubs, 17.9 MiB; that script says which and why), and
 prints the command:
 
     python3 scripts/gpu_carry.py build     # here, once: downloads pinned wheels, packs .carry/
@@ -69,7 +69,9 @@ which is, for run(command=..., carry=[".carry"], timeout_s=600):
 (one line, 286 characters). Should the extractors alone not fit, a second call with
 --skip-stage1 while the machine is still warm reuses the stand-ins in /tmp/trace-standins.
 
-Its time on one H100, estimated, not measured (no GPU was at hand): stand-ins built
+Measured on one H200 (2026-11-29; docs/models.md has the table): stand-ins built in 45 s, 1,000 clips
+in 13.5 s, the whole Stage 1 in 376 s (target not met), asr alone on 250 clips in 56 s (load 7 s); the other
+extractors alone were past --deadline-s 480. Estimated before, for one H100: stand-ins built
 there about 1 min (about 1 min on this 2-core machine, mostly writing 4.4 GB);
 1,000 clips about 15 s (1.2 s per 100 here); the whole Stage 1 some 100-200 s
 (208 min of audio: the reference's 92x real time on an A100, greedy, about 41
@@ -116,12 +118,16 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+
+# first, before numpy: pins the numeric class (extractors/numerics.py), so the whole Stage 1 runs in this
+# process, where WhisperProbe and the GPU's peak see it, not in a new one that run_blueprints would start
+from extractors import numerics  # noqa: E402, F401, I001
+
+import numpy as np  # noqa: E402
+import soundfile as sf  # noqa: E402
 
 from bench_extract import Timing, _time_per_clip, clips_for  # noqa: E402
 

@@ -35,9 +35,10 @@ MACHINE below (as read on 2026-11-17). Carried, at the versions of constraints.t
 - the stand-in maker: openai-whisper, for its multilingual.tiktoken (found by
   find_spec, never imported).
 
-Measured here (2026-11-23): the wheels are 25.7 MiB, unpacked and pruned 57.3 MiB,
-packed with xz -9e 13.6 MiB (14,269,748 bytes); with the repository's tracked files
-(4.9 MiB) 18.5 MiB travel, under the 64 MiB a call allows (all candidate wheels
+Measured here (2026-11-29, py3langid added: Stage 1's plan reads written
+instructions' languages with it): the wheels are 30.1 MiB, unpacked and pruned
+61.7 MiB, packed with xz -9e 17.9 MiB (18,815,156 bytes); with the repository's
+tracked files 26.5 MiB travel, under the 64 MiB a call allows (all candidate wheels
 together, CTranslate2 and PyAV included, packed to 62.8 MB). `build` writes the
 sizes to .carry/contents.json. `check` ran scripts/bench_gpu.py
 --device cpu --clips 4 with the tiny test models in a Python 3.11 that sees only
@@ -94,6 +95,7 @@ CARRIED = {
     "speechbrain": "accent (EncoderClassifier)",
     "hyperpyyaml": "speechbrain's hyperparams.yaml",
     "ruamel-yaml": "hyperpyyaml",
+    "py3langid": "judge.languages (the language a written instruction reads as), which Stage 1's plan asks first",
     "openai-whisper": "scripts/make_standin_models.py reads its multilingual.tiktoken",
 }
 PINS = {"openai-whisper": "20250625"}  # not in constraints.txt: installed by hand where stand-ins are made
