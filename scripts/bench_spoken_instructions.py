@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from extractors import Clip  # noqa: E402  (pins the numeric class before any library loads)
 from trace_eval.audio import load_audio  # noqa: E402
 from trace_eval.judge import cues, languages  # noqa: E402
+from trace_eval.judge.instructions import read_instruction  # noqa: E402
 from trace_eval.text import fold  # noqa: E402
 
 # The sentences to say, per language: an answer that says one of another item is a wrong answer.
@@ -236,7 +237,7 @@ def old_spoken_quote(transcript: str, language: str | None) -> tuple[str, str, s
 
 
 def old_spoken_words(transcript: str, language: str | None) -> str | None:
-    if not transcript or cues.read_instruction(transcript).quoted:
+    if not transcript or read_instruction(transcript).quoted:
         return None
     found = old_spoken_quote(transcript, language)
     if found is None:

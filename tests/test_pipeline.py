@@ -634,6 +634,22 @@ def test_answers_are_made_in_a_variant_that_tests_the_language_their_instruction
     assert run_blueprints(root, opts(only=only)).computed == 0
 
 
+def test_answers_to_a_written_instruction_that_asks_for_another_language_are_tested_in_that_one(tmp_path):
+    """ "Translate into Spanish: ..." reads as English, and its answers are held to Spanish: the judge's reading
+    (languages.held_language), so Stage 1 tests them in Spanish, not in the text's English."""
+    root = bench(tmp_path, {"q.wav": tone(0.5), "a.wav": tone(0.7), "b.wav": tone(0.9)})
+    items = json.loads((root / "manifest.json").read_text())
+    items[0]["instruction_text"] = "Translate into Spanish: the weather is very nice today, and we are going out."
+    (root / "manifest.json").write_text(json.dumps(items))
+    assert run_blueprints(root, opts(only=["test_peak", "test_expecting"])).computed == 3
+    store = BlueprintStore(root)
+    assert [store.get_by_path(f"audio/{p}")["test"]["expects"] for p in ("q.wav", "a.wav", "b.wav")] == [
+        [],
+        ["es"],
+        ["es"],
+    ]
+
+
 def test_a_spoken_instruction_is_heard_first_and_its_answers_tested_in_its_language(tmp_path):
     """An instruction with neither text nor a declared language tells its answers' expected language only once
     it is heard: the run hears it first, then makes each answer once, tested in that language; an instruction

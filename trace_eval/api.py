@@ -371,7 +371,7 @@ class Judge:
 
     def _stage1(self, given: _Given, strict: bool) -> _Stage1:
         """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
-        from trace_eval.judge.languages import heard_instruction_languages
+        from trace_eval.judge.languages import heard_instruction_languages, held_language
         from trace_eval.judge.runner import Blueprints, MissingBlueprintsError, with_failed_answers
 
         if not self.prompt.needs_blueprints:
@@ -392,7 +392,9 @@ class Judge:
         def make(clips: list[str]) -> None:
             expected.clear()
             for pair in readable:
-                for clip, code in pair.expected_languages(heard.get(pair.instruction_path or "")).items():
+                for clip, code in pair.expected_languages(
+                    held_language(pair, heard.get(pair.instruction_path or ""))
+                ).items():
                     expected.setdefault(clip, set()).add(code)
             wanted = [c for c in clips if (c, *variant(c)) not in self._blueprints]
             for language, expects in dict.fromkeys(variant(c) for c in wanted):

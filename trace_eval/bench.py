@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,14 +92,12 @@ class Benchmark:
         declared in two languages); clips not listed have their language detected."""
         return {path: code for pair in self.pairs for path, code in pair.declared_languages().items()}
 
-    def expected_languages(self, heard: Mapping[str, str] | None = None) -> dict[str, tuple[str, ...]]:
-        """Relative audio path -> the languages its items' contexts expect it in (Pair.expected_languages), for
-        answers whose language is not declared; `heard`: instruction path -> the language it was surely heard
-        in, for instructions whose language neither the manifest nor their text tells."""
-        heard = heard or {}
+    def expected_languages(self, held: Callable[[Pair], str | None]) -> dict[str, tuple[str, ...]]:
+        """Relative audio path -> the languages its items hold it to as an answer (`held`: the judge's
+        `held_language` of each item), for answers whose language is not declared."""
         found: dict[str, set[str]] = {}
         for pair in self.pairs:
-            for path, code in pair.expected_languages(heard.get(pair.instruction_path or "")).items():
+            for path, code in pair.expected_languages(held(pair)).items():
                 found.setdefault(path, set()).add(code)
         return {path: tuple(sorted(codes)) for path, codes in found.items()}
 

@@ -69,15 +69,12 @@ class Pair:
         read = text_language(self.instruction_text)
         return read.code if read is not None and read.probability >= TEXT_SURE else None
 
-    def expected_languages(self, heard: str | None = None) -> dict[str, str]:
-        """Relative path -> the language this item's context expects an answer in, for each answer whose own
-        language is not declared: the instruction's as the manifest tells it (`told_language`), else `heard`,
-        the language its spoken instruction was surely heard in, its text weighed with its audio (known once
-        Stage 1 has heard it: trace_eval/judge/languages.py `heard_instruction_languages`). Stage 1 decodes an
-        answer in it where the answer's own evidence does not already make it the surest (the hypothesis test of
+    def expected_languages(self, held: str | None) -> dict[str, str]:
+        """Relative path -> `held`, the language the judge holds this item's answers to (trace_eval/judge/cues.py
+        `held_language`), for each answer whose own language is not declared. Stage 1 decodes an answer in it
+        where the answer's own evidence does not already make it the surest (the hypothesis test of
         trace_eval/language_rule.py); the judge weighs it as a prior."""
-        expected = self.told_language() or heard
-        return {path: expected for path in self.undeclared_answers()} if expected else {}
+        return {path: held for path in self.undeclared_answers()} if held else {}
 
     def undeclared_answers(self) -> list[str]:
         """The answers' paths whose language the manifest does not declare."""

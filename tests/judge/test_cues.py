@@ -11,8 +11,9 @@ from llm_server import LLMServer, PairSpec, Reply, blueprint, write_benchmark
 
 from trace_eval.cli import main
 from trace_eval.judge import JudgeOptions, RetryPolicy, run_judge
-from trace_eval.judge.cues import paralinguistic_cues, read_instruction
+from trace_eval.judge.cues import paralinguistic_cues
 from trace_eval.judge.evidence import cue_availability
+from trace_eval.judge.instructions import read_instruction
 from trace_eval.judge.parse import parse_verdict
 from trace_eval.judge.prompts import load_prompt
 from trace_eval.judge.runfolder import read_results

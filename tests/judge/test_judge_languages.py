@@ -10,12 +10,14 @@ import pytest
 from cues_verdict import KEYS, verdict
 from llm_server import blueprint
 
-from trace_eval.judge.cues import judge_case, paralinguistic_cues, read_instruction, spoken_words
+from trace_eval.judge.cues import judge_case, paralinguistic_cues, spoken_words
 from trace_eval.judge.evidence import language_summary, rows
+from trace_eval.judge.instructions import read_instruction
 from trace_eval.judge.languages import (
     ClipLanguage,
     asked_language,
     heard_instruction_languages,
+    held_language,
     instruction_language,
     manner_requests,
 )
@@ -399,6 +401,30 @@ def test_an_instruction_of_unknown_language_that_asks_for_nothing_but_its_words_
     # Words beyond the lead-in may ask for a manner that cannot be read without the language.
     asked = verdict("Dilo suavecito «Hola.»", right, other, unknown)
     assert "manner asked: not understood" in asked["undetermined"]["paralinguistics"]
+
+
+@pytest.mark.parametrize(
+    ("text", "fields", "heard", "held"),
+    [
+        ("Translate into Spanish: the weather is very nice today, and we are going out.", {}, None, "es"),
+        ("Réponds en espagnol : quel temps fait-il aujourd'hui ?", {"instruction_language": "fr"}, None, "es"),
+        ("Please say the following sentence out loud: good morning to everyone here.", {}, "fr", "en"),
+        # quoted words are words to say, not a request; a question about words asks for none
+        ('Say "I always answer in Spanish" out loud, please, to everyone here.', {}, None, "en"),
+        ("How do you say good morning in Spanish?", {}, None, "en"),
+        (None, {}, "es", "es"),  # spoken only: as its audio was heard
+        (None, {"instruction_language": "fr"}, "es", "fr"),  # declared first
+        (None, {}, None, None),
+    ],
+)
+def test_the_language_answers_are_held_to_is_the_one_asked_for_else_the_instructions(text, fields, heard, held):
+    """Stage 1 tests the answers in the language the judge holds them to: asked for in the written instruction's
+    words, else the instruction's own (declared, its text, its audio as heard)."""
+    from trace_eval.items import Pair
+
+    pair = Pair("p", "q.wav", text, "a.wav", "b.wav", languages=fields)
+    assert held_language(pair, heard) == held
+    assert pair.expected_languages(held) == ({"a.wav": held, "b.wav": held} if held else {})
 
 
 def test_the_instructions_heard_are_those_only_their_audio_tells_and_surely():

@@ -8,7 +8,8 @@ import pytest
 from cues_verdict import verdict
 from llm_server import blueprint, prosody_section
 
-from trace_eval.judge.cues import _words, confidence_of, paralinguistic_cues, read_instruction
+from trace_eval.judge.cues import _words, confidence_of, paralinguistic_cues
+from trace_eval.judge.instructions import read_instruction
 from trace_eval.judge.prosody_rules import align, stress_targets
 
 SWAP = {"1": "2", "2": "1", "both_good": "both_good", "both_bad": "both_bad", None: None}

@@ -77,7 +77,7 @@ def _write_page(runs: list[str | Path], folder: Path) -> dict:
 
 def quotes_words(pair) -> bool:
     """The item's instruction quotes the words to say: the `cues` judge can decide its Content."""
-    from trace_eval.judge.cues import read_instruction
+    from trace_eval.judge.instructions import read_instruction
 
     return bool(read_instruction(pair.instruction_text or "").quoted.strip())
 

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from trace_eval.judge.cues import DEFAULT_THRESHOLDS, UNMEASURED_MANNERS, _same_word, _words, read_instruction
+from trace_eval.judge.cues import DEFAULT_THRESHOLDS, UNMEASURED_MANNERS, _same_word, _words
+from trace_eval.judge.instructions import read_instruction
 from trace_eval.judge.prosody_rules import occurrences, stress_targets
 
 __all__ = [

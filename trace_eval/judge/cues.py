@@ -116,6 +116,7 @@ from difflib import SequenceMatcher
 import fusion
 from trace_eval.judge import languages, leadins
 from trace_eval.judge.backbones import Backbone, BackboneSettings, Completion, FatalBackboneError
+from trace_eval.judge.instructions import Instruction, read_instruction
 from trace_eval.judge.prompts import Case
 from trace_eval.judge.prosody_rules import (
     MANNER_WORDS,
@@ -124,7 +125,6 @@ from trace_eval.judge.prosody_rules import (
     lead_margin,
     prosody_cues,
     shown_prosody,
-    without_stress_targets,
 )
 from trace_eval.rubrics import Rubric, load_rubric
 from trace_eval.text import match_tokens
@@ -200,14 +200,6 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS = Thresholds()
 
-# Words to say: "...", “...”, ‘...’, or '...' where the marks stand outside words (so "don't" and "the
-# speaker's" are not quotes, while 'I don't know' is one); and other languages' marks: „...“, «...», »...«,
-# ‹...›, ‚...‘, 「...」, 『...』.
-_QUOTED = re.compile(
-    r'"([^"]+)"|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|»\s*([^«]+?)\s*«|‹\s*([^›]+?)\s*›|‚([^‘’]+)[‘’]'
-    r"|「([^」]+)」|『([^』]+)』|‘(.+?)’(?!\w)|(?<![\w\'’])\'(?=\S)(.+?)(?<=\S)\'(?!\w)"
-)
-_DIRECTIVE = re.compile(r"\[([^\[\]]+)\]")
 
 SLOW_WORDS = {"slow", "slowly", "slower", "leisurely", "unhurried"}
 FAST_WORDS = {"fast", "quick", "quickly", "faster", "rapid", "rapidly", "hurried", "hurriedly"}
@@ -304,25 +296,6 @@ _NOT_A_MANNER = {
 
 def _words(text: str, language: str | None = None) -> list[str]:
     return match_tokens(text, language)
-
-
-@dataclass(frozen=True)
-class Instruction:
-    """An instruction read the way benchmarks write them."""
-
-    quoted: str  # the words to say, every quote joined in order; "" when nothing is quoted
-    manner: str  # everything outside the quotes: how to say it (bracketed directives included)
-    directives: tuple[str, ...]  # bracketed directives, "[emotion: sad]" -> "emotion: sad"
-
-
-def read_instruction(text: str) -> Instruction:
-    """The quoted words to say, the manner asked for and the bracketed directives of an instruction."""
-    text = without_stress_targets(text)  # "stress 'fox'" asks how to say a word, not to say it again
-    quoted = " ".join(next(g for g in groups if g) for groups in _QUOTED.findall(text))
-    manner = _QUOTED.sub(" ", text)
-    directives = tuple(d.strip() for d in _DIRECTIVE.findall(manner))
-    # A directive runs into the text after it ("[emotion: sad]What ..."): keep its words apart.
-    return Instruction(quoted, _DIRECTIVE.sub(lambda m: f" {m.group(1)} ", manner), directives)
 
 
 def split_instruction(text: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from trace_eval.judge.instructions import read_instruction
 from trace_eval.judge.leadins import LeadIn, find_lead_in, is_lead_in
 from trace_eval.language_rule import LanguageRule
 from trace_eval.languages import language_name, text_language, text_languages
@@ -44,6 +45,7 @@ __all__ = [
     "Table",
     "asked_language",
     "heard_instruction_languages",
+    "held_language",
     "asks_how_said",
     "benchmark_language",
     "describe_clip",
@@ -764,6 +766,17 @@ def expected(manner: str, language: str | None) -> Asked:
         return Asked(requested, True, language)
     known = language if language not in (None, ASKED_UNKNOWN) else None
     return Asked(known, False, language)
+
+
+def held_language(pair: Pair, heard: str | None = None) -> str | None:
+    """The language a pair's answers are held to, as Stage 1 tests them and the judge reads them (`expected`): the
+    one its written instruction asks for in words ("Translate into Spanish: ..."), else the instruction's own, told
+    by the manifest or its text (`Pair.told_language`), else `heard`, its audio's as the judge reads it
+    (`heard_instruction_languages`). A spoken instruction's request is read by the judge alone: where its words to
+    say begin depends on the answers' transcripts (cues.spoken_words)."""
+    own = pair.told_language() or heard
+    text = (pair.instruction_text or "").strip()
+    return expected(read_instruction(text).manner, own).language if text else own
 
 
 class Heard(NamedTuple):

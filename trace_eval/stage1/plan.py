@@ -22,7 +22,7 @@ from pathlib import Path
 
 from extractors import Extractor
 from trace_eval.bench import Benchmark
-from trace_eval.judge.languages import heard_instruction_languages
+from trace_eval.judge.languages import heard_instruction_languages, held_language
 from trace_eval.stage1.store import BlueprintStore, blueprint_key
 
 __all__ = [
@@ -271,14 +271,15 @@ def make_plan(
 
 
 def expected_languages(bench: Benchmark, store: BlueprintStore, extractors: list[Extractor]) -> dict[str, tuple]:
-    """sha256 -> the languages the items of every path with that audio expect it in, as an answer (an audio that
-    answers a Spanish and an English instruction is tested in both), the spoken instructions already heard
-    included (`passes`). Empty where no extractor of the run tests an expected language (asr): then they make no
+    """sha256 -> the languages the items of every path with that audio hold it to, as an answer (`held_language`:
+    an audio that answers a Spanish and an English instruction is tested in both), the spoken instructions already
+    heard included (`passes`). Empty where no extractor of the run tests an expected language (asr): then they make no
     variant."""
     if not any(e.reads_expected_languages for e in extractors):
         return {}
     found: dict[str, set[str]] = {}
-    for rel, codes in bench.expected_languages(heard_instruction_languages(bench.pairs, store.get_by_path)).items():
+    heard = heard_instruction_languages(bench.pairs, store.get_by_path)
+    for rel, codes in bench.expected_languages(lambda p: held_language(p, heard.get(p.instruction_path or ""))).items():
         if bench.resolve(rel).is_file():
             found.setdefault(store.hash_of(rel), set()).update(codes)
     return {sha: tuple(sorted(codes)) for sha, codes in found.items()}
