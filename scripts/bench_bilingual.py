@@ -9,8 +9,11 @@ prompt that exists in English, Spanish and French. Two systems answer with recor
 prompts): `native` with the prompt in the instruction's language (the right answer), `other` with the same prompt
 in English (the same content, translated: the wrong language). `prepare pairs` pairs them (seating by its seed),
 Stage 1 transcribes every clip (`blueprints --only asr`, nothing declared), and the offline judge (`cues`) gives
-Content, three ways: with the instruction's written text, from its audio alone (spoken-only: the words to say read
-from its transcript), and with the instruction's language declared. Content is right where it prefers `native`.
+Content, four ways: with the instruction's written text, from its audio alone (spoken-only: the words to say read
+from its transcript), with the instruction's language declared, and from a written instruction in English that
+asks for the language ("Translate into Spanish: «...»", the English prompt's words: `native` is a right
+translation, `other` says them untranslated). Content is right where it prefers `native`. A second table says
+how often the judge heard `native` in the language expected of it and `other` in another (its Content reasoning).
 
 No rule is set here: the figures are of the rules set elsewhere (the language rule on the perception sets'
 tuning half, the lead-ins on the spoken instructions'), on speech none of them was set on. Clips are cached by
@@ -42,7 +45,10 @@ from trace_eval.cli import main as cli  # noqa: E402
 SOUNDS = Path("/usr/share/asterisk/sounds")
 LANGUAGES = ("es", "fr")  # the instructions'; the wrong answer is always the English prompt
 LEAD_INS = {"es": ("Di", "«", "»"), "fr": ("Dites", "« ", " »")}
-WAYS = ("with its text", "spoken only", "declared")  # the last: spoken only, its language declared
+WAYS = ("with its text", "spoken only", "declared", "asked in English")
+# declared: spoken only, its language declared; asked in English: a written instruction alone, in English, that
+# asks for the sentence in the language ("Translate into Spanish: «...»", the English prompt's transcript)
+ASKED = {"es": "Spanish", "fr": "French"}
 
 
 def prompts(per_language: int) -> list[tuple[str, str, str]]:
@@ -65,12 +71,13 @@ def prompts(per_language: int) -> list[tuple[str, str, str]]:
 
 def build(given: Path, chosen: list[tuple[str, str, str]]) -> None:
     """The lab's files: instructions (audio and text, audio alone), a JSON lines file that declares their
-    languages, each system's answers."""
+    languages, one of written instructions in English that ask for the language, each system's answers."""
     from trace_eval.synth import Voice, speak
 
     for folder in ("written", "spoken", "native", "other"):
         (given / folder).mkdir(parents=True, exist_ok=True)
-    rows = []
+    english = asterisk_transcripts("en")
+    rows, asked = [], []
     for k, (code, name, text) in enumerate(chosen):
         iid = f"{code}-{name.replace('/', '_')}"  # a prompt of a subfolder: followme/pls-hold-while-try
         lead, opening, closing = LEAD_INS[code]
@@ -83,12 +90,19 @@ def build(given: Path, chosen: list[tuple[str, str, str]]) -> None:
         shutil.copy(SOUNDS / code / f"{name}.wav", given / "native" / f"{iid}.wav")
         shutil.copy(SOUNDS / "en" / f"{name}.wav", given / "other" / f"{iid}.wav")
         rows.append({"id": iid, "instruction_path": f"written/{iid}.wav", "instruction_language": code})
+        asked.append({"id": iid, "instruction_text": f"Translate into {ASKED[code]}: «{english[name]}»"})
     (given / "declared.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (given / "asked.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in asked))
 
 
 def judged(given: Path, way: str, work: Path, store: Path) -> dict[str, dict]:
     """{instruction id: (its pair's manifest item, results record)} for one way of giving the instructions."""
-    instructions = {"with its text": "written", "spoken only": "spoken", "declared": "declared.jsonl"}[way]
+    instructions = {
+        "with its text": "written",
+        "spoken only": "spoken",
+        "declared": "declared.jsonl",
+        "asked in English": "asked.jsonl",
+    }[way]
     bench = work / way.replace(" ", "-")
     shutil.rmtree(bench, ignore_errors=True)
     systems = [f"--system={name}={given / name}" for name in ("native", "other")]
@@ -110,6 +124,16 @@ def right(found: dict) -> bool | None:
     if verdict is None:
         return None
     return verdict == ("1" if item["model_a"] == "native" else "2")
+
+
+def heard_right(found: dict, system: str) -> bool:
+    """Whether the judge heard `system`'s answer as it is: `native` in the language expected of it, `other` (the
+    English prompt) in another, as its Content reasoning says ("response 2 in Spanish", "response 1 in English,
+    not Spanish expected ...")."""
+    item, reasoning = found["item"], found["record"].get("reasoning") or ""
+    n = 1 if item["model_a"] == system else 2
+    said = re.search(rf"response {n} in \w+(, not)?", reasoning)
+    return said is not None and (said.group(1) is None) == (system == "native")
 
 
 def main() -> None:
@@ -145,7 +169,15 @@ def main() -> None:
                 + (f" ({undetermined}?)" if undetermined else "")
             )
         print(f"{way:<16}" + "".join(f"{c:>16}" for c in cells))
-    print("\n(?: Content undetermined)")
+    print("\n(?: Content undetermined)\n")
+    print(f"{'language heard':<16}{'native kept':>16}{'other caught':>16}")
+    for way, found in results.items():
+        cells = []
+        for system in ("native", "other"):
+            good = sum(heard_right(f, system) for f in found.values())
+            figures[f"{way} {system} heard"] = round(good / max(1, len(found)), 4)
+            cells.append(f"{good}/{len(found)} {100 * good / max(1, len(found)):.0f}%")
+        print(f"{way:<16}" + "".join(f"{c:>16}" for c in cells))
     if args.show:
         for way, found in results.items():
             for iid, f in sorted(found.items()):
