@@ -1,7 +1,8 @@
 """Carry the paper profile's missing packages to a GPU machine that has no network: one archive.
 
     python3 scripts/gpu_carry.py build     # download the pinned wheels, unpack, prune, pack .carry/site.tar.xz
-    python3 scripts/gpu_carry.py check     # here, on the CPU: the bench seeing only that machine's packages + these
+    .venv/bin/python scripts/gpu_carry.py check   # here, on the CPU (the project's environment: torch builds the tiny
+                                                #   models): the bench seeing only that machine's packages + these
     python3 scripts/gpu_carry.py command   # the device tool's `run` command (carry [".carry"])
 
 The device tool sends the checkout its session started in (with carry [".carry"]);
@@ -36,8 +37,10 @@ MACHINE below (as read on 2026-11-17). Carried, at the versions of constraints.t
   find_spec, never imported).
 
 Measured here (2026-11-29, py3langid added: Stage 1's plan reads written
-instructions' languages with it): the wheels are 30.1 MiB, unpacked and pruned
-61.7 MiB, packed with xz -9e 17.9 MiB (18,815,156 bytes); with the repository's
+instructions' languages with it, and the first run on an H200 stopped without it;
+`check` passed with it in 1 min 50 s, so run it before each device session):
+the wheels are 30.1 MiB, unpacked and pruned 61.7 MiB,
+packed with xz -9e 17.9 MiB (18,815,156 bytes); with the repository's
 tracked files 26.5 MiB travel, under the 64 MiB a call allows (all candidate wheels
 together, CTranslate2 and PyAV included, packed to 62.8 MB). `build` writes the
 sizes to .carry/contents.json. `check` ran scripts/bench_gpu.py
