@@ -70,7 +70,7 @@ class Pair:
         return read.code if read is not None and read.probability >= TEXT_SURE else None
 
     def expected_languages(self, held: str | None) -> dict[str, str]:
-        """Relative path -> `held`, the language the judge holds this item's answers to (trace_eval/judge/cues.py
+        """Relative path -> `held`, the language the judge holds this item's answers to (trace_eval/judge/languages.py
         `held_language`), for each answer whose own language is not declared. Stage 1 decodes an answer in it
         where the answer's own evidence does not already make it the surest (the hypothesis test of
         trace_eval/language_rule.py); the judge weighs it as a prior."""
