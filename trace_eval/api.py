@@ -371,7 +371,7 @@ class Judge:
 
     def _stage1(self, given: _Given, strict: bool) -> _Stage1:
         """The blueprints of the pairs' clips: those this judge already has, Stage 1 for the others."""
-        from trace_eval.judge.languages import heard_instruction_languages, held_language
+        from trace_eval.judge.languages import answer_languages, heard_instruction_languages
         from trace_eval.judge.runner import Blueprints, MissingBlueprintsError, with_failed_answers
 
         if not self.prompt.needs_blueprints:
@@ -382,20 +382,16 @@ class Judge:
         declared = {clip: code for pair in readable for clip, code in pair.declared_languages().items() if code}
         # Each answer with the languages its pairs expect it in: the variant that tests them. An answer whose
         # expected language only its spoken instruction's audio tells waits until that is heard (stage1.plan.passes).
-        expected: dict[str, set[str]] = {}
+        expected: dict[str, tuple[str, ...]] = {}
         heard: dict[str, str] = {}
         failures: dict[str, str] = {}
 
         def variant(clip: str) -> tuple[str, tuple[str, ...]]:
-            return declared.get(clip, ""), tuple(sorted(expected.get(clip, ())))
+            return declared.get(clip, ""), expected.get(clip, ())
 
         def make(clips: list[str]) -> None:
             expected.clear()
-            for pair in readable:
-                for clip, code in pair.expected_languages(
-                    held_language(pair, heard.get(pair.instruction_path or ""))
-                ).items():
-                    expected.setdefault(clip, set()).add(code)
+            expected.update(answer_languages(readable, heard))
             wanted = [c for c in clips if (c, *variant(c)) not in self._blueprints]
             for language, expects in dict.fromkeys(variant(c) for c in wanted):
                 from trace_eval.stage1.pipeline import BlueprintOptions

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,15 +91,6 @@ class Benchmark:
         """Relative audio path -> the language the manifest declares for it (load_benchmark has refused a path
         declared in two languages); clips not listed have their language detected."""
         return {path: code for pair in self.pairs for path, code in pair.declared_languages().items()}
-
-    def expected_languages(self, held: Callable[[Pair], str | None]) -> dict[str, tuple[str, ...]]:
-        """Relative audio path -> the languages its items hold it to as an answer (`held`: the judge's
-        `held_language` of each item), for answers whose language is not declared."""
-        found: dict[str, set[str]] = {}
-        for pair in self.pairs:
-            for path, code in pair.expected_languages(held(pair)).items():
-                found.setdefault(path, set()).add(code)
-        return {path: tuple(sorted(codes)) for path, codes in found.items()}
 
     def resolve(self, relative: str) -> Path:
         return self.root / relative

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -43,6 +43,7 @@ __all__ = [
     "ClipLanguage",
     "Heard",
     "Table",
+    "answer_languages",
     "asked_language",
     "heard_instruction_languages",
     "held_language",
@@ -777,6 +778,17 @@ def held_language(pair: Pair, heard: str | None = None) -> str | None:
     own = pair.told_language() or heard
     text = (pair.instruction_text or "").strip()
     return expected(read_instruction(text).manner, own).language if text else own
+
+
+def answer_languages(pairs: Iterable[Pair], heard: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Relative answer path -> the languages its items hold it to (`held_language`; `heard`: instruction path ->
+    its language as heard, `heard_instruction_languages`), for answers whose language is not declared: what Stage 1
+    tests each answer in."""
+    found: dict[str, set[str]] = {}
+    for pair in pairs:
+        for path, code in pair.expected_languages(held_language(pair, heard.get(pair.instruction_path or ""))).items():
+            found.setdefault(path, set()).add(code)
+    return {path: tuple(sorted(codes)) for path, codes in found.items()}
 
 
 class Heard(NamedTuple):

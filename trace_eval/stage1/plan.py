@@ -22,7 +22,7 @@ from pathlib import Path
 
 from extractors import Extractor
 from trace_eval.bench import Benchmark
-from trace_eval.judge.languages import heard_instruction_languages, held_language
+from trace_eval.judge.languages import answer_languages, heard_instruction_languages
 from trace_eval.stage1.store import BlueprintStore, blueprint_key
 
 __all__ = [
@@ -279,7 +279,7 @@ def expected_languages(bench: Benchmark, store: BlueprintStore, extractors: list
         return {}
     found: dict[str, set[str]] = {}
     heard = heard_instruction_languages(bench.pairs, store.get_by_path)
-    for rel, codes in bench.expected_languages(lambda p: held_language(p, heard.get(p.instruction_path or ""))).items():
+    for rel, codes in answer_languages(bench.pairs, heard).items():
         if bench.resolve(rel).is_file():
             found.setdefault(store.hash_of(rel), set()).update(codes)
     return {sha: tuple(sorted(codes)) for sha, codes in found.items()}
