@@ -191,7 +191,7 @@ class TransformersWhisper:
             _Decoded(self._prompt(lang), self._text_tokens(seq.tolist()), lang, temperature)
             for seq, lang in zip(sequences, languages)
         ]
-        return self._align(decoded, states, encoder_frames)
+        return [self._align(d, states[k : k + 1], encoder_frames[k]) for k, d in enumerate(decoded)]
 
     def _fall_back(
         self, first: WindowTranscript, states, language: str | None, frames: int, seed: int
@@ -243,11 +243,15 @@ class TransformersWhisper:
         return sequence[start:end]
 
     # -- alignment --------------------------------------------------------------------------
-    def _align(self, decoded: list[_Decoded], encoder_states, encoder_frames: list[int]) -> list[WindowTranscript]:
+    def _align(self, d: _Decoded, encoder_states, encoder_frames: int) -> WindowTranscript:
+        """One window's transcript with its words timed, from a decoder pass over its tokens alone.
+
+        One window at a time: in a batch, the decoder's products are summed in an order that depends on the
+        batch's size, and on CUDA that moved a word's time by a frame (batch_invariance, scripts/bench_gpu.py).
+        """
         torch = self.torch
-        rows = [d.prompt + d.text_tokens + [self.eot] for d in decoded]
-        width = max(len(r) for r in rows)
-        input_ids = torch.tensor([r + [self.eot] * (width - len(r)) for r in rows], device=self.device)
+        row = d.prompt + d.text_tokens + [self.eot]
+        input_ids = torch.tensor([row], device=self.device)
         decoder = self.model.get_decoder()
         queries: dict[int, object] = {}
 
@@ -268,17 +272,14 @@ class TransformersWhisper:
             for handle in handles:
                 handle.remove()
         logits = self.model.get_output_embeddings()(hidden.last_hidden_state).float()
-        weights = self._alignment_logits(queries, encoder_states)  # (batch, heads, tokens, frames)
-        return [
-            self._window_result(d, logits[i, : len(rows[i])], weights[i, :, : len(rows[i]), : encoder_frames[i]])
-            for i, d in enumerate(decoded)
-        ]
+        weights = self._alignment_logits(queries, encoder_states)  # (1, heads, tokens, frames)
+        return self._window_result(d, logits[0], weights[0, :, :, :encoder_frames])
 
     def _alignment_logits(self, queries: dict, encoder_states):
         """Pre-softmax cross-attention (q·k) of the alignment heads, computed from the captured queries.
 
         Reading q·k directly (rather than attention weights) works with any attention
-        implementation and lets each item's softmax run over its own audio frames only.
+        implementation and lets the softmax run over the window's audio frames only.
         """
         torch = self.torch
         decoder = self.model.get_decoder()

@@ -23,7 +23,8 @@
    24 with FlashAttention-2: 150 minutes in 98 s on an A100, about 92x real time;
    greedy, no word timings). Then the first 3 clips again as a benchmark of their
    own: on CUDA too, their blueprints must equal those from the 1,000-clip run
-   (batch_invariance in the report; the CPU tests check this on every commit).
+   (batch_invariance in the report, with the first values that differ and where; the CPU tests check
+   this on every commit).
 4. Each extractor alone, configured as the paper profile configures it, on the
    first --each-clips (250 by default: enough for a steady rate, and it keeps the
    whole command inside the device tool's 600 s; 0: all): load time apart from run
@@ -470,6 +471,18 @@ def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
     return [store.get_by_path(f"audio/{path.name}") or {} for path in paths]
 
 
+def differences(a, b, path: str):
+    """(path, a's value, b's value) for each leaf where two JSON values differ, depth first."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            yield from differences(a.get(key), b.get(key), f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from differences(x, y, f"{path}[{i}]")
+    elif a != b:
+        yield path, a, b
+
+
 def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count: int = 3) -> dict:
     """The first `count` clips again as a benchmark of their own, so in other batches than in the whole
     run: every value of their blueprints must be the same (docs/blueprints.md: Same audio, same blueprint)."""
@@ -480,14 +493,18 @@ def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count:
     start = time.perf_counter()
     run_blueprints(small, options)
     differ: dict[str, int] = {}
-    for whole, alone in zip(_blueprints(folder, paths[:count]), _blueprints(small, small_paths)):
+    examples: list[dict] = []
+    for path, whole, alone in zip(paths, _blueprints(folder, paths[:count]), _blueprints(small, small_paths)):
         for key in sorted((set(whole) | set(alone)) - {"provenance"}):
             if whole.get(key) != alone.get(key):
                 differ[key] = differ.get(key, 0) + 1
+                found = list(differences(whole.get(key), alone.get(key), key))
+                examples += [{"clip": path.name, "path": p, "whole": a, "alone": b} for p, a, b in found[:5]]
     return {
         "clips": count,
         "same": not differ,
         "values_that_differ": differ,
+        "examples": examples[:20],  # where they differ: path in the blueprint, the value in each run
         "seconds": round(time.perf_counter() - start, 1),
     }
 
@@ -842,7 +859,7 @@ def main(argv: list[str] | None = None) -> int:
                 + (
                     "the same blueprints"
                     if invariance["same"]
-                    else f"values differ: {invariance['values_that_differ']}"
+                    else f"values differ: {invariance['values_that_differ']}; first: {invariance['examples'][:3]}"
                 ),
                 flush=True,
             )

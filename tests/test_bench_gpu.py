@@ -37,6 +37,18 @@ def test_clips_are_unique_5_to_20_s_and_a_benchmark_the_pipeline_loads(bench_gpu
     assert again[1].read_bytes() == paths[1].read_bytes()
 
 
+def test_batch_invariance_names_each_value_that_differs_and_where(bench_gpu):
+    whole = {"words": [{"word": "a", "end": 9.96}, {"word": "b", "start": 9.96}], "text": "a b"}
+    alone = {"words": [{"word": "a", "end": 9.98}, {"word": "b", "start": 9.98}], "text": "a b"}
+    assert list(bench_gpu.differences(whole["words"], alone["words"], "words")) == [
+        ("words[0].end", 9.96, 9.98),
+        ("words[1].start", 9.96, 9.98),
+    ]
+    assert list(bench_gpu.differences(whole, whole, "")) == []
+    # lists of other lengths differ as a whole: which items were dropped is not guessed
+    assert list(bench_gpu.differences([1, 2], [1], "x")) == [("x", [1, 2], [1])]
+
+
 def test_carried_packages_are_pinned_and_the_stubs_import_but_refuse_use():
     carry = load_script("gpu_carry")
     pins = carry.pins()
