@@ -68,11 +68,13 @@ which is, for run(command=..., carry=[".carry"], timeout_s=600):
     scripts/bench_gpu.py --out $OUT/bench_gpu.json 2>&1 | tee $OUT/bench_gpu.log
 
 (one line, 286 characters). Should the extractors alone not fit, a second call with
---skip-stage1 while the machine is still warm reuses the stand-ins in /tmp/trace-standins.
+--skip-stage1 (and --clips 250: only the clips it times) measures them: 273 s on an H200, stand-ins
+built again included, for the machine goes back after some 30 s idle and a new one starts bare.
 
 Measured on one H200 (2026-11-29; docs/models.md has the table): stand-ins built in 45 s, 1,000 clips
 in 13.5 s, the whole Stage 1 in 376 s (target not met), asr alone on 250 clips in 56 s (load 7 s); the other
-extractors alone were past --deadline-s 480. Estimated before, for one H100: stand-ins built
+extractors alone were past --deadline-s 480, and were measured on 2026-11-30 (each alone, above).
+Estimated before, for one H100: stand-ins built
 there about 1 min (about 1 min on this 2-core machine, mostly writing 4.4 GB);
 1,000 clips about 15 s (1.2 s per 100 here); the whole Stage 1 some 100-200 s
 (208 min of audio: the reference's 92x real time on an A100, greedy, about 41

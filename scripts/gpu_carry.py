@@ -9,7 +9,8 @@ The device tool sends the checkout its session started in (with carry [".carry"]
 run `build` there. The command it prints starts by unpacking into /tmp/site and
 `export PYTHONPATH=/tmp/site:$PWD`, then runs scripts/bench_gpu.py, which builds the
 stand-in weights, makes 1,000 clips, times Stage 1 and writes $OUT/bench_gpu.json:
-some 4-6 minutes on one H100 by estimate, not measured (scripts/bench_gpu.py says how).
+on one H200, stand-ins 45 s, the whole Stage 1 376 s, then each extractor alone until
+--deadline-s (scripts/bench_gpu.py says how; docs/models.md has the figures).
 
 The GPU machine (x86-64, Python 3.12.3 at /opt/torch/.venv/bin/python3, the plain
 `python3` there) already has torch 2.11, torchaudio 2.11, transformers 5.17,
