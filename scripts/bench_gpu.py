@@ -474,15 +474,11 @@ def _blueprints(folder: Path, paths: list[Path]) -> list[dict]:
 
 
 def differences(a, b, path: str):
-    """(path, a's value, b's value) for each leaf where two JSON values differ, depth first."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            yield from differences(a.get(key), b.get(key), f"{path}.{key}")
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            yield from differences(x, y, f"{path}[{i}]")
-    elif a != b:
-        yield path, a, b
+    """(dotted path, a's value, b's value) for each leaf where two JSON values differ (make_goldens.walk)."""
+    from make_goldens import dotted, walk
+
+    for where, x, y in walk(a, b, (path,)):
+        yield dotted(where), x, y
 
 
 def batch_invariance(folder: Path, paths: list[Path], options, seed: int, count: int = 3) -> dict:

@@ -169,7 +169,7 @@ def differences(golden: dict[str, dict], fresh: dict[str, dict]) -> list[str]:
         if clip not in fresh or clip not in golden:
             found.append(f"{clip}: {'missing from the fresh run' if clip not in fresh else 'not in the golden file'}")
             continue
-        found += [_line(clip, *d) for d in _walk(golden[clip], fresh[clip], ()) if not _tolerated(*d)]
+        found += [_line(clip, *d) for d in walk(golden[clip], fresh[clip], ()) if not _tolerated(*d)]
     return found
 
 
@@ -178,7 +178,7 @@ def tolerated(golden: dict[str, dict], fresh: dict[str, dict]) -> list[str]:
     return [
         _line(clip, *d)
         for clip in sorted(golden.keys() & fresh.keys())
-        for d in _walk(golden[clip], fresh[clip], ())
+        for d in walk(golden[clip], fresh[clip], ())
         if _tolerated(*d)
     ]
 
@@ -193,24 +193,26 @@ def _tolerated(path: tuple, want: Any, got: Any) -> bool:
 
 
 def _line(clip: str, path: tuple, want: Any, got: Any) -> str:
-    return f"{clip}: section {_section_of(path)}, field {_dotted(path)}: golden {want!r}, fresh {got!r}"
+    return f"{clip}: section {_section_of(path)}, field {dotted(path)}: golden {want!r}, fresh {got!r}"
 
 
 _MISSING = "<absent>"
 
 
-def _walk(want: Any, got: Any, path: tuple) -> Iterator[tuple[tuple, Any, Any]]:
+def walk(want: Any, got: Any, path: tuple) -> Iterator[tuple[tuple, Any, Any]]:
+    """(path, want's value, got's value) for each leaf where two JSON values differ, depth first (lists of other
+    lengths as a whole; a key one lacks as `<absent>`)."""
     if isinstance(want, dict) and isinstance(got, dict):
         for key in list(want) + [k for k in got if k not in want]:
-            yield from _walk(want.get(key, _MISSING), got.get(key, _MISSING), (*path, key))
+            yield from walk(want.get(key, _MISSING), got.get(key, _MISSING), (*path, key))
     elif isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         for i, (a, b) in enumerate(zip(want, got)):
-            yield from _walk(a, b, (*path, i))
+            yield from walk(a, b, (*path, i))
     elif type(want) is not type(got) or want != got:  # 1 and 1.0, or True and 1, differ in a stored file
         yield path, want, got
 
 
-def _dotted(path: tuple) -> str:
+def dotted(path: tuple) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(path))
 
 
@@ -218,10 +220,10 @@ def _section_of(path: tuple) -> str:
     """The extractor whose output holds this field (provenance entries name theirs)."""
     if len(path) >= 3 and path[:2] == ("provenance", "extractors"):
         return str(path[2])
-    dotted = ".".join(str(p) for p in path)
+    joined = ".".join(str(p) for p in path)
     for name, cls in REGISTRY.items():
         for key in cls.outputs:  # the field is an output, inside one, or holds one
-            if dotted == key or dotted.startswith((key + ".", key + "[")) or key.startswith(dotted + "."):
+            if joined == key or joined.startswith((key + ".", key + "[")) or key.startswith(joined + "."):
                 return name
     return "(blueprint)"
 
