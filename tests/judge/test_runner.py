@@ -467,6 +467,25 @@ def test_audio_judge_needs_no_instruction_text(tmp_path, server):
     assert _by_id(outcome)["a"]["status"] == "ok"
 
 
+def test_a_spoken_instruction_heard_as_no_words_is_judged_on_what_needs_no_instruction(tmp_path, server):
+    unheard = {**blueprint(""), "transcript_quality": {"reliable": False, "reason": "Whisper recognised no words"}}
+    spec = PairSpec(id="a", instruction_text=None, instruction=unheard)
+    bench = write_benchmark(tmp_path / "bench", [spec])
+    server.responder = lambda body: Reply(verdict_json(None, "2", None))
+    record = _by_id(judge(bench, server, tmp_path))["a"]
+    body = server.requests[0]
+    assert "(not known: the spoken instruction audio/a_instruction.wav has no recognised words" in prompt_text(body)
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["reasoning", "voice_quality"]
+    assert record["status"] == "ok"
+    assert record["verdicts"] == {"content": None, "voice_quality": "2", "paralinguistics": None}
+    why = "the spoken instruction audio/a_instruction.wav has no recognised words (Whisper recognised no words)"
+    assert record["undetermined"] == {"content": why, "paralinguistics": why}
+    assert record["overall"] is None  # Content decides first, and it is not known
+    cues = _by_id(judge(bench, server, tmp_path, out="cues", model="cues"))["a"]
+    assert cues["status"] == "ok" and cues["verdicts"]["content"] is None and cues["undetermined"]["content"] == why
+    assert cues["verdicts"]["voice_quality"] is not None
+
+
 def test_results_without_config_are_not_overwritten(tmp_path, server):
     bench = write_benchmark(tmp_path / "bench", 1)
     (tmp_path / "run").mkdir()

@@ -1238,21 +1238,22 @@ def judge_case(case: Case, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict:
     content, why_c, missing_c = no_answer_loses((content, why_c, missing_c), failed)
     quality, why_vq, missing_vq = no_answer_loses((quality, why_vq, missing_vq), failed)
     para, why_p, missing_p = no_answer_loses((para, why_p, missing_p), failed)
-    reasoning = (
-        f"Content: {why_c} -> {content or 'undetermined'}. "
-        f"Voice quality: {why_vq} -> {quality or 'undetermined'}. "
-        f"Paralinguistics: {why_p} -> {para or 'undetermined'}."
-    )
-    verdict: dict = {"reasoning": reasoning, "content": content, "voice_quality": quality, "paralinguistics": para}
-    undetermined = {
-        dim: why
-        for dim, why in (("content", missing_c), ("voice_quality", missing_vq), ("paralinguistics", missing_p))
-        if why
+    # Only the dimensions asked about (all but voice quality need an instruction the judge could read).
+    asked = case.dimensions or ("content", "voice_quality", "paralinguistics")
+    decided = {
+        "content": ("Content", content, why_c, missing_c),
+        "voice_quality": ("Voice quality", quality, why_vq, missing_vq),
+        "paralinguistics": ("Paralinguistics", para, why_p, missing_p),
     }
+    decided = {dim: decided[dim] for dim in asked}
+    reasoning = " ".join(f"{title}: {why} -> {label or 'undetermined'}." for title, label, why, _ in decided.values())
+    verdict: dict = {"reasoning": reasoning, **{dim: label for dim, (_, label, _, _) in decided.items()}}
+    undetermined = {dim: missing for dim, (_, _, _, missing) in decided.items() if missing}
     if undetermined:
         verdict["undetermined"] = undetermined
-    labels = {"content": content, "voice_quality": quality, "paralinguistics": para}
-    verdict["confidence"] = cue_confidence(instruction, bp1, bp2, thresholds, doubts, labels, language)
+    labels = {dim: label for dim, (_, label, _, _) in decided.items()}
+    confidence = cue_confidence(instruction, bp1, bp2, thresholds, doubts, labels, language)
+    verdict["confidence"] = {dim: value for dim, value in confidence.items() if dim in decided}
     return verdict
 
 

@@ -232,7 +232,9 @@ class Judging:
             if isinstance(outcome, BaseException):
                 raise outcome
             results.append(outcome)
-        record = pair_record(pair_id, results, self.options, self.rubric, units[0].case.dimensions or None)
+        case = units[0].case
+        unasked = dict.fromkeys(case.unasked, case.instruction_unread or "not asked")
+        record = pair_record(pair_id, results, self.options, self.rubric, case.dimensions or None, unasked)
         language = units[0].case.instruction_language
         record["instruction_language"] = None if language is None else language.record()
         if self.writer is not None:
@@ -275,10 +277,14 @@ def pair_record(
     options: JudgeOptions,
     rubric: Rubric,
     dimensions: tuple[str, ...] | None = None,
+    unasked: dict[str, str] | None = None,
 ) -> dict:
-    """The results.jsonl line of one item from its answers (see runfolder for the fields)."""
+    """The results.jsonl line of one item from its answers (see runfolder for the fields); `unasked`: the
+    dimensions the judge was not asked about, each null with why."""
     failing = [u for u in units if u.status != "ok"]
-    verdicts: dict[str, Any] = {dim: None for dim in dimensions or rubric.names}
+    unasked = unasked or {}
+    asked = set(dimensions or rubric.names)
+    verdicts: dict[str, Any] = {dim: None for dim in rubric.names if dim in asked or dim in unasked}
     # The majority is over the usable answers: one unusable sample of several does not sink the
     # item, as long as every order judged has at least one usable answer (each stays in `samples`).
     usable = {
@@ -293,6 +299,7 @@ def pair_record(
             if options.swap
             else dict(orders["original"])
         )
+        verdicts = {dim: verdicts.get(dim) for dim in rubric.names if dim in asked or dim in unasked}
         status = "ok"
         reason = f"{len(failing)} of {len(units)} answers unusable; majority of the rest" if failing else None
         shown = next(u for u in units if u.status == "ok")
@@ -320,7 +327,10 @@ def pair_record(
         "latency_s": round(sum(u.latency_s for u in units), 4),
         "cache_hit": all(u.calls == 0 for u in units) and any(u.cache_hits for u in units),
         "repairs": sum(u.repairs for u in units),
-        "undetermined": runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
+        "undetermined": {
+            **runfolder.undetermined_reasons(verdicts if status == "ok" else {}, units),
+            **(unasked if status == "ok" else {}),
+        },
     }
     answered = [u for u in units if u.status == "ok" and u.verdicts] if status == "ok" else []
     answers = [(u.verdicts or {}, u.confidence) for u in answered]

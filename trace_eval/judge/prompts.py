@@ -102,6 +102,10 @@ class Case:
     variables: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     # The instruction's language (declared, or its blueprint's); None when neither records one.
     instruction_language: ClipLanguage | None = None
+    # Why the instruction cannot be read (a spoken one heard as no words), and the dimensions that are then not
+    # asked (rated against the instruction): they stay undetermined with that reason.
+    instruction_unread: str | None = None
+    unasked: tuple[str, ...] = ()
 
     @property
     def instruction(self) -> str | None:
@@ -207,12 +211,13 @@ class Prompt:
 
     def _variables(self, case: Case) -> dict[str, str]:
         spoken_instruction = self.needs_audio and case.audio[0] is not None
-        if case.instruction is None and not spoken_instruction:
+        if case.instruction is None and not spoken_instruction and not case.instruction_unread:
             raise PromptError(f"pair {case.pair_id}: no instruction transcript or instruction_text to show the judge")
         instruction_language = case.instruction_language
+        unread = f"(not known: {case.instruction_unread})" if case.instruction_unread else ""
         variables = {
             **case.variables,
-            "instruction": case.instruction or "",
+            "instruction": case.instruction or unread,
             "instruction_source": case.instruction_source,
             "instruction_language": instruction_language.describe() if instruction_language else "not recorded",
         }

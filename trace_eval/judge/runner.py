@@ -372,10 +372,21 @@ def build_cases(
             unusable[pair.id] = reason
             continue
         dimensions = rubric.dimensions_for(pair)
+        # A text judge asked about an instruction it cannot read rates only what needs no instruction.
+        unread = unread_instruction(pair, blueprint(pair.instruction_path)) if not prompt.needs_audio else None
+        unasked: tuple[str, ...] = ()
+        if unread:
+            unasked = tuple(d for d in dimensions if rubric.dimension(d).needs_instruction)
+            dimensions = tuple(d for d in dimensions if d not in unasked)
+            if not dimensions:
+                unusable[pair.id] = f"{unread}, and every dimension of the {rubric.name} rubric is rated against it"
+                continue
         variables = rubric.variables(pair, dimensions)
         if not rubric.pairwise:
             cases[pair.id] = (
-                _pointwise_case(bench, pair, prompt, drop, blueprint, missing, dimensions, variables, usual),
+                _pointwise_case(
+                    bench, pair, prompt, drop, blueprint, missing, dimensions, variables, usual, unread, unasked
+                ),
                 None,
             )
             continue
@@ -404,6 +415,8 @@ def build_cases(
             dimensions,
             variables,
             language,
+            unread,
+            unasked,
         )
         swapped = Case(
             pair.id,
@@ -416,11 +429,25 @@ def build_cases(
             dimensions,
             responses_swapped(variables),
             language,
+            unread,
+            unasked,
         )
         cases[pair.id] = (original, swapped)
     if missing:
         raise MissingBlueprintsError(bench.root, list(missing), blueprints.failures if blueprints else {})
     return cases, unusable
+
+
+def unread_instruction(pair: Pair, blueprint: dict | None) -> str | None:
+    """Why a text judge cannot read `pair`'s instruction: it is spoken, with no written text, and Stage 1 heard no
+    words in it (silence, a tone, speech the recogniser could not make out); None where it can be read."""
+    if not pair.instruction_path or (pair.instruction_text or "").strip() or blueprint is None:
+        return None
+    if str(blueprint.get("agent_response") or "").strip():
+        return None
+    quality = blueprint.get("transcript_quality")
+    why = quality.get("reason") if isinstance(quality, dict) else None
+    return f"the spoken instruction {pair.instruction_path} has no recognised words ({why or 'no speech found'})"
 
 
 def responses_swapped(variables: dict[str, str]) -> dict[str, str]:
@@ -444,9 +471,12 @@ def _pointwise_case(
     dimensions: tuple[str, ...],
     variables: dict[str, str],
     usual: str | None = None,
+    unread: str | None = None,
+    unasked: tuple[str, ...] = (),
 ) -> Case:
     """The case of an item with one answer (audio_path): one blueprint, the answer's audio in slot 1; `usual`:
-    the language most of the benchmark's instructions are in."""
+    the language most of the benchmark's instructions are in; `unread`: why its instruction cannot be read, and
+    `unasked` the dimensions not asked therefore."""
     assert pair.audio_path is not None
     instruction_bp = answer_bp = None
     if prompt.needs_blueprints:
@@ -460,7 +490,18 @@ def _pointwise_case(
     audio = (instruction_audio, bench.resolve(pair.audio_path), None)
     language = instruction_language(pair.languages, instruction_bp, pair.instruction_text, benchmark=usual)
     return Case(
-        pair.id, transcript, pair.instruction_text, (view,), audio, False, (answer_bp,), dimensions, variables, language
+        pair.id,
+        transcript,
+        pair.instruction_text,
+        (view,),
+        audio,
+        False,
+        (answer_bp,),
+        dimensions,
+        variables,
+        language,
+        unread,
+        unasked,
     )
 
 

@@ -10,6 +10,8 @@ the path of a user's own file.
     rubric.verdict_schema(dimensions)    # what a valid answer looks like
 
 Dimensions may apply only to some items (`when: {has: FIELD}` or `{lacks: FIELD}`),
+may be rated without the instruction (`needs_instruction: false`, asked even where a spoken
+instruction has no recognised words),
 items may have to carry manifest fields (`requires`), and every field an item
 carries is a template variable of its prompts (`defaults` give the text shown
 when an item lacks an optional one).
@@ -66,6 +68,8 @@ class Dimension:
     anchors: tuple[tuple[Any, str], ...] = ()  # what some labels mean, shown to the judge
     aliases: tuple[str, ...] = ()  # other answer keys read as this dimension
     when: tuple[str, str] | None = None  # ("has" | "lacks", manifest field): the items it applies to
+    # Whether it is rated against the instruction: a spoken instruction heard as no words leaves it undetermined.
+    needs_instruction: bool = True
 
     def applies_to(self, pair: Pair) -> bool:
         if self.when is None:
@@ -341,6 +345,7 @@ def _dimension(doc: dict) -> Dimension:
         anchors=anchors,
         aliases=tuple(doc.get("aliases") or ()),
         when=next(iter(when.items())) if when else None,
+        needs_instruction=doc.get("needs_instruction", True),
     )
 
 
