@@ -73,10 +73,11 @@ import importlib.util
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -297,6 +298,10 @@ def batches_by_duration(windows: list[tuple[int, float, float]], budget_s: float
         yield batch
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+
+
 # -- model choice ---------------------------------------------------------------------------------
 def _temperatures(value) -> tuple[float, ...]:
     """The fallback temperatures from the config: a sequence, or "0,0.2,0.4" from --set."""
@@ -406,6 +411,9 @@ class AsrExtractor(Extractor):
 
     def __init__(self, config: AsrConfig | None = None, device: str = "cpu"):
         super().__init__(config, device)
+        # The most windows one model call has held since a larger call ran out of memory (None: no limit found):
+        # later batches are cut to it rather than fail again.
+        self.max_windows: int | None = None
         backend = choose_backend(self.config, self.device)
         default_model, default_english = DEFAULT_CARDS[backend]
         self.card = card_for(self.config.model or default_model)
@@ -622,23 +630,22 @@ class AsrExtractor(Extractor):
                 first_windows.append((i, *spans[i][0]))
         for batch in batches_by_duration(first_windows, self.config.batch_seconds):
             audio = [heard[i][int(start * SAMPLE_RATE) : int(math.ceil(end * SAMPLE_RATE))] for i, start, end in batch]
-            try:
-                found = self._loaded.detect_languages(audio)
-            except Exception as e:  # noqa: BLE001 - the clips of this batch fail, the run goes on
-                for i, _, _ in batch:
-                    results[i] = ClipError(f"language detection failed: {type(e).__name__}: {e}")
-                continue
+            heard_tokens = self.in_halves(self._loaded.detect_languages, audio)
 
-            def settle(i: int, probabilities: dict[str, float], samples: np.ndarray) -> ClipLanguage | ClipError:
+            def settle(
+                i: int, probabilities: dict[str, float] | Exception, samples: np.ndarray
+            ) -> ClipLanguage | ClipError:
                 try:
+                    if isinstance(probabilities, Exception):
+                        raise probabilities
                     return self._detected(probabilities, samples, clips[i].expects)
-                except Exception as e:  # noqa: BLE001 - decoding a candidate failed: this clip fails, the run goes on
+                except Exception as e:  # noqa: BLE001 - this clip fails, the run goes on
                     return ClipError(f"language detection failed: {type(e).__name__}: {e}")
 
             # Each clip's candidates are decoded on threads of their own, as windows are: the same values.
             indices = [i for i, _, _ in batch]
             with ThreadPoolExecutor(max(1, getattr(self._loaded, "workers", 1))) as pool:
-                for i, outcome in zip(indices, pool.map(settle, indices, found, audio)):
+                for i, outcome in zip(indices, pool.map(settle, indices, heard_tokens, audio)):
                     if isinstance(outcome, ClipError):
                         results[i] = outcome
                     else:
@@ -773,25 +780,36 @@ class AsrExtractor(Extractor):
             first, last = int(start * SAMPLE_RATE), int(math.ceil(end * SAMPLE_RATE))
             audio.append(heard[i][first:last])
             seeds.append(window_seed(self.config.seed, clips[i].sha256, first, last))
-        try:
-            return dict(zip(batch, decoder.transcribe(audio, language, seeds), strict=True))
-        except Exception as e:  # noqa: BLE001 - any decoding failure: retry one by one, then blame one window
-            if len(batch) == 1:
-                return {batch[0]: e}
-        _free_accelerator_memory()
-        return {
-            window: self._decode_alone(decoder, samples, seed, language)
-            for window, samples, seed in zip(batch, audio, seeds)
-        }
 
-    @staticmethod
-    def _decode_alone(
-        decoder: WhisperBackend, samples: np.ndarray, seed: int, language: str
-    ) -> WindowTranscript | Exception:
+        def transcribe(items: list[tuple[np.ndarray, int]]) -> list[WindowTranscript]:
+            return decoder.transcribe([samples for samples, _ in items], language, [seed for _, seed in items])
+
+        decoded = self.in_halves(transcribe, list(zip(audio, seeds, strict=True)))
+        return dict(zip(batch, decoded, strict=True))
+
+    def in_halves(self, run: Callable[[list[T]], list[R]], items: list[T]) -> list[R | Exception]:
+        """`run` over `items` in calls of at most `max_windows`; a call that raises is made again on each half,
+        down to the one item that fails alone (its exception in its place), so one bad window fails alone. A call
+        that ran out of memory (a GPU's, most often: memory follows the windows, each padded to 30 s) sets
+        `max_windows` to its half, so a device smaller than the batch costs a few halvings once, not every batch,
+        nor a decoding one window at a time. Outputs do not depend on how windows are batched (measured on CUDA
+        and tested on the CPU), so the values are the same whatever was cut."""
+        cap = self.max_windows or len(items)
+        if len(items) > cap:
+            return [
+                out for start in range(0, len(items), cap) for out in self.in_halves(run, items[start : start + cap])
+            ]
         try:
-            return decoder.transcribe([samples], language, [seed])[0]
-        except Exception as e:  # noqa: BLE001
-            return e
+            outputs: list[R | Exception] = list(run(items))
+            return outputs
+        except Exception as e:  # noqa: BLE001 - any failure: each half again, then blame one item
+            if len(items) == 1:
+                return [e]
+            if "out of memory" in str(e).lower():
+                self.max_windows = len(items) // 2
+        _free_accelerator_memory()
+        half = len(items) // 2
+        return self.in_halves(run, items[:half]) + self.in_halves(run, items[half:])
 
     def _assemble(
         self,

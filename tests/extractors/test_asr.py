@@ -301,6 +301,45 @@ def test_a_sampled_window_does_not_depend_on_what_was_decoded_before_it_or_besid
     assert beam_first == [together.transcribe([w], "en", [s])[0] for w, s in zip([a, b, a, b], [11, 22, 11, 22])]
 
 
+def test_a_batch_too_large_for_the_device_is_decoded_in_halves_to_the_same_values(tiny_en, speech):
+    clips = [clip_of(speech[f"plain{i}"]) for i in range(5)]
+    whole = [section.values for section in tiny_en.extract(clips)]
+    small = AsrExtractor(AsrConfig(**TINY_EN), device="cpu")  # a device that holds two windows at a time
+    small.load()
+    decoder, _ = small._decoder("en")
+    transcribe, sizes = decoder.transcribe, []
+
+    def at_most_two(windows, language, seeds):
+        sizes.append(len(windows))
+        if len(windows) > 2:
+            raise RuntimeError("CUDA failed with error out of memory")  # as CTranslate2 says it on a GPU
+        return transcribe(windows, language, seeds)
+
+    decoder.transcribe = at_most_two
+    assert [section.values for section in small.extract(clips)] == whole
+    assert sizes == [5, 2, 2, 1] and small.max_windows == 2  # halved once, then cut to what fitted
+    sizes.clear()
+    assert [section.values for section in small.extract(clips)] == whole
+    assert sizes == [2, 2, 1]  # the next batch is not tried whole again
+
+    small.max_windows, lengths = None, []
+
+    def one_bad(windows, language, seeds):  # any other failure: the halves again, down to the one window
+        lengths.extend([] if lengths else [len(w) for w in windows])
+        if lengths[2] in [len(w) for w in windows]:
+            raise ValueError("a window this model cannot take")
+        return transcribe(windows, language, seeds)
+
+    decoder.transcribe = one_bad
+    outcomes = small.extract(clips)
+    failed = [n for n, outcome in enumerate(outcomes) if not isinstance(outcome, Section)]
+    assert len(failed) == 1 and "a window this model cannot take" in str(outcomes[failed[0]])
+    assert [o.values for n, o in enumerate(outcomes) if n not in failed] == [
+        v for n, v in enumerate(whole) if n not in failed
+    ]
+    assert small.max_windows is None  # not a matter of memory
+
+
 def test_fast_clear_speech_keeps_its_transcript(tiny_en, tmp_path):
     path = speak(GATHER, tmp_path / "gather260.wav", Voice(wpm=260))  # about 2.5 s, 280 words/min
     clip = clip_of(path)
