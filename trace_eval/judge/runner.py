@@ -443,11 +443,19 @@ def unread_instruction(pair: Pair, blueprint: dict | None) -> str | None:
     words in it (silence, a tone, speech the recogniser could not make out); None where it can be read."""
     if not pair.instruction_path or (pair.instruction_text or "").strip() or blueprint is None:
         return None
-    if str(blueprint.get("agent_response") or "").strip():
+    transcript = blueprint.get("agent_response")
+    if not isinstance(transcript, str) or transcript.strip():  # words, or never transcribed (asr not run)
         return None
-    quality = blueprint.get("transcript_quality")
-    why = quality.get("reason") if isinstance(quality, dict) else None
-    return f"the spoken instruction {pair.instruction_path} has no recognised words ({why or 'no speech found'})"
+    # The transcript's doubt where Whisper heard nothing in speech, the recogniser's reason where it found none.
+    why = next(
+        (
+            section["reason"]
+            for key in ("transcript_quality", "asr")
+            if isinstance(section := blueprint.get(key), dict) and section.get("reason")
+        ),
+        "no reason recorded",
+    )
+    return f"the spoken instruction {pair.instruction_path} has no recognised words ({why})"
 
 
 def responses_swapped(variables: dict[str, str]) -> dict[str, str]:
