@@ -468,6 +468,7 @@ def report(items: list[Item], evidence: dict[str, dict], half: str) -> dict:
             figures[f"answers {set_name} wrong {rule_name}"] = round(sum(wrong) / max(1, len(wrong)), 4)
             print(f"{rule_name:<14}" + "".join(f"{_rate(f):>16}" for f in (right, short, wrong)))
     figures |= trade_off(chosen, evidence)
+    figures |= content_of_answers(chosen, evidence)
     with_text = [i for i in chosen if i.text]
     print(f"\ninstructions with their written text ({len(with_text)})")
     for rule_name in RULES:
@@ -476,6 +477,53 @@ def report(items: list[Item], evidence: dict[str, dict], half: str) -> dict:
         flags = [instruction(rule_name, evidence[i.clip.sha256], i.text) == i.language for i in with_text]
         figures[f"instructions {rule_name}"] = round(sum(flags) / max(1, len(flags)), 4)
         print(f"{rule_name:<14}{_rate(flags):>16}")
+    return figures
+
+
+def content_of_answers(chosen: list[Item], evidence: dict[str, dict]) -> dict:
+    """The `cues` judge's Content on each Asterisk prompt said as the answer to an instruction quoting it (right)
+    and to one quoting the same prompt in WRONG_EXPECTED's language (wrong), its language expected: its words as
+    transcribed (stood in for by its decoding in the language kept without context: the clips are one window),
+    and read in the expected language where the judge does (`languages.expected_reading`)."""
+    from trace_eval.judge import cues, languages
+    from trace_eval.language_rule import LanguageRule
+
+    rule, t = LanguageRule.load(), cues.DEFAULT_THRESHOLDS
+    prompts = {language: asterisk_prompts(language) for language in ASTERISK_VOICES}
+
+    def says(quoted: str, transcript: str, language: str) -> bool:
+        words, said = cues._words(quoted, language), cues._words(transcript, language)
+        length = len(cues._letters(said)) / max(1, len(cues._letters(words)))
+        return cues._recall(words, said, t) >= t.content_min_recall and length >= t.content_min_length
+
+    counts = {(case, how): [0, 0] for case in ("right", "wrong") for how in ("transcript", "reading")}
+    for i in chosen:
+        e = evidence[i.clip.sha256]
+        kept = rule.decide(as_decoded(e, rule))
+        transcript = ((e.get("guesses") or {}).get(kept.code) or {}).get("text")
+        if not i.corpus.startswith("asterisk") or transcript is None:
+            continue
+        for case, expected in (("right", i.language), ("wrong", WRONG_EXPECTED[i.language])):
+            quoted = prompts.get(expected, {}).get(i.name)
+            if quoted is None:
+                continue
+            language = {"code": kept.code, "probability": kept.probability, "source": "detected"}
+            blueprint = {"language": language | {"evidence": as_decoded(e, rule, (expected,))},
+                         "duration_s": e["speech_s"], "agent_response": transcript}  # fmt: skip
+            asked = languages.expected("", expected)
+            heard = languages.heard_in(asked, blueprint, t.language_min_probability)
+            reading = languages.expected_reading(asked, blueprint) if heard.in_language else None
+            for how, words in (("transcript", transcript), ("reading", reading[0] if reading else transcript)):
+                passes = heard.in_language is not False and says(quoted, words, expected)
+                counts[case, how][0] += passes == (case == "right")
+                counts[case, how][1] += 1
+    print("\nContent of Asterisk prompts said as answers (right: it passes; wrong, another language's: it fails)")
+    print(f"{'words':<14}{'right':>16}{'wrong':>16}")
+    figures = {}
+    for how in ("transcript", "reading"):
+        cells = [counts[case, how] for case in ("right", "wrong")]
+        figures |= {f"content {case} {how}": round(k / max(1, n), 4) for case, (k, n) in zip(("right", "wrong"), cells)}
+        print(f"{how:<14}" + "".join(f"{f'{k}/{n} {100 * k / max(1, n):.1f}%':>16}" for k, n in cells))
     return figures
 
 

@@ -106,6 +106,44 @@ def test_a_detection_too_unsure_is_not_held_against_an_answer():
     assert "heard as Galician only with probability 0.30" in answer["reasoning"]
 
 
+def no_hay_mensajes(spanish_logprob: float = -2.32) -> dict:
+    """Asterisk's recorded Spanish "No hay mensajes." (1.8 s) as Stage 1 heard it: its token says English, so its
+    transcript is English; tested in Spanish, the answer to a Spanish instruction (the evidence as recorded)."""
+    bp = said("No, I must not say his.", "en", 0.537)
+    bp["duration_s"] = 1.84
+    guess = {"loops": False}
+    bp["language"]["evidence"] = {
+        "speech_s": 1.84,
+        "token": {"en": 0.412, "he": 0.103, "yo": 0.098, "fa": 0.093, "la": 0.061, "fr": 0.034, "es": 0.029},
+        "expects": ["es"],
+        "guesses": {
+            "en": guess | {"text": "No, I must not say his.", "logprob": -5.74, "tokens": 8, "reads": [["en", 0.86]]},
+            "he": guess | {"text": "‫לא עיימא זמן שעז.", "logprob": -13.9, "tokens": 13, "reads": [["he", 1.0]]},
+            "la": guess | {"text": "No, I must, men, sayes.", "logprob": -10.95, "tokens": 10, "reads": [["en", 0.17]]},
+            "es": guess
+            | {"text": "No hay más mensajes.", "logprob": spanish_logprob, "tokens": 6, "reads": [["es", 0.98]]},
+        },
+        "english": {"text": "No I must means that he's.", "logprob_per_token": -0.905, "tokens": 8, "loops": False},
+    }
+    return bp
+
+
+def test_an_answer_held_to_the_expected_language_is_read_in_it_where_that_decoding_is_the_likelier():
+    asked = "Di «No hay mensajes.»"
+    english = said("No more messages.", "en", 0.99)
+    answer = verdict(asked, no_hay_mensajes(), english, detected("es"))
+    assert answer["content"] == "1"
+    assert (
+        "response 1 read from its Spanish decoding (log-probability -2.3 against -5.7 in English), "
+        "response 1 says 100% of the quoted words" in answer["reasoning"]
+    )
+    # Where its Spanish decoding is the less likely, the answer is English, its words those of its transcript.
+    unlikely = verdict(asked, no_hay_mensajes(spanish_logprob=-9.0), english, detected("es"))
+    assert unlikely["content"] == "both_bad" and "decoding" not in unlikely["reasoning"]
+    assert "response 1 says 15% of the quoted words" in unlikely["reasoning"]
+    assert "response 1 in English, not Spanish expected" in unlikely["reasoning"]
+
+
 def test_a_language_asked_for_is_the_one_expected_and_its_quote_may_be_to_translate():
     # The answer is asked in Spanish: saying the quoted words in English is no longer right ...
     answer = verdict(

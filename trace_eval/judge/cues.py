@@ -159,7 +159,9 @@ __all__ = [
 # misheard or lost (leadins.ECHO); a lead-in misheard as a manner word asks for no manner ("vite" for "dites"); a
 # question about how words are said ("how do you say this in Spanish") gives no words to say; the instruction's
 # language weighs as a prior only on an answer whose evidence tested it (LanguageRule.untested).
-CUES_VERSION = "12"
+# 13: an answer held to the expected language but transcribed in another is read from its decoding in the
+# expected language where that decoding is the likelier (languages.expected_reading).
+CUES_VERSION = "13"
 
 
 @dataclass(frozen=True)
@@ -407,6 +409,7 @@ def judge_content(
     notes, missing = [], []
     for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
         transcript = (bp or {}).get("agent_response")
+        heard = languages.heard_in(asked, bp, t.language_min_probability)
         duration = _duration(bp)
         if duration is not None and duration > t.content_max_s:
             # Whatever it says, and however unsure its transcript: no listener waits this long for one answer.
@@ -425,6 +428,11 @@ def judge_content(
                 f"response {n} " + (f"could not be heard ({failed})" if failed else "has no recognised speech")
             )
         elif quoted_words:
+            # Heard in the expected language, its words are read in it where its decoding there is the likelier.
+            reading = languages.expected_reading(asked, bp) if heard.in_language else None
+            if reading is not None:
+                transcript = reading[0]
+                notes.append(f"response {n} {reading[1]}")
             said = _words(transcript, language)
             recall = _recall(quoted_words, said, t)
             length = len(_letters(said)) / max(1, len(_letters(quoted_words)))
@@ -438,16 +446,15 @@ def judge_content(
             oks.append(None)
             notes.append(f"response {n} has speech")
             missing.append("no quoted words in the instruction: nothing to check what is said against")
-        in_language, heard, _ = languages.heard_in(asked, bp, t.language_min_probability)
-        if in_language is False:
+        if heard.in_language is False:
             oks[-1] = False  # an answer in another language than asked fails whatever it says
         elif oks[-1] and asked.language is None and asked.instruction == languages.ASKED_UNKNOWN:
             # Words said are no pass when the language they had to be said in is not known: an English answer
             # says most of a Spanish sentence's cognates ("conference", "extended").
             oks[-1] = None
             missing.append(f"the instruction's language could not be told, so response {n} may not be in it")
-        if heard:
-            notes.append(f"response {n} {heard}")
+        if heard.what:
+            notes.append(f"response {n} {heard.what}")
     rule = "no quoted words: only speech presence is evidence"
     if quoted_words:
         rule = (

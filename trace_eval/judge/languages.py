@@ -832,3 +832,37 @@ def language_evidence(blueprint: dict | None) -> dict | None:
     value = (blueprint or {}).get("language")
     evidence = value.get("evidence") if isinstance(value, dict) and value.get("source") == "detected" else None
     return evidence if isinstance(evidence, dict) else None
+
+
+ONE_WINDOW_S = 30.0  # the language evidence decodes a clip's first window of Whisper's 30 s: the whole of a shorter one
+
+
+def expected_reading(asked: Asked, blueprint: dict | None) -> tuple[str, str] | None:
+    """The words of an answer transcribed in another language than the one expected, read from its decoding in
+    the expected language (the hypothesis test's, `language.evidence.guesses`), where that decoding is the likelier
+    of the two, in total and per token, and is the whole clip: the token, not the words, took it elsewhere ("No hay
+    mensajes.", heard as English by its token, decodes as "No, I must not say his." at -5.74 and as Spanish at
+    -2.32). (text, what was read) or None."""
+    evidence = language_evidence(blueprint)
+    heard = ClipLanguage.of(blueprint)
+    decoded = (heard.decoded or heard.code) if heard is not None else None  # its transcript's language
+    if evidence is None or asked.language is None or decoded in (None, asked.language):
+        return None
+    guesses = evidence.get("guesses") or {}
+    mine, theirs = guesses.get(asked.language), guesses.get(decoded)
+    duration = (blueprint or {}).get("duration_s")
+    if not mine or not theirs or mine.get("loops") or not isinstance(duration, (int, float)):
+        return None
+    if duration > ONE_WINDOW_S or not str(mine.get("text") or "").strip():
+        return None
+
+    def per_token(guess: dict) -> float:
+        return float(guess["logprob"]) / max(1, int(guess["tokens"]))
+
+    if mine["logprob"] <= theirs["logprob"] or per_token(mine) <= per_token(theirs):
+        return None
+    what = (
+        f"read from its {name(asked.language)} decoding (log-probability {mine['logprob']:.1f} against "
+        f"{theirs['logprob']:.1f} in {name(decoded)})"
+    )
+    return str(mine["text"]), what
