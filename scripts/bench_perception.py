@@ -512,7 +512,7 @@ def content_of_answers(chosen: list[Item], evidence: dict[str, dict]) -> dict:
                          "duration_s": e["speech_s"], "agent_response": transcript}  # fmt: skip
             asked = languages.expected("", expected)
             heard = languages.heard_in(asked, blueprint, t.language_min_probability)
-            reading = languages.expected_reading(asked, blueprint) if heard.in_language else None
+            reading = languages.expected_reading(expected, blueprint, t.language_min_probability)
             for how, words in (("transcript", transcript), ("reading", reading[0] if reading else transcript)):
                 passes = heard.in_language is not False and says(quoted, words, expected)
                 counts[case, how][0] += passes == (case == "right")

@@ -142,6 +142,21 @@ def test_an_answer_held_to_the_expected_language_is_read_in_it_where_that_decodi
     assert unlikely["content"] == "both_bad" and "decoding" not in unlikely["reasoning"]
     assert "response 1 says 15% of the quoted words" in unlikely["reasoning"]
     assert "response 1 in English, not Spanish expected" in unlikely["reasoning"]
+    # An LLM judge is shown the same words, and why.
+    spanish, english = no_hay_mensajes(), said("No more messages.", "en", 0.99)
+    case = Case(
+        "x",
+        None,
+        asked,
+        (blueprint_view(spanish, KEYS), blueprint_view(english, KEYS)),
+        stored=(spanish, english),
+        instruction_language=detected("es"),
+    )
+    why = "its words read from its Spanish decoding (log-probability -2.3 against -5.7 in English)"
+    trace = load_prompt("trace").render(case)[1]["content"]
+    assert f'{why}):\n{{"agent_response": "No hay más mensajes.",' in trace
+    transcript = load_prompt("transcript").render(case)[1]["content"]
+    assert f"{why}):\nNo hay más mensajes.\n" in transcript
 
 
 def test_a_language_asked_for_is_the_one_expected_and_its_quote_may_be_to_translate():

@@ -429,7 +429,7 @@ def judge_content(
             )
         elif quoted_words:
             # Heard in the expected language, its words are read in it where its decoding there is the likelier.
-            reading = languages.expected_reading(asked, bp) if heard.in_language else None
+            reading = languages.expected_reading(asked.language, bp, t.language_min_probability)
             if reading is not None:
                 transcript = reading[0]
                 notes.append(f"response {n} {reading[1]}")

@@ -51,6 +51,7 @@ __all__ = [
     "benchmark_language",
     "describe_clip",
     "expected",
+    "expected_reading",
     "heard_in",
     "instruction_language",
     "language_evidence",
@@ -837,19 +838,22 @@ def language_evidence(blueprint: dict | None) -> dict | None:
 ONE_WINDOW_S = 30.0  # the language evidence decodes a clip's first window of Whisper's 30 s: the whole of a shorter one
 
 
-def expected_reading(asked: Asked, blueprint: dict | None) -> tuple[str, str] | None:
-    """The words of an answer transcribed in another language than the one expected, read from its decoding in
-    the expected language (the hypothesis test's, `language.evidence.guesses`), where that decoding is the likelier
-    of the two, in total and per token, and is the whole clip: the token, not the words, took it elsewhere ("No hay
-    mensajes.", heard as English by its token, decodes as "No, I must not say his." at -5.74 and as Spanish at
-    -2.32). (text, what was read) or None."""
+def expected_reading(
+    expected: str | None, blueprint: dict | None, min_probability: float = MIN_PROBABILITY
+) -> tuple[str, str] | None:
+    """The words of an answer heard in the `expected` language (its evidence with that language as the prior, at
+    least `min_probability` sure) but transcribed in another, read from its decoding in the expected language (the
+    hypothesis test's, `language.evidence.guesses`) where that decoding is the likelier of the two, in total and
+    per token, and is the whole clip: the token, not the words, took it elsewhere ("No hay mensajes.", heard as
+    English by its token, decodes as "No, I must not say his." at -5.74 and as Spanish at -2.32). A decoding the
+    evidence does not prefer is often a fluent translation, and is never read. (text, what was read) or None."""
     evidence = language_evidence(blueprint)
     heard = ClipLanguage.of(blueprint)
     decoded = (heard.decoded or heard.code) if heard is not None else None  # its transcript's language
-    if evidence is None or asked.language is None or decoded in (None, asked.language):
+    if evidence is None or expected is None or decoded in (None, expected):
         return None
     guesses = evidence.get("guesses") or {}
-    mine, theirs = guesses.get(asked.language), guesses.get(decoded)
+    mine, theirs = guesses.get(expected), guesses.get(decoded)
     duration = (blueprint or {}).get("duration_s")
     if not mine or not theirs or mine.get("loops") or not isinstance(duration, (int, float)):
         return None
@@ -861,8 +865,11 @@ def expected_reading(asked: Asked, blueprint: dict | None) -> tuple[str, str] | 
 
     if mine["logprob"] <= theirs["logprob"] or per_token(mine) <= per_token(theirs):
         return None
+    decision = LanguageRule.load().decide(evidence, expected=expected)
+    if decision.code != expected or decision.probability is None or decision.probability < min_probability:
+        return None
     what = (
-        f"read from its {name(asked.language)} decoding (log-probability {mine['logprob']:.1f} against "
+        f"read from its {name(expected)} decoding (log-probability {mine['logprob']:.1f} against "
         f"{theirs['logprob']:.1f} in {name(decoded)})"
     )
     return str(mine["text"]), what

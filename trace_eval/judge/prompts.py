@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from trace_eval.judge import prosody
-from trace_eval.judge.languages import ClipLanguage, describe_clip
+from trace_eval.judge.languages import ClipLanguage, describe_clip, expected_reading
 
 __all__ = [
     "BLUEPRINT_GROUPS",
@@ -221,10 +221,17 @@ class Prompt:
             "instruction_source": case.instruction_source,
             "instruction_language": instruction_language.describe() if instruction_language else "not recorded",
         }
+        expected = instruction_language.code if instruction_language else None
         for n, (blueprint, stored) in enumerate(zip(case.blueprints, case.stored), start=1):
+            language = describe_clip(stored or blueprint, instruction_language)
+            # Heard in the instruction's language but transcribed in another: shown as the `cues` judge reads it.
+            reading = expected_reading(expected, stored or blueprint)
+            if reading is not None and blueprint is not None and "agent_response" in blueprint:
+                blueprint = {**blueprint, "agent_response": reading[0]}
+                language += f"; its words {reading[1]}"
             variables[f"blueprint_{n}"] = json.dumps(blueprint, ensure_ascii=False, allow_nan=False)
             variables[f"transcript_{n}"] = transcript_shown(blueprint)
-            variables[f"language_{n}"] = describe_clip(stored or blueprint, instruction_language)
+            variables[f"language_{n}"] = language
         if len(case.blueprints) == 1:  # pointwise
             variables["blueprint"], variables["transcript"] = variables["blueprint_1"], variables["transcript_1"]
             variables["language"] = variables["language_1"]
