@@ -20,12 +20,13 @@ free-form fields such as character, dialogue_history, style_elements).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -147,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         behaviour = owner._next(body, dict(self.headers))
         if behaviour.delay_s:
-            time.sleep(behaviour.delay_s)
+            with owner._waiting():
+                time.sleep(behaviour.delay_s)
         if isinstance(behaviour, Fail):
             headers = {}
             if behaviour.retry_after is not None:
@@ -223,6 +225,8 @@ class LLMServer:
         self.headers: list[dict[str, str]] = []
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
+        self._in_flight = 0
+        self.most_in_flight = 0  # the most requests waiting out their delay at once: how many calls a client overlaps
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -236,6 +240,17 @@ class LLMServer:
     def request_count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+    @contextlib.contextmanager
+    def _waiting(self) -> Iterator[None]:
+        with self._lock:
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def _next(self, body: dict, headers: dict[str, str]) -> Behaviour:
         with self._lock:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -165,8 +164,7 @@ def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(
     pairs = [dict(base[n % len(base)], id=f"q{n:02d}", instruction_text=f"Say 'number {n}'.") for n in range(32)]
     workdir = tmp_path / "work"
     share_store(example_with_blueprints, monkeypatch)
-    delay = 0.25
-    with LLMServer(responder=lambda body: Reply(verdict_json("1", "both_good", "2"), delay_s=delay)) as server:
+    with LLMServer(responder=lambda body: Reply(verdict_json("1", "both_good", "2"), delay_s=0.25)) as server:
 
         def make(cache: str) -> trace_eval.Judge:
             return trace_eval.Judge(
@@ -179,17 +177,15 @@ def test_compare_many_keeps_16_calls_in_flight_and_a_second_pass_asks_nothing(
             )
 
         one_judge = make("cache-one")
-        started = time.perf_counter()
         one = [one_judge.compare(p["instruction"], p["a"], p["b"], p["instruction_text"], id=p["id"]) for p in pairs]
-        one_at_a_time = time.perf_counter() - started
+        assert server.most_in_flight == 1
 
         many_judge = make("cache-many")
-        started = time.perf_counter()
         many = list(many_judge.compare_many(pairs, concurrency=16))
-        in_flight = time.perf_counter() - started
         assert server.request_count == 64
-        assert one_at_a_time >= 32 * delay
-        assert one_at_a_time / in_flight >= 5, (one_at_a_time, in_flight)
+        # Counted by the server, not timed (a loaded machine stretches any timing): 16 requests waited out their
+        # delay at once, and never more.
+        assert server.most_in_flight == 16
         assert {v.id for v in many} == {p["id"] for p in pairs}
         scripted = {"content": "1", "voice_quality": "both_good", "paralinguistics": "2"}
         assert all(v.ok and v.labels == scripted and not v.cache_hit for v in one + many)
