@@ -105,6 +105,9 @@ from extractors.numerics import CHOOSE, ctranslate2_kernels, numeric_class
 from trace_eval.language_rule import LanguageRule
 from trace_eval.languages import characters, code_problem, separates_words, text_languages
 
+T = TypeVar("T")  # AsrExtractor.in_halves: what one model call takes per item
+R = TypeVar("R")  # ... and gives back
+
 __all__ = [
     "AsrConfig",
     "AsrExtractor",
@@ -296,10 +299,6 @@ def batches_by_duration(windows: list[tuple[int, float, float]], budget_s: float
         total += length
     if batch:
         yield batch
-
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 # -- model choice ---------------------------------------------------------------------------------

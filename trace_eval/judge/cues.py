@@ -409,13 +409,13 @@ def judge_content(
     notes, missing = [], []
     for n, (bp, doubt) in enumerate(zip((bp1, bp2), doubts, strict=True), start=1):
         transcript = (bp or {}).get("agent_response")
-        heard = languages.heard_in(asked, bp, t.language_min_probability)
         duration = _duration(bp)
         if duration is not None and duration > t.content_max_s:
             # Whatever it says, and however unsure its transcript: no listener waits this long for one answer.
             oks.append(False)
             notes.append(f"response {n} runs {duration:.0f} s, past the {t.content_max_s:g} s an answer may take")
             continue
+        heard = languages.heard_in(asked, bp, t.language_min_probability)
         if transcript is None or doubt:
             oks.append(None)
             what = doubt or "transcript unmeasured"

@@ -835,7 +835,9 @@ def language_evidence(blueprint: dict | None) -> dict | None:
     return evidence if isinstance(evidence, dict) else None
 
 
-ONE_WINDOW_S = 30.0  # the language evidence decodes a clip's first window of Whisper's 30 s: the whole of a shorter one
+# The language evidence decodes a clip's first window (extractors/asr.py WINDOW_S, Whisper's input): the whole of a
+# clip no longer than it.
+ONE_WINDOW_S = 30.0
 
 
 def expected_reading(
